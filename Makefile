@@ -1,0 +1,40 @@
+# One entry point for newcomers and CI. `make test` and `make run` set
+# everything up on a fresh machine (root, Debian) and are safe to repeat.
+
+VENV      := .venv
+PY        := $(VENV)/bin/python
+PIP       := $(VENV)/bin/pip
+STAMP     := $(VENV)/.deps-stamp
+APT_PKGS  := iproute2 iputils-ping ethtool tcpdump mininet
+PYTEST_ARGS ?=
+
+.PHONY: deps test test-unit test-root run bench lint clean
+
+deps: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	@./scripts/apt-deps.sh $(APT_PKGS)
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[dev]'
+	@touch $@
+
+# The whole suite: unit and packet tests, then the root-only layers
+# (network namespaces, Mininet) when running as root.
+test: deps
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+test-unit: deps
+	$(PY) -m pytest -q -m "not root and not mininet" $(PYTEST_ARGS)
+
+run: deps
+	$(PY) -m topologies.demo
+
+bench: deps
+	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+lint: deps
+	$(VENV)/bin/ruff check .
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache
