@@ -17,6 +17,7 @@ $(STAMP): pyproject.toml Makefile
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q -e '.[dev]'
+	@./scripts/link-mininet.sh $(VENV)
 	@touch $@
 
 # The whole suite: unit and packet tests, then the root-only layers
