@@ -1,0 +1,142 @@
+"""Scapy layers for the custom headers of the SGLB data plane (p4src/sglb.p4).
+
+Formats (all fields big-endian, docs/sglb.md draws them):
+
+* ``PacketOut`` (4 bytes, precedes Ethernet on packets from the controller):
+  op (8: 0 = run the pipeline, 1 = send out of egress_port as is),
+  reserved (8), egress_port (16).
+* ``PacketIn`` (4 bytes, precedes Ethernet on packets to the controller):
+  ingress_port (16), reason (8: 1 = addressed to the switch, 2 = probe), reserved (8).
+* ``PortStatus`` (EtherType 0x88B5, 8 bytes; fixed by docs/softswitch-api.md):
+  version (8) = 1, op (8: 1 = down, 2 = up), port (16), seq (32).
+* ``SglbNotice`` (EtherType 0x88B6, 12 bytes): version (8) = 1, kind (8: 1 = fail,
+  2 = recover), length (8) = 12, reserved (8), spine_id (16), leaf_id (16), epoch (32).
+* ``SglbProbe`` (EtherType 0x88B6, 16 bytes): version (8) = 1, kind (8) = 3,
+  length (8) = 16, path (8), src_leaf (16), dst_leaf (16), seq (32), hop_dre (32).
+
+0x88B5 and 0x88B6 are the two IEEE 802 local experimental EtherTypes; notice
+and probe share the second and are told apart by ``kind`` (any kind other
+than 3 dissects as a notice, as the P4 parser does). PacketOut and
+PacketIn are the P4Runtime controller headers; they are not bound to any
+EtherType and are built explicitly: ``PacketOut() / Ether() / ...``.
+"""
+
+from __future__ import annotations
+
+from scapy.fields import ByteEnumField, ByteField, IntField, ShortField
+from scapy.layers.l2 import Ether
+from scapy.packet import Packet, bind_layers, bind_top_down
+
+ETHERTYPE_PORT_STATUS = 0x88B5
+ETHERTYPE_SGLB = 0x88B6
+
+SGLB_VERSION = 1
+NOTICE_LENGTH = 12
+PROBE_LENGTH = 16
+
+PACKET_OUT_PIPELINE = 0
+PACKET_OUT_DIRECT = 1
+
+PUNT_HOST = 1
+PUNT_PROBE = 2
+
+PORT_DOWN = 1
+PORT_UP = 2
+
+NOTICE_FAIL = 1
+NOTICE_RECOVER = 2
+
+PROBE_KIND = 3
+
+
+class PacketOut(Packet):
+    """P4Runtime packet_out controller header of sglb.p4."""
+
+    name = "SGLB PacketOut"
+    fields_desc = [
+        ByteEnumField("op", PACKET_OUT_PIPELINE, {0: "pipeline", 1: "direct"}),
+        ByteField("reserved", 0),
+        ShortField("egress_port", 0),
+    ]
+
+    def guess_payload_class(self, payload: bytes) -> type[Packet]:
+        return Ether
+
+
+class PacketIn(Packet):
+    """P4Runtime packet_in controller header of sglb.p4."""
+
+    name = "SGLB PacketIn"
+    fields_desc = [
+        ShortField("ingress_port", 0),
+        ByteEnumField("reason", 0, {1: "host", 2: "probe"}),
+        ByteField("reserved", 0),
+    ]
+
+    def guess_payload_class(self, payload: bytes) -> type[Packet]:
+        return Ether
+
+
+class PortStatus(Packet):
+    """Port-status event injected through the CPU port (docs/softswitch-api.md)."""
+
+    name = "PortStatus"
+    fields_desc = [
+        ByteField("version", 1),
+        ByteEnumField("op", PORT_DOWN, {PORT_DOWN: "down", PORT_UP: "up"}),
+        ShortField("port", 0),
+        IntField("seq", 0),
+    ]
+
+
+class SglbNotice(Packet):
+    """In-band failure / recovery notice, multicast by a spine to the leaves."""
+
+    name = "SGLB Notice"
+
+    @classmethod
+    def dispatch_hook(cls, _pkt: bytes | None = None, *args, **kargs) -> type[Packet]:
+        """Dissect a probe as SglbProbe: both share EtherType 0x88B6."""
+        if _pkt is not None and len(_pkt) >= 2 and _pkt[1] == PROBE_KIND:
+            return SglbProbe
+        return cls
+    fields_desc = [
+        ByteField("version", SGLB_VERSION),
+        ByteEnumField("kind", NOTICE_FAIL, {NOTICE_FAIL: "fail", NOTICE_RECOVER: "recover"}),
+        ByteField("length", NOTICE_LENGTH),
+        ByteField("reserved", 0),
+        ShortField("spine_id", 0),
+        ShortField("leaf_id", 0),
+        IntField("epoch", 0),
+    ]
+
+
+class SglbProbe(Packet):
+    """Path probe: sent on one uplink, stamped by the spine, punted at the destination."""
+
+    name = "SGLB Probe"
+    fields_desc = [
+        ByteField("version", SGLB_VERSION),
+        ByteField("kind", PROBE_KIND),
+        ByteField("length", PROBE_LENGTH),
+        ByteField("path", 0),
+        ShortField("src_leaf", 0),
+        ShortField("dst_leaf", 0),
+        IntField("seq", 0),
+        IntField("hop_dre", 0),
+    ]
+
+
+bind_layers(Ether, PortStatus, type=ETHERTYPE_PORT_STATUS)
+bind_layers(Ether, SglbNotice, type=ETHERTYPE_SGLB)
+bind_top_down(Ether, SglbProbe, type=ETHERTYPE_SGLB)  # dissection goes through SglbNotice
+
+
+def port_status_frame(port: int, up: bool, seq: int) -> bytes:
+    """The bytes the target injects on the CPU port for a link event, packet_out included."""
+    frame = (
+        PacketOut()
+        / Ether(dst="ff:ff:ff:ff:ff:ff", src="00:00:00:00:00:00", type=ETHERTYPE_PORT_STATUS)
+        / PortStatus(op=PORT_UP if up else PORT_DOWN, port=port, seq=seq)
+    )
+    return bytes(frame)
