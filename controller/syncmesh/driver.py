@@ -1,0 +1,39 @@
+"""The boundary between the SyncMesh daemon and its switch.
+
+Everything the daemon does to or learns from its switch goes through a
+``SwitchDriver``. The P4Runtime implementation (a finsy-based primary client
+for ``p4src/sglb.p4``) plugs in here; ``syncmesh.sglb_mapping`` turns the
+core's desired state into that program's table entries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Protocol
+
+from .switchops import SwitchOp
+
+
+class SwitchDriver(Protocol):
+    """What the daemon needs from a switch connection."""
+
+    async def connect(self) -> None:
+        """Become primary controller and make sure the pipeline is loaded (keeps it if equal)."""
+
+    async def reconcile(self, desired: Mapping[tuple, SwitchOp]) -> None:
+        """Read the switch's entries back and fix only what differs from ``desired``."""
+
+    async def apply(self, ops: Sequence[SwitchOp]) -> None:
+        """Write changed entries (insert or modify by key)."""
+
+    async def read_tx_bytes(self) -> dict[int, int]:
+        """Cumulative transmitted bytes per port (the program's ``port_tx`` counter)."""
+
+    def port_events(self) -> AsyncIterator[dict[int, bool]]:
+        """Port carrier changes as they happen: {port: up}."""
+
+    async def send_port_status(self, port: int, up: bool, seq: int) -> None:
+        """Inject a port-status packet as PacketOut (targets that do not inject it themselves)."""
+
+    async def close(self) -> None:
+        """Drop the connection (the switch keeps forwarding with what it has)."""

@@ -1,0 +1,212 @@
+"""Metrics in the Prometheus text exposition format (version 0.0.4), served over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .core import SyncMeshCore
+from .peers import PeerStatus
+
+CONVERGENCE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+
+@dataclass
+class TransportStats:
+    """What the daemon's gRPC side counted, by message type."""
+
+    sent: Counter = field(default_factory=Counter)
+    sent_bytes: Counter = field(default_factory=Counter)
+    received: Counter = field(default_factory=Counter)
+    received_bytes: Counter = field(default_factory=Counter)
+    rejected: Counter = field(default_factory=Counter)
+    """By reason: unauthenticated, malformed, invalid."""
+    send_errors: Counter = field(default_factory=Counter)
+    dropped: int = 0
+    """Messages dropped because a peer's send queue was full."""
+
+
+def _labels(**labels: object) -> str:
+    if not labels:
+        return ""
+    body = ",".join(f'{k}="{_escape(str(v))}"' for k, v in labels.items())
+    return "{" + body + "}"
+
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+class _Writer:
+    def __init__(self, switch: str):
+        self.switch = switch
+        self.lines: list[str] = []
+
+    def family(self, name: str, kind: str, help_text: str) -> None:
+        self.lines.append(f"# HELP {name} {help_text}")
+        self.lines.append(f"# TYPE {name} {kind}")
+
+    def sample(self, name: str, value: float, **labels: object) -> None:
+        self.lines.append(f"{name}{_labels(switch=self.switch, **labels)} {_number(value)}")
+
+
+def _number(v: float) -> str:
+    if v == float("inf"):
+        return "+Inf"
+    if float(v).is_integer():
+        return str(int(v))
+    return repr(float(v))
+
+
+def render(core: SyncMeshCore, transport: TransportStats) -> str:
+    """The metrics page of one daemon."""
+    w = _Writer(core.me)
+    w.family("syncmesh_info", "gauge", "Static facts about this daemon (value is always 1).")
+    w.sample("syncmesh_info", 1, role=core.switch.role.value, incarnation=core.incarnation)
+
+    w.family("syncmesh_port_utilisation", "gauge",
+             "Transmit utilisation of a switch port, as a fraction of its line rate.")
+    for port in sorted(core.utilisation):
+        w.sample("syncmesh_port_utilisation", core.utilisation[port], port=port,
+                 peer=core.ports[port].peer)
+    w.family("syncmesh_port_carrier", "gauge",
+             "1 if the switch reports carrier on the port (ports it has reported on).")
+    for port in sorted(core.local_port_up):
+        w.sample("syncmesh_port_carrier", int(core.local_port_up[port]), port=port)
+    w.family("syncmesh_port_rate_mbps", "gauge", "Transmit rate of a switch port in Mbit/s.")
+    for port in sorted(core.rate_mbps):
+        w.sample("syncmesh_port_rate_mbps", core.rate_mbps[port], port=port)
+
+    w.family("syncmesh_profile_version", "gauge",
+             "Sequence number of the newest congestion profile per origin spine.")
+    w.family("syncmesh_profile_incarnation", "gauge",
+             "Incarnation of the newest congestion profile per origin spine.")
+    profiles = list(core.store.all())
+    if core.publisher is not None and core.publisher.latest() is not None:
+        profiles.append(core.publisher.latest())
+    for prof in sorted(profiles, key=lambda p: p.origin):
+        w.sample("syncmesh_profile_version", prof.version.seq, origin=prof.origin)
+        w.sample("syncmesh_profile_incarnation", prof.version.incarnation, origin=prof.origin)
+
+    w.family("syncmesh_peer_up", "gauge", "1 if the peer session is up.")
+    for peer in core.peers.peers.values():
+        w.sample("syncmesh_peer_up", int(peer.status is PeerStatus.UP), peer=peer.name)
+    w.family("syncmesh_peers_up", "gauge", "Number of peer sessions up.")
+    w.sample("syncmesh_peers_up", len(core.peers.up()))
+    w.family("syncmesh_peer_joins_total", "counter",
+             "Times a peer (re)joined (first contact, back from down, or restarted).")
+    for peer in core.peers.peers.values():
+        w.sample("syncmesh_peer_joins_total", peer.joins, peer=peer.name)
+
+    w.family("syncmesh_link_up", "gauge", "1 if this daemon believes the link is up.")
+    for name, up in core.link_view().items():
+        w.sample("syncmesh_link_up", int(up), link=name)
+
+    st = core.stats
+    w.family("syncmesh_failovers_total", "counter", "Paths of this switch that went from live to dead.")
+    w.sample("syncmesh_failovers_total", st.failovers)
+    w.family("syncmesh_notices_total", "counter", "Link-end states received, by result.")
+    w.sample("syncmesh_notices_total", st.notices_accepted, result="accepted")
+    w.sample("syncmesh_notices_total", st.notices_stale, result="stale")
+    w.family("syncmesh_profiles_total", "counter", "Profiles received, by result.")
+    w.sample("syncmesh_profiles_total", st.profiles_accepted, result="accepted")
+    w.sample("syncmesh_profiles_total", st.profiles_stale, result="stale")
+    w.family("syncmesh_resyncs_total", "counter", "Peer (re)joins that triggered a full resync.")
+    w.sample("syncmesh_resyncs_total", st.resyncs)
+
+    w.family("syncmesh_convergence_seconds", "histogram",
+             "Time from a remote switch seeing a link change to this daemon accepting it "
+             "(the last 1024 changes).")
+    samples = list(st.convergence)
+    for bound in CONVERGENCE_BUCKETS:
+        w.sample("syncmesh_convergence_seconds_bucket", sum(1 for s in samples if s <= bound),
+                 le=bound)
+    w.sample("syncmesh_convergence_seconds_bucket", len(samples), le="+Inf")
+    w.sample("syncmesh_convergence_seconds_sum", sum(samples))
+    w.sample("syncmesh_convergence_seconds_count", len(samples))
+
+    for name, counter, help_text in (
+            ("syncmesh_messages_sent_total", transport.sent, "Messages sent, by type."),
+            ("syncmesh_bytes_sent_total", transport.sent_bytes,
+             "Payload bytes sent (requests, and replies as <type>_reply), by type."),
+            ("syncmesh_messages_received_total", transport.received,
+             "Messages received and accepted for processing, by type."),
+            ("syncmesh_bytes_received_total", transport.received_bytes,
+             "Payload bytes received (requests, and replies as <type>_reply), by type.")):
+        w.family(name, "counter", help_text)
+        for kind in sorted(counter):
+            w.sample(name, counter[kind], type=kind)
+    w.family("syncmesh_rejected_total", "counter",
+             "Messages refused (unauthenticated, malformed, invalid); state unchanged.")
+    for reason in ("unauthenticated", "malformed", "invalid"):
+        w.sample("syncmesh_rejected_total", transport.rejected[reason], reason=reason)
+    w.family("syncmesh_send_errors_total", "counter", "Sends that failed, by peer.")
+    for peer in sorted(transport.send_errors):
+        w.sample("syncmesh_send_errors_total", transport.send_errors[peer], peer=peer)
+    w.family("syncmesh_dropped_total", "counter", "Messages dropped on a full peer queue.")
+    w.sample("syncmesh_dropped_total", transport.dropped)
+    return "\n".join(w.lines) + "\n"
+
+
+_SAMPLE_RE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$')
+_LABEL_RE = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def parse(text: str) -> dict[tuple[str, frozenset], float]:
+    """Samples of a metrics page keyed by (name, frozenset of (label, value))."""
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = _SAMPLE_RE.match(line)
+        if not m:
+            raise ValueError(f"not a metrics sample: {line!r}")
+        labels = frozenset(_LABEL_RE.findall(m[3] or ""))
+        out[m[1], labels] = float(m[4])
+    return out
+
+
+class MetricsServer:
+    """A minimal HTTP/1.1 server for ``GET /metrics`` on a loopback address."""
+
+    def __init__(self, host: str, port: int, page: Callable[[], str]):
+        self.host = host
+        self.port = port
+        self.page = page
+        self._server: asyncio.base_events.Server | None = None
+
+    async def start(self) -> int:
+        """Listen; returns the bound port (useful with port 0)."""
+        self._server = await asyncio.start_server(self._serve, self.host, self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self.port
+
+    async def stop(self) -> None:
+        """Stop listening."""
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            request = await asyncio.wait_for(reader.readline(), 5)
+            while (await asyncio.wait_for(reader.readline(), 5)) not in (b"\r\n", b"\n", b""):
+                pass
+            parts = request.decode("latin-1").split()
+            if len(parts) >= 2 and parts[0] == "GET" and parts[1].split("?")[0] == "/metrics":
+                status, body = "200 OK", self.page().encode()
+                ctype = "text/plain; version=0.0.4; charset=utf-8"
+            else:
+                status, body, ctype = "404 Not Found", b"try /metrics\n", "text/plain"
+            writer.write(f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\n"
+                         f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+                         + body)
+            await writer.drain()
+        except (TimeoutError, ConnectionError):
+            pass
+        finally:
+            writer.close()

@@ -1,0 +1,1 @@
+"""Generated protobuf module of syncmesh.proto (see the regeneration command in it)."""

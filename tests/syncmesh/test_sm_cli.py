@@ -1,0 +1,145 @@
+"""The ``syncmesh`` command: clear errors, and a real daemon process killed and restarted."""
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+
+from sm_net import TOKEN, free_ports, http_get, loopback_fabric, make_daemon, wait_until
+from syncmesh.metrics import parse
+
+from topologies.fabric import dump
+
+CMD = [sys.executable, "-m", "syncmesh.cli"]
+
+
+def syncmesh(*args, env=None, timeout=60):
+    return subprocess.run(CMD + list(args), capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+def test_check_and_generate(tmp_path):
+    out = tmp_path / "f.yaml"
+    r = syncmesh("generate", "--leaves", "4", "--spines", "2", "--nics-per-host", "2",
+                 "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    r = syncmesh("check", str(out))
+    assert r.returncode == 0
+    assert "4 leaves, 2 spines, 8 links (0 down), 2 hosts" in r.stdout
+
+
+def test_bad_fabric_file_is_a_clear_error(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nswitches:\n  - {name: l1, role: leaf, id: 1, subnet: 10.0.1.0/24,"
+                   " colour: red}\nlinks: []\n")
+    for args in (("check", str(bad)), ("run", str(bad), "l1")):
+        r = syncmesh(*args, env={"SYNCMESH_TOKEN": TOKEN})
+        assert r.returncode == 2
+        assert f"{bad}:3: switches[0].colour: unknown key 'colour'" in r.stderr
+        assert "Traceback" not in r.stderr
+    r = syncmesh("check", str(tmp_path / "missing.yaml"))
+    assert r.returncode == 2 and "cannot read" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_run_argument_errors(tmp_path):
+    fab = tmp_path / "f.yaml"
+    dump(loopback_fabric(2, 2, 1, 1), fab)
+    r = syncmesh("run", str(fab), "l9", env={"SYNCMESH_TOKEN": TOKEN})
+    assert r.returncode == 2 and "no switch 'l9' (switches: l1, l2, s1, s2)" in r.stderr
+    r = syncmesh("run", str(fab), "l1", env={"SYNCMESH_TOKEN": ""})
+    assert r.returncode != 0 and "no shared token" in r.stderr
+    r = syncmesh("run", str(fab), "l1", "--tls-ca", str(fab), env={"SYNCMESH_TOKEN": TOKEN})
+    assert r.returncode != 0 and "needs --tls-ca, --tls-cert and --tls-key" in r.stderr
+    r = syncmesh("run", str(fab), "l1", "--keepalive", "5", env={"SYNCMESH_TOKEN": TOKEN})
+    assert r.returncode == 2 and "keepalive_interval < dead_interval" in r.stderr
+
+
+def test_busy_ports_are_a_clear_error(tmp_path):
+    fab = loopback_fabric(2, 2, 1, 1)
+    path = tmp_path / "f.yaml"
+    dump(fab, path)
+    host, port = fab.switch("l1").syncmesh.split(":")
+    with socket.socket() as busy:
+        busy.bind((host, int(port)))
+        busy.listen()
+        r = syncmesh("run", str(path), "l1", env={"SYNCMESH_TOKEN": TOKEN})
+        assert r.returncode == 1, r.stderr
+        assert f"cannot listen on {host}:{port}" in r.stderr and "Traceback" not in r.stderr
+        r = syncmesh("run", str(path), "l2", "--metrics", f"{host}:{port}",
+                     env={"SYNCMESH_TOKEN": TOKEN})
+        assert r.returncode == 1, r.stderr
+        assert "cannot serve metrics" in r.stderr and "Traceback" not in r.stderr
+    r = syncmesh("run", str(path), "l2", "--metrics", "nine", env={"SYNCMESH_TOKEN": TOKEN})
+    assert r.returncode == 2 and "--metrics: expected host:port" in r.stderr
+
+
+def test_killed_daemon_process_restarts_and_resyncs(tmp_path):
+    fab = loopback_fabric(2, 2, 1, 1)
+    path = tmp_path / "fabric.yaml"
+    dump(fab, path)
+    (metrics_port,) = free_ports(1)
+    link = "l1:2-s1:1"
+
+    logs = []
+
+    def start_l2():
+        logs.append(tmp_path / f"l2-{len(logs)}.log")
+        with open(logs[-1], "w") as err:  # a file, not a pipe: a chatty daemon never blocks
+            return subprocess.Popen(
+                CMD + ["run", str(path), "l2", "--metrics", f"127.0.0.1:{metrics_port}",
+                       "--keepalive", "0.1", "--dead-interval", "0.6"],
+                env={**os.environ, "SYNCMESH_TOKEN": TOKEN}, stderr=err, text=True)
+
+    async def metric(name, **labels):
+        try:
+            page = parse((await http_get(metrics_port))[1])
+        except OSError:
+            return None
+        return page.get((name, frozenset({("switch", "l2"), *labels.items()})))
+
+    async def scenario(procs):
+        ds = {n: make_daemon(fab, n) for n in ("l1", "s1", "s2")}
+        for d in ds.values():
+            await d.start()
+        try:
+            procs.append(start_l2())
+            await wait_until(lambda: set(ds["s1"].core.peers.up()) == {"l1", "l2"},
+                             "s1 sees the l2 process", timeout=30)
+            first_inc = ds["s1"].core.peers.peers["l2"].incarnation
+            procs[-1].send_signal(signal.SIGKILL)
+            procs[-1].wait(10)
+            ds["l1"].port_status({2: False})  # news the dead process misses
+            await wait_until(lambda: "l2" not in ds["s1"].core.peers.up(), "s1 sees l2 gone")
+            procs.append(start_l2())
+            value = None
+            for _ in range(600):
+                value = await metric("syncmesh_link_up", link=link)
+                if value == 0:
+                    break
+                await asyncio.sleep(0.05)
+            assert value == 0, "restarted l2 never learned the failure"
+            assert ds["s1"].core.peers.peers["l2"].incarnation > first_inc
+            assert await metric("syncmesh_peers_up") == 2
+        finally:
+            for d in ds.values():
+                await d.stop()
+
+    procs: list[subprocess.Popen] = []
+    try:
+        asyncio.run(asyncio.wait_for(scenario(procs), 90))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+    # the second process stopped cleanly on SIGTERM; every line it logged names l2
+    lines = [ln for ln in logs[-1].read_text().splitlines() if ln.strip()]
+    assert procs[-1].returncode == 0
+    assert any("event=started" in ln for ln in lines)
+    assert any("event=stopped" in ln for ln in lines)
+    assert all(" switch=l2 " in ln for ln in lines), lines
