@@ -1,0 +1,330 @@
+"""softswitch as a switch: P4Runtime write rate, forwarding rate and per-packet latency.
+
+1. P4Runtime table writes per second against an in-process server on loopback:
+   one update per WriteRequest, and batches of 500 updates.
+2. Packets per second forwarded between two network namespaces through one
+   `softswitch run` process (UDP, 64-byte payloads, sender paced by a window).
+3. Per-packet latency: UDP echo round trips through the switch (two traversals),
+   against the same exchange over a direct veth pair measured in the same run;
+   the switch's share is (median RTT through it - median direct RTT) / 2.
+4. Link-state latency: from a netlink request that changes a veth peer's state to
+   the switch port's link callback.
+
+Parts 2-4 need root (network namespaces, veths); without it they are skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import grpc
+from finsy.proto import p4r, p4r_grpc
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from softswitch.p4runtime.device import Device  # noqa: E402
+from softswitch.p4runtime.pipeline_loader import (  # noqa: E402
+    build_p4info,
+    device_config_from_file,
+    load_program,
+)
+from softswitch.p4runtime.server import P4RuntimeServer  # noqa: E402
+
+PROG = ROOT / "tests" / "softswitch" / "test_p4runtime_prog.p4"
+N_ENTRIES = 1000
+BATCH = 250
+ROUNDS = 3
+
+
+def _u128(v: int) -> p4r.Uint128:
+    return p4r.Uint128(high=v >> 64, low=v & ((1 << 64) - 1))
+
+
+def _lpm_update(p4info, i: int) -> p4r.Update:
+    table = next(t for t in p4info.tables if t.preamble.alias == "ipv4_lpm")
+    action = next(a for a in p4info.actions if a.preamble.alias == "set_nhop").preamble.id
+    return p4r.Update(type=p4r.Update.INSERT, entity=p4r.Entity(table_entry=p4r.TableEntry(
+        table_id=table.preamble.id,
+        match=[p4r.FieldMatch(field_id=1, lpm=p4r.FieldMatch.LPM(
+            value=(0x0B000000 + i).to_bytes(4, "big"), prefix_len=32))],
+        action=p4r.TableAction(action=p4r.Action(action_id=action, params=[
+            p4r.Action.Param(param_id=1, value=b"\x02\x00\x00\x00\x00\x01"),
+            p4r.Action.Param(param_id=2, value=b"\x01")])))))
+
+
+def bench_writes() -> None:
+    import queue
+
+    blob = device_config_from_file(PROG)
+    p4info = build_p4info(load_program(blob))
+    server = P4RuntimeServer(Device(device_id=1), "127.0.0.1:0").start()
+    channel = grpc.insecure_channel(server.address)
+    out: queue.Queue = queue.Queue()
+    try:
+        stub = p4r_grpc.P4RuntimeStub(channel)
+        stream = stub.StreamChannel(iter(out.get, None))
+        out.put(p4r.StreamMessageRequest(arbitration=p4r.MasterArbitrationUpdate(
+            device_id=1, election_id=_u128(1))))
+        next(stream)
+        A = p4r.SetForwardingPipelineConfigRequest
+        stub.SetForwardingPipelineConfig(A(
+            device_id=1, election_id=_u128(1), action=A.VERIFY_AND_COMMIT,
+            config=p4r.ForwardingPipelineConfig(p4info=p4info, p4_device_config=blob)))
+
+        def write(updates):
+            stub.Write(p4r.WriteRequest(device_id=1, election_id=_u128(1), updates=updates))
+
+        inserts = [_lpm_update(p4info, i) for i in range(N_ENTRIES)]
+        deletes = [p4r.Update(type=p4r.Update.DELETE, entity=u.entity) for u in inserts]
+        single, batched = [], []
+        for _ in range(ROUNDS):  # the table holds 1024 entries: insert, then empty it
+            t0 = time.perf_counter()
+            for u in inserts:
+                write([u])
+            single.append(N_ENTRIES / (time.perf_counter() - t0))
+            write(deletes)
+            t0 = time.perf_counter()
+            for i in range(0, N_ENTRIES, BATCH):
+                write(inserts[i:i + BATCH])
+            batched.append(N_ENTRIES / (time.perf_counter() - t0))
+            write(deletes)
+        stream.cancel()
+    finally:
+        out.put(None)
+        channel.close()
+        server.stop(0)
+    s, b = statistics.median(single), statistics.median(batched)
+    print(f"p4runtime_writes_single_per_s {s:.0f}  (1 table entry per WriteRequest, median of {ROUNDS})")
+    print(f"p4runtime_writes_batched_per_s {b:.0f}  ({BATCH} entries per WriteRequest)")
+    print(f"p4runtime_batching_speedup {b / s:.1f}x")
+
+
+# ---- namespaces -------------------------------------------------------------------------------
+
+NS = {"h1": ("sspb-h1", "sspb-h1e", "sspb-s1", 1, "10.78.0.1", "02:00:00:78:00:01"),
+      "h2": ("sspb-h2", "sspb-h2e", "sspb-s2", 2, "10.78.0.2", "02:00:00:78:00:02")}
+DIRECT = ("sspb-d1", "sspb-d2", "10.79.0.1", "10.79.0.2")
+
+
+def sh(*args: str, check: bool = True) -> None:
+    subprocess.run(args, check=check, capture_output=True)
+
+
+def cleanup() -> None:
+    for ns, _, sw_if, *_ in NS.values():
+        sh("ip", "netns", "del", ns, check=False)
+        sh("ip", "link", "del", sw_if, check=False)
+    for ns in DIRECT[:2]:
+        sh("ip", "netns", "del", ns, check=False)
+
+
+def setup() -> None:
+    for ns, h_if, sw_if, _, ip, mac in NS.values():
+        sh("ip", "netns", "add", ns)
+        sh("ip", "link", "add", sw_if, "type", "veth", "peer", "name", h_if)
+        sh("ip", "link", "set", h_if, "netns", ns)
+        sh("sysctl", "-qw", f"net.ipv6.conf.{sw_if}.disable_ipv6=1", check=False)
+        sh("ip", "link", "set", sw_if, "up")
+        for cmd in (["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"],
+                    ["ip", "link", "set", h_if, "address", mac],
+                    ["ip", "addr", "add", f"{ip}/24", "dev", h_if],
+                    ["ip", "link", "set", h_if, "up"], ["ethtool", "-K", h_if, "tx", "off"]):
+            sh("ip", "netns", "exec", ns, *cmd, check=False)
+    for name, (ns, h_if, *_r) in NS.items():
+        for other, (_, _, _, _, ip, mac) in NS.items():
+            if other != name:
+                sh("ip", "netns", "exec", ns, "ip", "neigh", "replace", ip, "lladdr", mac, "dev", h_if)
+    a, b, ip_a, ip_b = DIRECT
+    sh("ip", "netns", "add", a)
+    sh("ip", "netns", "add", b)
+    sh("ip", "link", "add", "sspb-da", "netns", a, "type", "veth", "peer", "name", "sspb-db", "netns", b)
+    for ns, dev, ip in ((a, "sspb-da", ip_a), (b, "sspb-db", ip_b)):
+        sh("ip", "netns", "exec", ns, "ip", "addr", "add", f"{ip}/24", "dev", dev)
+        sh("ip", "netns", "exec", ns, "ip", "link", "set", dev, "up")
+
+
+ECHO = """
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((sys.argv[1], 9000))
+print("ready", flush=True)
+while True:
+    data, addr = s.recvfrom(2048)
+    if data == b"stop":
+        break
+    s.sendto(data, addr)
+"""
+
+PINGER = """
+import socket, sys, time, statistics
+dst, n = sys.argv[1], int(sys.argv[2])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(2)
+rtts = []
+for i in range(n):
+    t = time.perf_counter_ns()
+    s.sendto(i.to_bytes(4, "big") + bytes(60), (dst, 9000))
+    while True:
+        data = s.recv(2048)
+        if data[:4] == i.to_bytes(4, "big"):
+            break
+    rtts.append(time.perf_counter_ns() - t)
+s.sendto(b"stop", (dst, 9000))
+print(" ".join(map(str, rtts)))
+"""
+
+BLASTER = """
+import socket, sys, time
+dst, seconds, window = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(0.5)
+payload = bytes(64)
+sent = got = 0
+end = time.monotonic() + seconds
+inflight = 0
+while time.monotonic() < end:
+    while inflight < window:
+        s.sendto(payload, (dst, 9000)); sent += 1; inflight += 1
+    try:
+        s.recv(2048); got += 1; inflight -= 1
+    except socket.timeout:
+        inflight = 0
+print(sent, got)
+"""
+
+
+def in_ns(ns: str, code: str, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c", code, *args],
+                            stdout=subprocess.PIPE, text=True)
+
+
+def rtts(ns_src: str, ns_dst: str, dst_ip: str, n: int) -> list[int]:
+    echo = in_ns(ns_dst, ECHO, dst_ip)
+    assert echo.stdout.readline().strip() == "ready"
+    out = in_ns(ns_src, PINGER, dst_ip, str(n)).communicate(timeout=120)[0]
+    echo.wait(10)
+    return [int(x) for x in out.split()]
+
+
+def bench_namespaces() -> None:
+    import asyncio
+
+    import finsy as fy
+
+    from softswitch.p4info import p4info_text
+
+    cleanup()
+    tmp = Path(tempfile.mkdtemp(prefix="sspb-"))
+    proc = None
+    try:
+        setup()
+        blob = device_config_from_file(PROG)
+        (tmp / "p.txtpb").write_text(p4info_text(build_p4info(load_program(blob))))
+        (tmp / "p.cfg").write_bytes(blob)
+        cmd = [sys.executable, "-m", "softswitch.runner", str(PROG), "--grpc-addr", "127.0.0.1:0",
+               "--device-id", "1", "--ready-file", str(tmp / "ready"), "--log-level", "warning"]
+        for _, _, sw_if, port, *_ in NS.values():
+            cmd += ["-i", f"{port}@{sw_if}"]
+        proc = subprocess.Popen(cmd, cwd=ROOT, stderr=open(tmp / "log", "w"))
+        while not (tmp / "ready").exists():
+            if proc.poll() is not None:
+                raise RuntimeError((tmp / "log").read_text())
+            time.sleep(0.05)
+        address = (tmp / "ready").read_text().strip()
+
+        async def program():
+            opts = fy.SwitchOptions(p4info=tmp / "p.txtpb", p4blob=tmp / "p.cfg", device_id=1)
+            async with fy.Switch("sspb", address, opts) as sw:
+                await sw.insert([fy.P4TableEntry("ipv4_lpm", match=fy.Match({"hdr.ipv4.dst": f"{ip}/32"}),
+                                                 action=fy.Action("set_nhop", dmac=mac, port=port))
+                                 for _, _, _, port, ip, mac in NS.values()])
+
+        asyncio.run(program())
+        h1, h2 = NS["h1"], NS["h2"]
+        through = rtts(h1[0], h2[0], h2[4], 1000)
+        direct = rtts(DIRECT[0], DIRECT[1], DIRECT[3], 1000)
+        med_s, med_d = statistics.median(through), statistics.median(direct)
+        p99_s = statistics.quantiles(through, n=100)[98]
+        p99_d = statistics.quantiles(direct, n=100)[98]
+        print(f"udp_rtt_through_switch_us median {med_s / 1e3:.1f} p99 {p99_s / 1e3:.1f}  (2 traversals)")
+        print(f"udp_rtt_direct_veth_us median {med_d / 1e3:.1f} p99 {p99_d / 1e3:.1f}  (baseline)")
+        print(f"switch_latency_per_packet_us median {(med_s - med_d) / 2e3:.1f} "
+              f"p99 {(p99_s - p99_d) / 2e3:.1f}  ((through - direct) / 2)")
+
+        echo = in_ns(h2[0], ECHO, h2[4])
+        assert echo.stdout.readline().strip() == "ready"
+        seconds = 5.0
+        sent, got = map(int, in_ns(h1[0], BLASTER, h2[4], str(seconds), "32").communicate(timeout=60)[0].split())
+        subprocess.run(["ip", "netns", "exec", h1[0], sys.executable, "-c",
+                        "import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM)"
+                        f".sendto(b'stop', ('{h2[4]}', 9000))"], check=False)
+        echo.wait(10)
+        # every echoed datagram crossed the switch twice
+        print(f"forwarded_packets_per_s {2 * got / seconds:.0f}  (UDP 64 B payload, window 32, "
+              f"{sent} sent, {got} echoed in {seconds:.0f} s)")
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(15)
+        cleanup()
+
+
+def bench_link_events(flaps: int = 40) -> None:
+    """Time from a peer's carrier change (netlink request) to the switch port's link callback."""
+    import threading
+
+    from pyroute2 import IPRoute
+
+    from softswitch.ports import PortSet
+
+    sh("ip", "link", "del", "sspb-l0", check=False)
+    sh("ip", "link", "add", "sspb-l0", "type", "veth", "peer", "name", "sspb-l1")
+    seen = threading.Event()
+    stamps: list[int] = []
+    ports = PortSet({1: "sspb-l0"}, lambda p, d: None,
+                    lambda p, up: (stamps.append(time.perf_counter_ns()), seen.set()))
+    try:
+        sh("ip", "link", "set", "sspb-l0", "up")
+        sh("ip", "link", "set", "sspb-l1", "up")
+        time.sleep(0.2)
+        ports.open()
+        ports.start()
+        delays = []
+        with IPRoute() as ipr:
+            peer = ipr.link_lookup(ifname="sspb-l1")[0]
+            for i in range(flaps):
+                seen.clear()
+                t0 = time.perf_counter_ns()
+                ipr.link("set", index=peer, state="down" if i % 2 == 0 else "up")
+                if seen.wait(2):
+                    delays.append(stamps[-1] - t0)
+                time.sleep(0.02)
+        delays.sort()
+        print(f"link_event_latency_us median {statistics.median(delays) / 1e3:.0f} "
+              f"p99 {delays[int(0.99 * (len(delays) - 1))] / 1e3:.0f}  ({len(delays)} of {flaps} "
+              "carrier changes seen; netlink request to port callback)")
+    finally:
+        ports.close()
+        sh("ip", "link", "del", "sspb-l0", check=False)
+
+
+def main() -> int:
+    bench_writes()
+    if os.geteuid() != 0:
+        print("namespace benchmarks skipped: need root")
+        return 0
+    bench_link_events()
+    bench_namespaces()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,243 @@
+"""`softswitch run`: one switch process wiring the engine, the ports and the P4Runtime server.
+
+Options follow simple_switch_grpc: `-i PORT@IFNAME`, `--device-id`, `--grpc-addr`,
+`--cpu-port`, `--no-p4`. A port losing or regaining carrier is counted, logged,
+injected into the P4 program as a port-status packet through the CPU port
+(docs/softswitch-api.md) and published to gNMI subscribers (oper-status), which is
+how P4Runtime controllers such as finsy learn about port state. SIGTERM and SIGINT
+stop the process cleanly. Log lines are `key=value` records.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+log = logging.getLogger("softswitch.run")
+
+PORT_STATUS_ETHERTYPE = 0x88B5
+PORT_DOWN, PORT_UP = 1, 2
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Options of `softswitch run`."""
+
+    program: Path | None
+    """The .p4 program to load at start; None with --no-p4."""
+    interfaces: dict[int, str] = field(default_factory=dict)
+    """Data-plane port number -> Linux interface name."""
+    device_id: int = 0
+    """P4Runtime device ID."""
+    grpc_addr: str = "127.0.0.1:9559"
+    """Address the P4Runtime (and gNMI) server listens on."""
+    cpu_port: int = 255
+    """Port number of the CPU port (PacketIn/PacketOut, port-status packets)."""
+    name: str = "softswitch"
+    """Switch name used in every log line."""
+    include_dirs: tuple[str, ...] = ()
+    """Extra include directories for the program."""
+    ready_file: Path | None = None
+    """Written with the gRPC address once the switch serves, for supervisors."""
+
+
+def port_status_packet(packet_out_widths: list[int] | None, port: int, up: bool, seq: int) -> bytes:
+    """The port-status frame injected through the CPU port (docs/softswitch-api.md)."""
+    from softswitch.p4runtime.device import pack_header
+
+    header = pack_header([(0, w) for w in packet_out_widths]) if packet_out_widths else b""
+    eth = b"\xff" * 6 + b"\x00" * 6 + PORT_STATUS_ETHERTYPE.to_bytes(2, "big")
+    body = bytes([1, PORT_UP if up else PORT_DOWN]) + port.to_bytes(2, "big") + seq.to_bytes(4, "big")
+    return header + eth + body
+
+
+class _KeyValueFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        ts = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+        msg = record.getMessage()
+        line = f"ts={ts}.{int(record.msecs):03d}Z level={record.levelname.lower()} logger={record.name} {msg}"
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+def setup_logging(level: str) -> None:
+    """Structured `key=value` log lines on stderr."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_KeyValueFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(getattr(logging, level.upper()))
+
+
+class SwitchProcess:
+    """The running switch: device, ports, P4Runtime and gNMI server."""
+
+    def __init__(self, opts: RunOptions) -> None:
+        from softswitch.p4runtime.device import Device
+        from softswitch.p4runtime.server import P4RuntimeServer
+        from softswitch.ports import PortSet
+
+        self.opts = opts
+        self.device = Device(opts.device_id, opts.cpu_port)
+        self.ports = PortSet(opts.interfaces, self.device.process, self._on_link)
+        self.device.transmit = self.ports.send
+        self.server = P4RuntimeServer(self.device, opts.grpc_addr, name=opts.name)
+        self._seq = 0
+        self._seq_lock = threading.Lock()
+        self.port_events = 0
+        self.server.gnmi.set_ports({n: p.ifname for n, p in self.ports.ports.items()},
+                                   lambda n: self.ports.ports[n].up, self.port_counters)
+
+    def port_counters(self, number: int) -> dict[str, int]:
+        """Counters of one port, named as OpenConfig's interface counters."""
+        c = self.ports.ports[number].counters
+        p = self.device.pipeline
+        dropped = p.switch.stats["dropped"].get(number, 0) if p is not None else 0
+        return {"in-pkts": c.rx_packets, "in-octets": c.rx_bytes, "out-pkts": c.tx_packets,
+                "out-octets": c.tx_bytes, "in-discards": dropped + c.rx_kernel_drops,
+                "out-discards": c.tx_drops}
+
+    def load(self, program: Path) -> None:
+        """Compile `program` and commit it as the pipeline (as a controller's VERIFY_AND_COMMIT)."""
+        from finsy.proto import p4r
+
+        from softswitch.p4runtime.errors import P4RuntimeError
+        from softswitch.p4runtime.pipeline_loader import (
+            build_p4info,
+            device_config_from_file,
+            load_program,
+        )
+
+        config = device_config_from_file(program, self.opts.include_dirs)
+        try:
+            prog = load_program(config)
+        except P4RuntimeError:
+            # report against the user's file, not the preprocessed device config
+            from softswitch.frontend import compile_file
+
+            compile_file(str(program), include_dirs=self.opts.include_dirs)
+            raise
+        cfg = p4r.ForwardingPipelineConfig(p4info=build_p4info(prog), p4_device_config=config)
+        self.device.set_pipeline(p4r.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT, cfg)
+        log.info("switch=%s pipeline_loaded program=%s", self.opts.name, program)
+
+    def start(self) -> None:
+        """Open the ports, then serve P4Runtime."""
+        self.ports.open()
+        self.ports.start()
+        self.server.start()
+        log.info("switch=%s serving grpc=%s device_id=%d cpu_port=%d ports=%s", self.opts.name,
+                 self.server.address, self.opts.device_id, self.opts.cpu_port,
+                 ",".join(f"{n}@{p.ifname}" for n, p in self.ports.ports.items()))
+        if self.opts.ready_file is not None:
+            self.opts.ready_file.write_text(self.server.address + "\n")
+
+    def stop(self) -> None:
+        """Stop serving and close every port."""
+        self.server.stop()
+        self.ports.kernel_drops()
+        self.ports.close()
+        for n, p in self.ports.ports.items():
+            c = p.counters.as_dict()
+            c["pipeline_drops"] = self.port_counters(n)["in-discards"] - c["rx_kernel_drops"]
+            log.info("switch=%s port=%d ifname=%s %s", self.opts.name, n, p.ifname,
+                     " ".join(f"{k}={v}" for k, v in c.items()))
+
+    def _on_link(self, port: int, up: bool) -> None:
+        with self._seq_lock:
+            self._seq += 1
+            seq = self._seq
+        self.port_events += 1
+        log.info("switch=%s port_status port=%d up=%s seq=%d", self.opts.name, port, up, seq)
+        self.server.gnmi.port_changed(port, up)
+        p = self.device.pipeline
+        if p is None:
+            return
+        header = p.schema.controller_headers.get("packet_out")
+        widths = [m.bitwidth for m in header.metadata] if header is not None else None
+        self.device.process(self.opts.cpu_port, port_status_packet(widths, port, up, seq))
+
+
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """Arguments of `softswitch run` (simple_switch_grpc's names)."""
+    p = parser or argparse.ArgumentParser(prog="softswitch run", description=__doc__.splitlines()[0])
+    p.add_argument("program", nargs="?", help="P4_16 program (.p4); omit with --no-p4")
+    p.add_argument("-i", "--interface", action="append", default=[], metavar="PORT@IFNAME",
+                   help="bind data-plane port PORT to interface IFNAME (repeatable)")
+    p.add_argument("--device-id", type=int, default=0)
+    p.add_argument("--grpc-addr", default="127.0.0.1:9559", help="P4Runtime listen address")
+    p.add_argument("--cpu-port", type=int, default=255)
+    p.add_argument("--no-p4", action="store_true", help="start without a program; wait for P4Runtime")
+    p.add_argument("-I", dest="include_dirs", action="append", default=[], help="include directory")
+    p.add_argument("--name", default="softswitch", help="switch name in log lines")
+    p.add_argument("--ready-file", type=Path, help="write the gRPC address here once serving")
+    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    return p
+
+
+def main(argv: list[str] | None = None, args: argparse.Namespace | None = None) -> int:
+    """Entry point of `softswitch run`; returns the exit status."""
+    from softswitch.ports import PortError, parse_port_map
+
+    if args is None:
+        args = build_parser().parse_args(argv)
+    setup_logging(args.log_level)
+    if args.program is None and not args.no_p4:
+        print("softswitch run: error: give a PROGRAM.p4 or --no-p4", file=sys.stderr)
+        return 2
+    if args.program is not None and args.no_p4:
+        print("softswitch run: error: --no-p4 and a program exclude each other", file=sys.stderr)
+        return 2
+    try:
+        interfaces = parse_port_map(args.interface)
+    except PortError as exc:
+        print(f"softswitch run: error: {exc}", file=sys.stderr)
+        return 2
+    opts = RunOptions(
+        program=Path(args.program) if args.program else None, interfaces=interfaces,
+        device_id=args.device_id, grpc_addr=args.grpc_addr, cpu_port=args.cpu_port,
+        name=args.name, include_dirs=tuple(args.include_dirs), ready_file=args.ready_file,
+    )
+    if opts.cpu_port in interfaces:
+        print(f"softswitch run: error: port {opts.cpu_port} is the CPU port", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        sw = SwitchProcess(opts)
+    except OSError as exc:
+        print(f"softswitch run: error: {exc}", file=sys.stderr)
+        return 1
+    try:
+        if opts.program is not None:
+            if not opts.program.is_file():
+                raise OSError(f"cannot read program {opts.program}: no such file")
+            sw.load(opts.program)
+        sw.start()
+    except Exception as exc:  # compile errors, ports, address in use: one clear line
+        from softswitch.p4runtime.errors import P4RuntimeError
+
+        msg = exc.message if isinstance(exc, P4RuntimeError) else str(exc)
+        print(f"softswitch run: error: {msg}", file=sys.stderr)
+        sw.server.stop(0)
+        sw.ports.close()
+        return 1
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        log.info("switch=%s stopping", opts.name)
+        sw.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""Pure parts of the P4Runtime server: arbitration, bytestrings, error trailer, digests."""
+
+import grpc
+import pytest
+from finsy.proto import p4r, rpc_status
+from hypothesis import given
+from hypothesis import strategies as st
+
+from softswitch.p4runtime.arbitration import Arbitration
+from softswitch.p4runtime.digests import DigestBatcher, DigestConfig
+from softswitch.p4runtime.errors import (
+    P4RuntimeError,
+    decode_uint,
+    encode_uint,
+    write_error_details,
+)
+from softswitch.p4runtime.pipeline_loader import unwrap_device_config
+
+OK, BACKUP, NONE = grpc.StatusCode.OK, grpc.StatusCode.ALREADY_EXISTS, grpc.StatusCode.NOT_FOUND
+
+
+def by_stream(notices):
+    return {n.stream: (n.election_id, n.code) for n in notices}
+
+
+def test_first_controller_becomes_primary_and_higher_id_takes_over():
+    arb = Arbitration()
+    assert by_stream(arb.update("a", "", 10)) == {"a": (10, OK)}
+    # a lower backup joins: only it is told, with the primary's id
+    assert by_stream(arb.update("b", "", 5)) == {"b": (10, BACKUP)}
+    # a higher one joins: everyone of the role is told
+    assert by_stream(arb.update("c", "", 20)) == {"a": (20, BACKUP), "b": (20, BACKUP), "c": (20, OK)}
+    assert arb.is_primary("", 20) and not arb.is_primary("", 10)
+
+
+def test_primary_loss_promotes_next_highest_and_notifies():
+    arb = Arbitration()
+    arb.update("a", "", 10)
+    arb.update("b", "", 5)
+    assert by_stream(arb.remove("a")) == {"b": (5, OK)}
+    assert arb.is_primary_stream("b")
+    # a backup leaving changes nothing for the others
+    arb.update("c", "", 1)
+    assert arb.remove("c") == []
+
+
+def test_duplicate_election_id_is_refused_and_roles_are_separate():
+    arb = Arbitration()
+    arb.update("a", "", 10)
+    with pytest.raises(P4RuntimeError) as e:
+        arb.update("b", "", 10)
+    assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert by_stream(arb.update("b", "r1", 10)) == {"b": (10, OK)}
+    assert arb.is_primary("r1", 10) and arb.is_primary("", 10)
+
+
+def test_no_election_id_is_backup_without_primary():
+    arb = Arbitration()
+    assert by_stream(arb.update("a", "", None)) == {"a": (None, NONE)}
+    assert not arb.is_primary_stream("a")
+
+
+@pytest.mark.parametrize(
+    ("data", "width", "value"),
+    [(b"\x01", 9, 1), (b"\x00\x01", 9, 1), (b"\x01\xff", 9, 511), (b"\x0a\x00\x00\x01", 32, 0x0A000001)],
+)
+def test_decode_accepts_canonical_and_padded(data, width, value):
+    assert decode_uint(data, width, "f") == value
+
+
+@pytest.mark.parametrize(
+    ("data", "width", "message"),
+    [
+        (b"", 8, "empty"),
+        (b"\x00\x00\x01", 9, "too long"),
+        (b"\x02\x00", 9, "does not fit in 9 bits"),
+        (b"\x01\x00", 8, "too long"),
+    ],
+)
+def test_decode_refuses_bad_bytestrings(data, width, message):
+    with pytest.raises(P4RuntimeError, match=message) as e:
+        decode_uint(data, width, "hdr.x")
+    assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "hdr.x" in e.value.message
+
+
+def test_encode_is_canonical():
+    assert encode_uint(0) == b"\x00"
+    assert encode_uint(1) == b"\x01"
+    assert encode_uint(256) == b"\x01\x00"
+
+
+def test_write_error_details_has_one_error_per_update_in_order():
+    raw = write_error_details(
+        [None, P4RuntimeError(grpc.StatusCode.NOT_FOUND, "no entry"), None]
+    )
+    status = rpc_status.Status.FromString(raw)
+    assert status.code == grpc.StatusCode.UNKNOWN.value[0]
+    errors = []
+    for d in status.details:
+        e = p4r.Error()
+        assert d.Unpack(e)
+        errors.append((e.canonical_code, e.message))
+    assert errors == [(0, ""), (grpc.StatusCode.NOT_FOUND.value[0], "no entry"), (0, "")]
+
+
+def test_digest_lists_by_size_timeout_ack_and_dedup():
+    b = DigestBatcher()
+    assert b.add(0, 7, b"x") == []  # not configured: dropped
+    b.configure(7, DigestConfig(max_timeout_ns=1000, max_list_size=2, ack_timeout_ns=5000))
+    assert b.add(0, 7, b"a") == []
+    [full] = b.add(10, 7, b"b")
+    assert full.data == (b"a", b"b")
+    # while unacknowledged, the same message is suppressed
+    assert b.add(20, 7, b"a") == []
+    assert b.add(30, 7, b"c") == []
+    [timed] = b.due(1030)
+    assert timed.data == (b"c",)
+    assert b.ack(7, full.list_id) and not b.ack(7, full.list_id)
+    assert b.add(1040, 7, b"a") == []  # acked: accepted again, pending
+    assert b.next_deadline() == 2040
+    # "c" was in a list never acked: after ack_timeout it is accepted again
+    [again] = b.add(7000, 7, b"c")
+    assert again.data == (b"a", b"c")
+
+
+def test_legacy_device_config_wrapper_is_unwrapped():
+    program = b"#include <core.p4>\n"
+    extras = b"\x0a\x04\x0a\x01k\x12\x01v"  # Extras{kv{"k": "v"}}
+    wrapped = b"\x08\x01" + b"\x12" + bytes([len(extras)]) + extras + b"\x1a" + bytes([len(program)]) + program
+    assert unwrap_device_config(wrapped) == program
+    assert unwrap_device_config(program) == program
+    assert unwrap_device_config(b"\x1a\x50short") == b"\x1a\x50short"  # truncated: kept raw
+
+
+@given(st.integers(min_value=1, max_value=128).flatmap(
+    lambda w: st.tuples(st.just(w), st.integers(min_value=0, max_value=(1 << w) - 1))))
+def test_bytestring_round_trip(width_value):
+    width, value = width_value
+    data = encode_uint(value)
+    assert decode_uint(data, width, "f") == value
+    assert len(data) <= (width + 7) // 8 and (len(data) == 1 or data[0] != 0)  # canonical
+    padded = data.rjust((width + 7) // 8, b"\0")
+    assert decode_uint(padded, width, "f") == value
+
+
+@given(st.lists(st.from_regex(r"[A-Za-z]{1,3}(\.[a-z_]{1,4}){0,2}", fullmatch=True),
+                min_size=1, max_size=40, unique=True))
+def test_ids_are_unique_prefixed_and_aliases_unique(names):
+    from softswitch import p4info
+
+    alloc = p4info.IdAllocator()
+    for n in names:
+        alloc.add(p4info.TABLE, n)
+    ids = alloc.assign()
+    assert len(set(ids.values())) == len(names)
+    assert all(i >> 24 == p4info.TABLE for i in ids.values())
+    aliases = p4info.shortest_unique_suffixes(names)
+    assert len(set(aliases.values())) == len(names)
+    assert all(n.endswith(a) for n, a in aliases.items())

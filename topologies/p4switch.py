@@ -1,0 +1,166 @@
+"""Mininet switch node running a P4Runtime switch process: `softswitch run`, or BMv2.
+
+Each node gets its own gRPC port and device ID (taken from class counters unless
+given), starts the target on its Mininet interfaces (port numbers are Mininet's),
+waits until P4Runtime answers a CapabilitiesRequest and stops the process on
+`stop()`. `TARGET=bmv2` in the environment (or `target="bmv2"`) starts BMv2's
+`simple_switch_grpc` instead, when it is installed. Processes that are still running
+when the Python process exits (Ctrl-C, a failed test) are terminated by an atexit hook.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from mininet.node import Switch
+
+_RUNNING: set[subprocess.Popen] = set()
+
+
+def _terminate(proc: subprocess.Popen, timeout: float = 5.0) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    _RUNNING.discard(proc)
+
+
+@atexit.register
+def _terminate_all() -> None:
+    for proc in list(_RUNNING):
+        _terminate(proc, 2.0)
+
+
+class TargetError(RuntimeError):
+    """The switch process could not be started or does not answer P4Runtime."""
+
+
+def p4runtime_ready(address: str, timeout: float = 0.5) -> bool:
+    """True if a P4Runtime server at `address` answers a CapabilitiesRequest."""
+    import grpc
+    from finsy.proto import p4r, p4r_grpc
+
+    with grpc.insecure_channel(address) as channel:
+        try:
+            p4r_grpc.P4RuntimeStub(channel).Capabilities(p4r.CapabilitiesRequest(), timeout=timeout)
+            return True
+        except grpc.RpcError:
+            return False
+
+
+class P4RuntimeSwitch(Switch):
+    """A Mininet switch whose data plane is a P4Runtime target process."""
+
+    next_grpc_port = 50051
+    next_device_id = 1
+
+    def __init__(
+        self,
+        name: str,
+        program: str | None = None,
+        grpc_port: int | None = None,
+        device_id: int | None = None,
+        cpu_port: int = 255,
+        target: str | None = None,
+        log_dir: str | None = None,
+        log_level: str = "info",
+        start_timeout: float = 30.0,
+        **params,
+    ) -> None:
+        super().__init__(name, **params)
+        self.program = program
+        if grpc_port is None:
+            grpc_port = P4RuntimeSwitch.next_grpc_port
+            P4RuntimeSwitch.next_grpc_port += 1
+        if device_id is None:
+            device_id = P4RuntimeSwitch.next_device_id
+            P4RuntimeSwitch.next_device_id += 1
+        self.grpc_port = grpc_port
+        self.device_id = device_id
+        self.cpu_port = cpu_port
+        self.target = (target or os.environ.get("TARGET") or "softswitch").lower()
+        if self.target not in ("softswitch", "bmv2"):
+            raise TargetError(f"{name}: unknown TARGET {self.target!r} (softswitch or bmv2)")
+        self.log_dir = Path(log_dir or tempfile.gettempdir())
+        self.log_level = log_level
+        self.start_timeout = start_timeout
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def grpc_address(self) -> str:
+        """Where this switch serves P4Runtime."""
+        return f"127.0.0.1:{self.grpc_port}"
+
+    @property
+    def log_path(self) -> Path:
+        """The switch process's log file."""
+        return self.log_dir / f"{self.name}.{self.target}.log"
+
+    def interface_options(self) -> list[str]:
+        """`-i PORT@IFNAME` for every data interface (Mininet's port numbers)."""
+        opts = []
+        for port, intf in sorted(self.intfs.items()):
+            if intf.name != "lo" and port != self.cpu_port:
+                opts += ["-i", f"{port}@{intf.name}"]
+        return opts
+
+    def command(self) -> list[str]:
+        """The target's command line."""
+        if self.target == "bmv2":
+            exe = shutil.which("simple_switch_grpc")
+            if exe is None:
+                raise TargetError(f"{self.name}: TARGET=bmv2 but simple_switch_grpc is not installed")
+            json = self.program if self.program and self.program.endswith(".json") else None
+            cmd = [exe, "--device-id", str(self.device_id), *self.interface_options()]
+            cmd += [json] if json else ["--no-p4"]
+            cmd += ["--", "--grpc-server-addr", self.grpc_address, "--cpu-port", str(self.cpu_port)]
+            return cmd
+        cmd = [sys.executable, "-m", "softswitch.runner"]
+        cmd += [self.program] if self.program else ["--no-p4"]
+        cmd += ["--device-id", str(self.device_id), "--grpc-addr", self.grpc_address,
+                "--cpu-port", str(self.cpu_port), "--name", self.name, "--log-level", self.log_level,
+                *self.interface_options()]
+        return cmd
+
+    def start(self, controllers) -> None:
+        """Start the target and wait until it answers P4Runtime."""
+        for intf in self.intfList():
+            if intf.name != "lo":
+                # Frames are forwarded as the kernel hands them over: no offloads.
+                self.cmd(f"ethtool -K {intf.name} tx off rx off sg off tso off gso off gro off >/dev/null 2>&1")
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "w")  # noqa: SIM115 - owned by the child
+        self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        log.close()
+        _RUNNING.add(self.proc)
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                tail = self.log_path.read_text()[-2000:]
+                self.proc = None
+                raise TargetError(f"{self.name}: {self.target} exited at start:\n{tail}")
+            if p4runtime_ready(self.grpc_address):
+                return
+            time.sleep(0.1)
+        self.stop(deleteIntfs=False)
+        raise TargetError(f"{self.name}: no P4Runtime answer on {self.grpc_address} "
+                          f"within {self.start_timeout}s (log: {self.log_path})")
+
+    def stop(self, deleteIntfs: bool = True) -> None:
+        """Stop the target process (SIGTERM, then SIGKILL) and remove the interfaces."""
+        if self.proc is not None:
+            _terminate(self.proc)
+            self.proc = None
+        super().stop(deleteIntfs)
