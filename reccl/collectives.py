@@ -1,0 +1,206 @@
+"""Collective algorithms over point-to-point messages, on flat NumPy arrays.
+
+Ring reduce-scatter + ring all-gather for all_reduce (bandwidth-optimal:
+each rank sends 2(p-1)/p of the data), ring all-gather, binomial-tree
+broadcast, direct exchange for all-to-all, dissemination barrier. The
+transport cuts every message into chunks and spreads them over the channels.
+Every function takes `p2p`, which provides rank, size, send(peer, tag, data),
+recv(peer, tag) and a `tag(step)` giving this collective's message tags.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+import numpy as np
+
+from .ops import combine, finish, segment_bounds
+
+
+class P2P(Protocol):
+    """What the algorithms need from a communicator."""
+
+    rank: int
+    size: int
+
+    def send(self, peer: int, tag: int, data: bytes | memoryview) -> None: ...
+
+    def recv(self, peer: int, tag: int) -> bytes | bytearray: ...
+
+
+def _view(buf: bytes | bytearray, dtype: np.dtype, count: int, what: str) -> np.ndarray:
+    arr = np.frombuffer(buf, dtype=dtype)
+    if arr.size != count:
+        raise ValueError(f"{what}: got {arr.size} elements, expected {count}")
+    return arr
+
+
+def ring_reduce_scatter(p2p: P2P, tag: Callable[[int], int], work: np.ndarray, op: str,
+                        bounds: list[tuple[int, int]], shift: int) -> int:
+    """Reduce segments of `work` in place around the ring; returns the segment this rank
+    holds fully reduced. Segment s folds ranks s+shift, s+shift+1, ... (see ops)."""
+    p, r = p2p.size, p2p.rank
+    right, left = (r + 1) % p, (r - 1) % p
+    for k in range(p - 1):
+        s_out = (r - k - shift) % p
+        s_in = (r - k - shift - 1) % p
+        lo, hi = bounds[s_out]
+        p2p.send(right, tag(k), work[lo:hi].data)
+        lo, hi = bounds[s_in]
+        got = _view(p2p.recv(left, tag(k)), work.dtype, hi - lo, "reduce-scatter segment")
+        combine(op, got, work[lo:hi], out=work[lo:hi])
+    return (r - shift + 1) % p
+
+
+def ring_all_gather(p2p: P2P, tag: Callable[[int], int], work: np.ndarray,
+                    bounds: list[tuple[int, int]], have: int) -> None:
+    """Circulate segments so every rank ends with all of them; this rank starts with `have`."""
+    p, r = p2p.size, p2p.rank
+    right, left = (r + 1) % p, (r - 1) % p
+    for k in range(p - 1):
+        s_out = (have - k) % p
+        s_in = (have - k - 1) % p
+        lo, hi = bounds[s_out]
+        p2p.send(right, tag(k), work[lo:hi].data)
+        lo, hi = bounds[s_in]
+        work[lo:hi] = _view(p2p.recv(left, tag(k)), work.dtype, hi - lo, "all-gather segment")
+
+
+def all_reduce(p2p: P2P, tag: Callable[[int], int], flat: np.ndarray, op: str) -> np.ndarray:
+    """Ring all-reduce of a flat array; returns a new array."""
+    work = flat.copy()
+    p = p2p.size
+    if p == 1:
+        return finish(op, work, 1)
+    bounds = segment_bounds(work.size, p)
+    have = ring_reduce_scatter(p2p, lambda k: tag(k), work, op, bounds, shift=0)
+    lo, hi = bounds[have]
+    work[lo:hi] = finish(op, work[lo:hi], p)
+    ring_all_gather(p2p, lambda k: tag(1000 + k), work, bounds, have)
+    return work
+
+
+def tree_all_reduce(p2p: P2P, tag: Callable[[int], int], flat: np.ndarray, op: str
+                    ) -> np.ndarray:
+    """Binomial-tree reduce to rank 0, then binomial-tree broadcast: 2 log2(p) steps of the
+    whole message, for small messages (order: see ops.reference_tree)."""
+    p, r = p2p.size, p2p.rank
+    acc = flat.copy()
+    mask = 1
+    while mask < p:
+        if r & mask:
+            p2p.send(r - mask, tag(0), acc.data)
+            break
+        if r + mask < p:
+            got = _view(p2p.recv(r + mask, tag(0)), acc.dtype, acc.size, "tree reduce")
+            acc = combine(op, acc, got)
+        mask *= 2
+    if r == 0:
+        acc = finish(op, acc, p)
+    return broadcast(p2p, lambda k: tag(1 + k), acc, 0)
+
+
+def reduce_scatter(p2p: P2P, tag: Callable[[int], int], flat: np.ndarray, op: str
+                   ) -> np.ndarray:
+    """Ring reduce-scatter: rank r gets segment r of the reduction (equal segments)."""
+    p = p2p.size
+    if flat.size % p:
+        raise ValueError(f"reduce_scatter: {flat.size} elements do not split into {p} equal "
+                         f"parts")
+    work = flat.copy()
+    bounds = segment_bounds(work.size, p)
+    if p > 1:
+        have = ring_reduce_scatter(p2p, tag, work, op, bounds, shift=1)
+        assert have == p2p.rank
+    lo, hi = bounds[p2p.rank]
+    return finish(op, work[lo:hi].copy(), p)
+
+
+def reduce(p2p: P2P, tag: Callable[[int], int], flat: np.ndarray, op: str, root: int
+           ) -> np.ndarray | None:
+    """Reduce to `root` (same order as all_reduce); other ranks get None."""
+    p, r = p2p.size, p2p.rank
+    work = flat.copy()
+    if p == 1:
+        return finish(op, work, 1)
+    bounds = segment_bounds(work.size, p)
+    have = ring_reduce_scatter(p2p, tag, work, op, bounds, shift=0)
+    lo, hi = bounds[have]
+    work[lo:hi] = finish(op, work[lo:hi], p)
+    if r != root:
+        p2p.send(root, tag(2000), work[lo:hi].data)
+        return None
+    for src in range(p):
+        if src == r:
+            continue
+        seg = (src + 1) % p
+        lo, hi = bounds[seg]
+        work[lo:hi] = _view(p2p.recv(src, tag(2000)), work.dtype, hi - lo, "reduce segment")
+    return work
+
+
+def all_gather(p2p: P2P, tag: Callable[[int], int], flat: np.ndarray) -> np.ndarray:
+    """Ring all-gather: concatenation of every rank's (equal-size) flat array."""
+    p, m = p2p.size, flat.size
+    work = np.empty(p * m, dtype=flat.dtype)
+    bounds = [(i * m, (i + 1) * m) for i in range(p)]
+    lo, hi = bounds[p2p.rank]
+    work[lo:hi] = flat
+    ring_all_gather(p2p, tag, work, bounds, p2p.rank)
+    return work
+
+
+def broadcast(p2p: P2P, tag: Callable[[int], int], flat: np.ndarray, root: int) -> np.ndarray:
+    """Binomial-tree broadcast from `root`; returns the root's data on every rank."""
+    p, r = p2p.size, p2p.rank
+    vr = (r - root) % p
+    work = flat.copy() if r == root else None
+    mask = 1
+    while mask < p:
+        if vr < mask:
+            dst = vr + mask
+            if dst < p:
+                assert work is not None
+                p2p.send((dst + root) % p, tag(0), work.data)
+        elif vr < 2 * mask:
+            src = (vr - mask + root) % p
+            work = _view(p2p.recv(src, tag(0)), flat.dtype, flat.size, "broadcast").copy()
+        mask *= 2
+    assert work is not None
+    return work
+
+
+def all_to_all(p2p: P2P, tag: Callable[[int], int], rows: np.ndarray,
+               send_splits: list[int]) -> tuple[np.ndarray, list[int]]:
+    """Direct exchange: block j (send_splits[j] rows) goes to rank j; returns the received
+    blocks concatenated in rank order and their row counts."""
+    p, r = p2p.size, p2p.rank
+    row_shape = rows.shape[1:]
+    row_bytes = int(np.prod(row_shape, dtype=np.int64)) * rows.dtype.itemsize
+    offs = np.concatenate([[0], np.cumsum(send_splits)]).astype(int)
+    for k in range(1, p):  # staggered order spreads the load over peers
+        dst = (r + k) % p
+        p2p.send(dst, tag(0), np.ascontiguousarray(rows[offs[dst]:offs[dst + 1]]).data)
+    parts: list[np.ndarray] = [np.empty((0, *row_shape), rows.dtype)] * p
+    parts[r] = rows[offs[r]:offs[r + 1]].copy()
+    for k in range(1, p):
+        src = (r - k) % p
+        buf = p2p.recv(src, tag(0))
+        if row_bytes and len(buf) % row_bytes:
+            raise ValueError(f"all_to_all: {len(buf)} bytes from rank {src} is not a whole "
+                             f"number of {row_bytes}-byte rows")
+        n = len(buf) // row_bytes if row_bytes else 0
+        parts[src] = np.frombuffer(buf, dtype=rows.dtype).reshape((n, *row_shape))
+    return np.concatenate(parts), [len(x) for x in parts]
+
+
+def barrier(p2p: P2P, tag: Callable[[int], int]) -> None:
+    """Dissemination barrier: ceil(log2 p) rounds of one message each way."""
+    p, r = p2p.size, p2p.rank
+    k, dist = 0, 1
+    while dist < p:
+        p2p.send((r + dist) % p, tag(k), b"")
+        p2p.recv((r - dist) % p, tag(k))
+        k += 1
+        dist *= 2
