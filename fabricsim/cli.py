@@ -1,0 +1,275 @@
+"""``fabric-sim``: flow-level fabric simulation and the GPU-hours model of failover."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from fabricsim.engine import SimulationError
+from fabricsim.experiment import (
+    Scenario,
+    ScenarioError,
+    apply_failures,
+    build_network,
+    run_scenario,
+)
+from fabricsim.gpuhours import POLICIES as GH_POLICIES
+from fabricsim.gpuhours import GpuHoursError, GpuHoursParams, gpu_hours
+from fabricsim.plots import gpu_hours_figure, simulator_figures, write_json
+from fabricsim.topology import TopologyError
+from fabricsim.workloads import WorkloadError
+
+ERRORS = (ScenarioError, TopologyError, WorkloadError, SimulationError, GpuHoursError)
+
+
+def _size(text: str) -> float:
+    """Bytes from ``1MiB``, ``256KiB``, ``1e6`` or ``4GB``."""
+    units = {"KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "KB": 1e3, "MB": 1e6, "GB": 1e9, "B": 1}
+    t = text.strip().upper()
+    for u, f in units.items():
+        if t.endswith(u):
+            try:
+                return float(t[: -len(u)]) * f
+            except ValueError:
+                break
+    try:
+        return float(t)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 1MiB, 256KiB, 1e6)") from None
+
+
+def _scenario_from_args(a: argparse.Namespace) -> Scenario:
+    if a.config:
+        try:
+            data = yaml.safe_load(Path(a.config).read_text())
+        except (OSError, yaml.YAMLError) as e:
+            raise ScenarioError(f"{a.config}: {e}") from None
+        if not isinstance(data, dict):
+            raise ScenarioError(f"{a.config}: expected a mapping at the top level")
+        try:
+            return Scenario(**{k: tuple(v) if k == "policies" else v for k, v in data.items()})
+        except TypeError as e:
+            raise ScenarioError(f"{a.config}: {e}") from None
+    if a.fabric:
+        topo = {"kind": "fabric", "path": a.fabric}
+    elif a.topology == "leaf-spine":
+        topo = {"kind": "leaf-spine", "leaves": a.leaves, "spines": a.spines,
+                "ports_per_leaf": a.ports_per_leaf, "rails": a.rails,
+                "rail_optimised": not a.host_per_leaf, "nic_gbps": a.nic_gbps,
+                "oversubscription": a.oversubscription, "parallel": a.parallel}
+    else:
+        topo = {"kind": "fat-tree", "k": a.k, "rails": a.rails,
+                "rail_optimised": not a.host_per_leaf, "nic_gbps": a.nic_gbps,
+                "oversubscription": a.oversubscription, "parallel": a.parallel}
+        if a.pods:
+            topo["pods"] = a.pods
+        if a.ports_per_leaf_ft:
+            topo["ports_per_leaf"] = a.ports_per_leaf_ft
+    if a.workload == "all-to-all":
+        wl = {"kind": a.workload, "group_size": a.group_size, "bytes": a.bytes, "qps": a.qps,
+              "placement": a.placement, "pxn": not a.no_pxn}
+    elif a.workload == "all-reduce":
+        wl = {"kind": a.workload, "group_size": a.group_size, "bytes": a.bytes, "qps": a.qps,
+              "placement": a.placement}
+    elif a.workload == "permutation":
+        wl = {"kind": a.workload, "bytes": a.bytes, "qps": a.qps}
+    else:
+        wl = {"kind": a.workload, "load": a.load, "duration": a.duration}
+    failures = {"fail": a.fail, "degrade": [d.rsplit("=", 1) for d in a.degrade],
+                "random_fail": a.random_fail, "random_degrade": a.random_degrade,
+                "degrade_factor": a.degrade_factor, "nic": a.fail_nic}
+    for d in failures["degrade"]:
+        if len(d) != 2:
+            raise ScenarioError(f"--degrade {'='.join(d)!r}: write it as cable=factor")
+        try:
+            d[1] = float(d[1])
+        except ValueError:
+            raise ScenarioError(f"--degrade {'='.join(map(str, d))!r}: factor is not a number") from None
+    sglb = {"update_period": a.update_period, "staleness": a.staleness, "bits": a.bits,
+            "flowlet_interval": a.flowlet_interval, "flowlet_fraction": a.flowlet_fraction}
+    return Scenario(topo, wl, tuple(a.policies.split(",")), failures, sglb, a.tolerance,
+                    a.name)
+
+
+def cmd_run(a: argparse.Namespace) -> int:
+    """Simulate one scenario over seeds; print and write the figures."""
+    scn = _scenario_from_args(a)
+    net = apply_failures(build_network(scn), scn.failures, np.random.default_rng(a.seed))
+    print(f"fabric (seed {a.seed}): {json.dumps(net.summary())}")
+    t0 = time.perf_counter()
+    summary, runs = run_scenario(scn, list(range(a.seed, a.seed + a.seeds)), workers=a.workers,
+                                 progress=not a.quiet)
+    summary["wall_seconds"] = time.perf_counter() - t0
+    print(f"{scn.workload['kind']} over {len(runs)} seed(s), {runs[0]['flows']} flows:")
+    for p, e in summary["policies"].items():
+        c = e["completion"]
+        line = f"  {p:6s} completion {c['mean'] * 1e3:9.3f} ms [{c['lo'] * 1e3:.3f}, {c['hi'] * 1e3:.3f}]"
+        if "speedup_vs_ecmp" in e:
+            s = e["speedup_vs_ecmp"]
+            line += f"  speed-up vs ECMP {s['mean']:.3f} [{s['lo']:.3f}, {s['hi']:.3f}]"
+        u = e["utilisation_percentiles"]
+        line += f"  link util p50 {u['50']:.2f} p99 {u['99']:.2f}"
+        print(line)
+    if a.out:
+        out = Path(a.out)
+        summary["figures"] = simulator_figures(summary, runs, out)
+        write_json({"summary": summary, "runs": runs if a.keep_runs else None},
+                   out / "results.json")
+        print(f"wrote {out}/results.json, completion.png, speedup.png, utilisation.png")
+    return 0
+
+
+def cmd_gpu_hours(a: argparse.Namespace) -> int:
+    """Monte Carlo of the GPU-hours model; print and write the figures."""
+    interval = a.interval if a.interval in ("young", "daly") else float(a.interval)
+    params = GpuHoursParams(
+        gpus=a.gpus, days=a.days, detection=a.detection, restart=a.restart,
+        checkpoint=a.checkpoint, interval=interval, failover=a.failover, repair=a.repair * 3600,
+        comm_fraction=a.comm_fraction, last_hop_share=a.last_hop_share,
+        reccl_network_throughput=a.reccl_throughput, sglb_network_throughput=a.sglb_throughput)
+    t0 = time.perf_counter()
+    res = gpu_hours(params, a.seeds, a.seed, tuple(a.policies.split(",")))
+    res["wall_seconds"] = time.perf_counter() - t0
+    f = res["failures_per_seed"]
+    print(f"{a.gpus} GPUs, {a.days} days, {a.seeds} seeds: {f['mean']:.1f} failures per run "
+          f"({res['wall_seconds']:.2f} s)")
+    for p, e in res["policies"].items():
+        g, r = e["gpu_hours_lost"], e["ettr"]
+        line = (f"  {p:13s} GPU-hours lost {g['mean']:12,.0f} [{g['lo']:,.0f}, {g['hi']:,.0f}]"
+                f"  ETTR {r['mean']:.4f} [{r['lo']:.4f}, {r['hi']:.4f}]"
+                f"  stops {e['stops']['mean']:.1f}")
+        if "gpu_hours_saved" in e:
+            s = e["gpu_hours_saved"]
+            line += f"  saved {s['mean']:,.0f} [{s['lo']:,.0f}, {s['hi']:,.0f}]"
+        print(line)
+    if a.out:
+        out = Path(a.out)
+        res["figures"] = gpu_hours_figure(res, out)
+        write_json(res, out / "gpu_hours.json")
+        print(f"wrote {out}/gpu_hours.json, gpu_hours.png")
+    return 0
+
+
+def cmd_describe(a: argparse.Namespace) -> int:
+    """Print a topology's summary."""
+    scn = _scenario_from_args(a)
+    print(json.dumps(build_network(scn).summary(), indent=1))
+    return 0
+
+
+def _topology_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("topology")
+    g.add_argument("--fabric", help="fabric description file (the testbed's YAML/JSON)")
+    g.add_argument("--topology", choices=("leaf-spine", "fat-tree"), default="leaf-spine")
+    g.add_argument("--leaves", type=int, default=8)
+    g.add_argument("--spines", type=int, default=4)
+    g.add_argument("--ports-per-leaf", type=int, default=8, help="NIC ports per leaf (leaf-spine)")
+    g.add_argument("--k", type=int, default=8, help="fat-tree radix")
+    g.add_argument("--pods", type=int, default=0, help="fat-tree pods (default k)")
+    g.add_argument("--ports-per-edge", dest="ports_per_leaf_ft", type=int, default=0,
+                   help="fat-tree NIC ports per edge switch (default k/2)")
+    g.add_argument("--rails", type=int, default=1, help="NICs (and GPUs) per host")
+    g.add_argument("--host-per-leaf", action="store_true",
+                   help="all NICs of a host on one leaf instead of rail-optimised")
+    g.add_argument("--nic-gbps", type=float, default=400.0)
+    g.add_argument("--oversubscription", type=float, default=1.0)
+    g.add_argument("--parallel", type=int, default=1, help="parallel cables per switch pair")
+    f = p.add_argument_group("failures")
+    f.add_argument("--fail", action="append", default=[], metavar="A-B[:K]",
+                   help="take a cable down (repeatable)")
+    f.add_argument("--degrade", action="append", default=[], metavar="A-B[:K]=FACTOR",
+                   help="run a cable at a fraction of its capacity (repeatable)")
+    f.add_argument("--random-fail", type=int, default=0, help="random fabric cables down per seed")
+    f.add_argument("--random-degrade", type=int, default=0, help="random reduced cables per seed")
+    f.add_argument("--degrade-factor", type=float, default=0.5)
+    f.add_argument("--fail-nic", action="append", default=[], metavar="HOST/NIC",
+                   help="take a NIC's last-hop link down; its traffic fails over to the "
+                        "host's other NICs as under ReCCL (repeatable)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``fabric-sim`` argument parser."""
+    ap = argparse.ArgumentParser(prog="fabric-sim", description=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    run = sub.add_parser("run", help="simulate collectives under ECMP, SGLB and spraying")
+    run.add_argument("--config", help="scenario YAML (instead of the options below)")
+    _topology_args(run)
+    w = run.add_argument_group("workload")
+    w.add_argument("--workload", choices=("all-to-all", "all-reduce", "permutation", "web-search"),
+                   default="all-to-all")
+    w.add_argument("--group-size", type=int, default=16, help="GPUs per collective group")
+    w.add_argument("--bytes", type=_size, default=_size("1MiB"),
+                   help="all-to-all: per GPU pair; all-reduce: per GPU; permutation: per NIC")
+    w.add_argument("--qps", type=int, default=4, help="flows (queue pairs) per connection")
+    w.add_argument("--placement", choices=("hosts", "random", "contiguous"), default="hosts")
+    w.add_argument("--no-pxn", action="store_true", help="send from the source GPU's own NIC")
+    w.add_argument("--load", type=float, default=0.5, help="web-search offered load")
+    w.add_argument("--duration", type=float, default=0.01, help="web-search arrivals window (s)")
+    s = run.add_argument_group("SGLB")
+    s.add_argument("--update-period", type=float, default=1e-3,
+                   help="SyncMesh profile period (s)")
+    s.add_argument("--staleness", type=float, default=0.0,
+                   help="extra delay before a profile is installed (s)")
+    s.add_argument("--bits", type=int, default=3, help="congestion quantisation bits")
+    s.add_argument("--flowlet-interval", type=float, default=1e-4)
+    s.add_argument("--flowlet-fraction", type=float, default=0.25)
+    run.add_argument("--policies", default="ecmp,sglb,spray")
+    run.add_argument("--seeds", type=int, default=5)
+    run.add_argument("--seed", type=int, default=0, help="first seed")
+    run.add_argument("--workers", type=int, default=1, help="parallel processes over seeds")
+    run.add_argument("--tolerance", type=float, default=1e-2,
+                     help="completion batching window, relative to the running flows' age")
+    run.add_argument("--name", default="fabric-sim")
+    run.add_argument("--out", help="directory for results.json and PNG figures")
+    run.add_argument("--keep-runs", action="store_true", help="store per-seed runs in the JSON")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.set_defaults(func=cmd_run)
+
+    gh = sub.add_parser("gpu-hours", help="GPU-hours lost per failure-recovery policy")
+    gh.add_argument("--gpus", type=int, default=16384)
+    gh.add_argument("--days", type=float, default=54.0)
+    gh.add_argument("--seeds", type=int, default=1000)
+    gh.add_argument("--seed", type=int, default=0)
+    gh.add_argument("--detection", type=float, default=120.0, help="fail-stop detection (s)")
+    gh.add_argument("--restart", type=float, default=300.0, help="restart cost (s)")
+    gh.add_argument("--checkpoint", type=float, default=30.0, help="checkpoint write time (s)")
+    gh.add_argument("--interval", default="daly", help="young, daly or seconds")
+    gh.add_argument("--failover", type=float, default=5.0, help="failover pause (s)")
+    gh.add_argument("--repair", type=float, default=8.0, help="repair time (h)")
+    gh.add_argument("--comm-fraction", type=float, default=0.3)
+    gh.add_argument("--last-hop-share", type=float, default=0.5)
+    gh.add_argument("--reccl-throughput", type=float, default=0.875,
+                    help="collective throughput with one NIC down on a host")
+    gh.add_argument("--sglb-throughput", type=float, default=0.97,
+                    help="collective throughput with one fabric link down under SGLB")
+    gh.add_argument("--policies", default=",".join(GH_POLICIES))
+    gh.add_argument("--out", help="directory for gpu_hours.json and gpu_hours.png")
+    gh.set_defaults(func=cmd_gpu_hours)
+
+    de = sub.add_parser("describe", help="print a topology's summary")
+    de.add_argument("--config", help="scenario YAML")
+    _topology_args(de)
+    de.set_defaults(func=cmd_describe, workload="permutation", bytes=1.0, qps=1, policies="ecmp",
+                    update_period=1e-3, staleness=0.0, bits=3, flowlet_interval=1e-4,
+                    flowlet_fraction=0.25, tolerance=1e-2, name="describe")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``fabric-sim``."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ERRORS as e:
+        print(f"fabric-sim: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""PNG figures plus a JSON file holding the data of every figure."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+COLOURS = {"ecmp": "#7f7f7f", "sglb": "#1f77b4", "spray": "#2ca02c",
+           "fail-stop": "#7f7f7f", "reccl": "#ff7f0e", "sglb-reroute": "#1f77b4",
+           "reccl+sglb": "#2ca02c"}
+
+
+def _bar_ci(ax, names: list[str], stats: list[dict[str, float]], ylabel: str) -> None:
+    means = [s["mean"] for s in stats]
+    err = np.array([[s["mean"] - s["lo"] for s in stats], [s["hi"] - s["mean"] for s in stats]])
+    ax.bar(names, means, yerr=err, capsize=6, color=[COLOURS.get(n, "#9467bd") for n in names])
+    ax.set_ylabel(ylabel)
+    ax.grid(axis="y", alpha=0.3)
+
+
+def simulator_figures(summary: dict[str, Any], runs: list[dict[str, Any]], out: Path) -> dict:
+    """Speed-up, completion time and link-utilisation figures of one scenario."""
+    out.mkdir(parents=True, exist_ok=True)
+    pol = summary["policies"]
+    names = list(pol)
+    figures: dict[str, Any] = {}
+    title = summary["scenario"].get("name", "")
+    n = len(summary["seeds"])
+
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    _bar_ci(ax, names, [pol[p]["completion"] for p in names], "completion time (s)")
+    ax.set_title(f"{title}: completion time, mean and 95% CI over {n} seeds", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out / "completion.png", dpi=120)
+    plt.close(fig)
+    figures["completion"] = {p: pol[p]["completion"] for p in names}
+
+    if all("speedup_vs_ecmp" in pol[p] for p in names):
+        fig, ax = plt.subplots(figsize=(5, 3.5))
+        _bar_ci(ax, names, [pol[p]["speedup_vs_ecmp"] for p in names], "speed-up vs ECMP")
+        ax.axhline(1.0, color="k", lw=0.8)
+        ax.set_title(f"{title}: speed-up vs ECMP, mean and 95% CI over {n} seeds", fontsize=9)
+        fig.tight_layout()
+        fig.savefig(out / "speedup.png", dpi=120)
+        plt.close(fig)
+        figures["speedup"] = {p: pol[p]["speedup_vs_ecmp"] for p in names}
+
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    cdfs = {}
+    for p in names:
+        u = np.sort(np.concatenate([r["policies"][p]["utilisation"] for r in runs]))
+        if not len(u):
+            continue
+        y = np.arange(1, len(u) + 1) / len(u)
+        ax.step(u, y, where="post", label=p, color=COLOURS.get(p))
+        # Keep the JSON small: the CDF at 101 quantiles.
+        cdfs[p] = {"quantile": np.linspace(0, 1, 101).round(2).tolist(),
+                   "utilisation": np.quantile(u, np.linspace(0, 1, 101)).round(4).tolist()}
+    ax.set_xlabel("fabric link utilisation over the run")
+    ax.set_ylabel("CDF of links")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    ax.set_title(f"{title}: link utilisation", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out / "utilisation.png", dpi=120)
+    plt.close(fig)
+    figures["utilisation_cdf"] = cdfs
+    return figures
+
+
+def gpu_hours_figure(summary: dict[str, Any], out: Path) -> dict:
+    """GPU-hours lost per policy and effective training time ratio."""
+    out.mkdir(parents=True, exist_ok=True)
+    pol = summary["policies"]
+    names = list(pol)
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.6))
+    _bar_ci(a1, names, [pol[p]["gpu_hours_lost"] for p in names], "GPU-hours lost")
+    a1.tick_params(axis="x", labelsize=8)
+    _bar_ci(a2, names, [pol[p]["ettr"] for p in names], "ETTR")
+    lo = min(pol[p]["ettr"]["lo"] for p in names)
+    a2.set_ylim(max(0.0, lo - 0.05), 1.0)
+    a2.tick_params(axis="x", labelsize=8)
+    p = summary["params"]
+    fig.suptitle(f"{p['gpus']} GPUs, {p['days']} days, {summary['seeds']} seeds "
+                 "(mean and 95% CI)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out / "gpu_hours.png", dpi=120)
+    plt.close(fig)
+    return {"gpu_hours_lost": {n: pol[n]["gpu_hours_lost"] for n in names},
+            "ettr": {n: pol[n]["ettr"] for n in names}}
+
+
+def write_json(data: dict[str, Any], path: Path) -> None:
+    """Write ``data`` as indented JSON."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1) + "\n")
