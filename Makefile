@@ -5,10 +5,10 @@ VENV      := .venv
 PY        := $(VENV)/bin/python
 PIP       := $(VENV)/bin/pip
 STAMP     := $(VENV)/.deps-stamp
-APT_PKGS  := iproute2 iputils-ping ethtool tcpdump mininet
+APT_PKGS  := iproute2 iputils-ping ethtool tcpdump mininet openssl
 PYTEST_ARGS ?=
 
-.PHONY: deps test test-unit test-root run bench lint clean
+.PHONY: deps test test-unit test-root run cli bench lint clean
 
 deps: $(STAMP)
 
@@ -30,6 +30,9 @@ test-unit: deps
 
 run: deps
 	$(PY) -m topologies.demo
+
+cli: deps
+	$(PY) -m topologies.cli
 
 bench: deps
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

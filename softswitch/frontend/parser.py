@@ -98,6 +98,9 @@ def parse(pre: Preprocessed, reporter: Reporter) -> A.P4Program | None:
     except RecursionError:
         reporter.error(pre.loc(1, 1), "program nested too deeply")
         return None
+    except _BuildError as exc:
+        reporter.error(exc.loc, exc.message)
+        return None
     except VisitError as exc:
         orig = exc.orig_exc
         if isinstance(orig, _BuildError):

@@ -1,0 +1,113 @@
+"""Testbed pieces that need no root: flow choice, name checks, figures, command-line errors."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from topologies import analysis
+from topologies.demo import pick_flows
+from topologies.fabric import FabricError, leaf_spine, load
+from topologies.mininet_fabric import FabricNetError, check_names, with_free_addresses
+
+REPO = Path(__file__).resolve().parents[2]
+LS4X2 = load(REPO / "topologies" / "fabrics" / "ls4x2.yaml")
+
+
+def test_flows_pair_hosts_without_a_common_leaf_both_ways():
+    flows = pick_flows(LS4X2)
+    pairs = [(f.src, f.dst) for f in flows]
+    assert sorted(pairs) == sorted([("h1", "h3"), ("h3", "h1"), ("h2", "h4"), ("h4", "h2")])
+    for f in flows:
+        assert not set(f.src_leaves) & set(f.dst_leaves)
+        assert len(f.src_ips) == len(f.dst_ips) == 2
+
+
+def test_no_flows_when_every_host_shares_a_leaf():
+    with pytest.raises(FabricError, match="nothing would cross a spine"):
+        pick_flows(load(REPO / "topologies" / "fabrics" / "ls2x2.yaml"))
+
+
+def test_interface_names_are_checked_against_the_kernel_limit():
+    check_names(LS4X2, "tb")
+    with pytest.raises(FabricNetError, match=r"'tbtoolongpre.*' of switch l1 is longer than 15"):
+        check_names(LS4X2, "tbtoolongpre")
+
+
+def test_free_addresses_are_distinct_and_keep_everything_else():
+    f = with_free_addresses(LS4X2)
+    addrs = [a for s in f.switches for a in (s.p4runtime, s.syncmesh, s.metrics)]
+    assert len(set(addrs)) == len(addrs)
+    assert [s.name for s in f.switches] == [s.name for s in LS4X2.switches]
+    assert f.links == LS4X2.links and f.hosts == LS4X2.hosts
+
+
+def _log(flow, sent_t, lost_idx, size=1000):
+    seq = np.arange(len(sent_t), dtype=np.uint32)
+    keep = np.ones(len(seq), bool)
+    keep[list(lost_idx)] = False
+    return analysis.FlowLog(flow, "a", "b", seq, np.asarray(sent_t, float),
+                            np.zeros(len(seq), np.uint8), seq[keep],
+                            np.asarray(sent_t, float)[keep] + 0.001, size)
+
+
+def test_outage_is_time_from_cut_to_last_lost_packet():
+    t = 100 + np.arange(0, 10, 0.01)  # 100 packets/s for 10 s
+    log = _log(0, t, range(500, 512))  # packets sent at 105.00 .. 105.11 lost
+    assert analysis.outage(log, 105.0, 3.0) == pytest.approx(0.11)
+    assert analysis.outage(log, 107.0, 3.0) == 0.0
+    fault = analysis.Fault("cut", "leaf-spine", 105.0, 108.0, local_flows=(0,), remote_flows=(1,))
+    other = _log(1, t, [])
+    figs = analysis.fault_figures([log, other], fault)
+    assert figs.lost == 12
+    assert figs.local_outage_s == pytest.approx(0.11) and figs.remote_outage_s == 0.0
+
+
+def test_phase_rates_and_throughput_count_what_arrived():
+    t = 100 + np.arange(0, 4, 0.001)  # 1000 packets/s of 1000 B = 8 Mbit/s
+    log = _log(0, t, range(2000, 2500))  # half a second lost in the second half
+    rates = analysis.phase_rates([log], [("a", 100, 102), ("b", 102, 104)])
+    assert rates["a"]["lost"] == 0 and rates["b"]["lost"] == 500
+    assert rates["a"]["delivered_mbps"] == pytest.approx(8.0, rel=0.01)
+    assert rates["b"]["delivered_mbps"] == pytest.approx(6.0, rel=0.01)
+    times, mbps = analysis.throughput([log], 100, 104, bin_s=0.5)
+    assert len(times) == len(mbps) == 8
+    assert mbps[0] == pytest.approx(8.0, rel=0.01)
+    assert mbps[4] == pytest.approx(0.0, abs=0.1)
+
+
+def test_plot_writes_a_png(tmp_path):
+    times = np.arange(0, 5, 0.25)
+    analysis.plot(tmp_path / "p.png", times, np.full(len(times), 5.0), [(101.0, "cut x")],
+                  [("a", 100, 105)], 100.0, "t")
+    assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["send", "--flow", "1", "--src", "10.0.0.1,10.0.0.2", "--ifaces", "e0", "--dst", "10.0.0.3",
+      "--rate-mbps", "1", "--duration", "1", "--out", "x"], "one entry per rail"),
+    (["send", "--flow", "1", "--src", "10.0.0.1", "--ifaces", "e0", "--dst", "10.0.0.3",
+      "--rate-mbps", "0", "--duration", "1", "--out", "x"], "--rate-mbps > 0"),
+])
+def test_udpload_rejects_bad_arguments_without_traceback(args, message):
+    r = subprocess.run([sys.executable, "-m", "topologies.udpload", *args], capture_output=True,
+                       text=True, cwd=REPO)
+    assert r.returncode == 2
+    assert message in r.stderr and "Traceback" not in r.stderr
+
+
+def test_demo_refuses_a_bad_fabric_file_with_its_location(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nswitches: []\nlinks: []\nbogus: 1\n")
+    r = subprocess.run([sys.executable, "-m", "topologies.demo", "--fabric", str(bad)],
+                       capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 2
+    assert "Traceback" not in r.stderr
+    assert "bad.yaml" in r.stderr and "bogus" in r.stderr
+
+
+def test_generated_fabric_gives_one_flow_pair_per_pod_pair():
+    fabric = leaf_spine(4, 2, 2, 2)
+    assert len(pick_flows(fabric)) == 4

@@ -1,0 +1,149 @@
+"""Figures of a testbed run from the load generator's send and receive logs (no I/O but files).
+
+Everything is computed from what was sent and what arrived (topologies/udpload.py
+logs every datagram with its send time), so a packet is lost exactly when it
+is in a send log and in no receive log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+
+@dataclass
+class FlowLog:
+    """One flow: what was sent and what arrived (times in s since the epoch)."""
+
+    flow: int
+    src: str
+    dst: str
+    sent_seq: np.ndarray
+    sent_t: np.ndarray
+    sent_rail: np.ndarray
+    recv_seq: np.ndarray
+    recv_t: np.ndarray
+    size: int
+
+    @property
+    def delivered(self) -> np.ndarray:
+        """Per sent packet: True if it arrived (at least once)."""
+        return np.isin(self.sent_seq, self.recv_seq)
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One injected fault: what, when (s since epoch) and when it was undone."""
+
+    name: str
+    kind: str
+    """leaf-spine or host-nic."""
+    at: float
+    restored_at: float
+    local_flows: tuple[int, ...] = ()
+    """Flows whose source leaf sits at the cut (failover decided locally)."""
+    remote_flows: tuple[int, ...] = ()
+    """Flows whose path is chosen by a leaf that learns of the cut remotely."""
+
+
+@dataclass
+class FaultFigures:
+    """What one fault cost."""
+
+    name: str
+    lost: int
+    local_outage_s: float | None
+    """Longest time after the cut during which a local flow still lost packets."""
+    remote_outage_s: float | None
+    syncmesh_convergence_s: float | None = None
+    per_flow_outage_s: dict[int, float] = field(default_factory=dict)
+
+
+def load_flow(flow: int, src: str, dst: str, send_file: Path, recv_file: Path,
+              size: int) -> FlowLog:
+    """Read one flow's logs (the receive file may hold several flows)."""
+    s = np.load(send_file)
+    r = np.load(recv_file)
+    mine = r["flow"] == flow
+    return FlowLog(flow, src, dst, s["seq"], s["send_ns"] / 1e9, s["rail"],
+                   r["seq"][mine], r["recv_ns"][mine] / 1e9, size)
+
+
+def outage(log: FlowLog, at: float, window: float) -> float:
+    """Seconds after ``at`` until the last packet of the flow that was lost (0: none lost)."""
+    ok = log.delivered
+    sel = (log.sent_t >= at) & (log.sent_t < at + window) & ~ok
+    if not sel.any():
+        return 0.0
+    return float(log.sent_t[sel].max() - at)
+
+
+def fault_figures(logs: Sequence[FlowLog], fault: Fault, window: float = 3.0) -> FaultFigures:
+    """Lost packets and outage times of one fault (window: how long after the cut to look)."""
+    lost = 0
+    per: dict[int, float] = {}
+    for log in logs:
+        sel = (log.sent_t >= fault.at) & (log.sent_t < fault.restored_at)
+        lost += int((sel & ~log.delivered).sum())
+        per[log.flow] = outage(log, fault.at, min(window, fault.restored_at - fault.at))
+    local = [per[f] for f in fault.local_flows if f in per]
+    remote = [per[f] for f in fault.remote_flows if f in per]
+    return FaultFigures(fault.name, lost, max(local) if local else None,
+                        max(remote) if remote else None, per_flow_outage_s=per)
+
+
+def throughput(logs: Sequence[FlowLog], start: float, end: float,
+               bin_s: float = 0.25) -> tuple[np.ndarray, np.ndarray]:
+    """Delivered Mbit/s of all flows together per bin: (bin start since ``start``, rate)."""
+    edges = np.arange(start, end + bin_s, bin_s)
+    total = np.zeros(len(edges) - 1)
+    for log in logs:
+        h, _ = np.histogram(log.recv_t, bins=edges)
+        total += h * log.size * 8 / 1e6 / bin_s
+    return edges[:-1] - start, total
+
+
+def phase_rates(logs: Sequence[FlowLog], phases: Sequence[tuple[str, float, float]]) -> dict:
+    """Per phase: delivered Mbit/s, offered Mbit/s and packets lost."""
+    out = {}
+    for name, a, b in phases:
+        got = sent = lost = 0
+        for log in logs:
+            got += int(((log.recv_t >= a) & (log.recv_t < b)).sum())
+            in_phase = (log.sent_t >= a) & (log.sent_t < b)
+            sent += int(in_phase.sum())
+            lost += int((in_phase & ~log.delivered).sum())
+        size = logs[0].size if logs else 0
+        dur = max(b - a, 1e-9)
+        out[name] = {"delivered_mbps": round(got * size * 8 / 1e6 / dur, 3),
+                     "offered_mbps": round(sent * size * 8 / 1e6 / dur, 3),
+                     "sent": sent, "lost": lost, "seconds": round(dur, 3)}
+    return out
+
+
+def plot(path: Path, times: np.ndarray, rates: np.ndarray, marks: Sequence[tuple[float, str]],
+         phases: Sequence[tuple[str, float, float]], start: float, title: str) -> None:
+    """PNG of delivered throughput over time with the faults marked."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(10, 4))
+    ax.step(times, rates, where="post", color="tab:blue", label="delivered (all flows)")
+    ax.set_ylim(0, max(float(rates.max()) if len(rates) else 1.0, 1.0) * 1.15)
+    for t, label in marks:
+        ax.axvline(t - start, color="tab:red" if "cut" in label else "tab:green",
+                   linestyle="--", linewidth=1)
+        ax.annotate(label, (t - start, ax.get_ylim()[1] * 0.95), rotation=90, va="top",
+                    ha="right", fontsize=8)
+    ax.set_xlabel("time since traffic start (s)")
+    ax.set_ylabel("Mbit/s")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,179 @@
+"""The testbed's control plane: one SyncMesh daemon per switch, each programming its switch.
+
+The daemons run in one background thread (one asyncio loop), each with its
+own P4Runtime session (``syncmesh.p4runtime_driver``), its own SyncMesh gRPC
+server on loopback and the fabric's shared token, exactly as ``syncmesh run``
+would run them one per process. Keeping them in the driver's process lets the
+testbed read every daemon's view (link states, failovers, convergence) without
+scraping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+
+from syncmesh.config import CoreConfig
+from syncmesh.daemon import Daemon, DaemonOptions
+from syncmesh.p4runtime_driver import P4RuntimeDriver, PipelineFiles, compile_pipeline
+from syncmesh.sglb_mapping import Identity, switch_mac
+
+from topologies.fabric import Fabric
+
+
+@dataclass(frozen=True)
+class ControlOptions:
+    """How the daemons run."""
+
+    glb: bool = True
+    """Leaves run the GLB engine (True) or hash ECMP (False)."""
+    keepalive: float = 0.2
+    """Hello period between peers (s)."""
+    dead_interval: float = 1.0
+    """A silent peer is down after this long (s)."""
+    counter_interval: float = 0.25
+    """Port counters are read this often (s)."""
+    flowlet_gap_us: int = 500
+    """Idle time after which a flow may change path (us)."""
+
+
+def route_logs_to_root(prefixes: tuple[str, ...] = ("syncmesh", "finsy", "softswitch")) -> None:
+    """Undo Mininet's logger class for our loggers: its per-logger handler prints to the terminal.
+
+    Importing mininet makes every logger created afterwards carry a handler that
+    writes to stderr without newlines; the daemons' records belong in the root
+    handler (the run's log file) instead.
+    """
+    for name, lg in list(logging.Logger.manager.loggerDict.items()):
+        if isinstance(lg, logging.Logger) and name.startswith(prefixes):
+            lg.handlers.clear()
+            lg.propagate = True
+
+
+class FabricControl:
+    """All SyncMesh daemons of a fabric, on a loop in a background thread."""
+
+    def __init__(self, fabric: Fabric, program: Path, options: ControlOptions | None = None,
+                 pipeline: PipelineFiles | None = None, work_dir: Path | None = None) -> None:
+        self.fabric = fabric
+        self.options = options or ControlOptions()
+        self.pipeline = pipeline or compile_pipeline(program, work_dir)
+        self.token = secrets.token_hex(16)
+        self.daemons: dict[str, Daemon] = {}
+        self.drivers: dict[str, P4RuntimeDriver] = {}
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="syncmesh",
+                                        daemon=True)
+
+    def _call(self, coro, timeout: float = 60.0):
+        fut: Future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        return fut.result(timeout)
+
+    def start(self) -> None:
+        """Start every daemon; each connects to its switch, pushes the pipeline and programs it."""
+        self._thread.start()
+        for sw in self.fabric.switches:
+            self.daemons[sw.name] = self._make(sw.name)
+
+        route_logs_to_root()
+
+        async def start_all() -> None:
+            for d in self.daemons.values():
+                await d.start()
+
+        self._call(start_all())
+
+    def _make(self, name: str) -> Daemon:
+        sw = self.fabric.switch(name)
+        config = CoreConfig(keepalive_interval=self.options.keepalive,
+                            dead_interval=self.options.dead_interval, glb=self.options.glb)
+        driver = P4RuntimeDriver(name, sw.p4runtime, sw.id,
+                                 Identity(switch_mac(sw.id), self.options.flowlet_gap_us),
+                                 self.pipeline, sorted(self.fabric.ports(name)))
+        self.drivers[name] = driver
+        opts = DaemonOptions(token=self.token, metrics=None,
+                             counter_interval=self.options.counter_interval)
+        return Daemon(self.fabric, name, opts, config, driver=driver)
+
+    def stop_daemon(self, name: str) -> None:
+        """Stop one daemon (as if killed); its switch keeps forwarding with what it holds."""
+        self._call(self.daemons[name].stop())
+
+    def restart_daemon(self, name: str) -> Daemon:
+        """Start a fresh daemon (new incarnation, new P4Runtime session) for ``name``."""
+        daemon = self._make(name)
+        self.daemons[name] = daemon
+        route_logs_to_root()
+        self._call(daemon.start())
+        return daemon
+
+    def wait_programmed(self, timeout: float = 120.0) -> None:
+        """Block until every switch holds its desired entries (raises TimeoutError)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if all(d.connected and d.book.held and d.writes for d in self.drivers.values()):
+                return
+            time.sleep(0.2)
+        missing = [n for n, d in self.drivers.items() if not (d.connected and d.book.held)]
+        raise TimeoutError(f"switches not programmed after {timeout:.0f}s: {', '.join(missing)}")
+
+    def link_views(self) -> dict[str, dict[str, bool]]:
+        """Every daemon's view of every link: {switch: {link: up}}."""
+        return {n: d.core.link_view() for n, d in self.daemons.items()}
+
+    def agree(self, link: str, up: bool) -> bool:
+        """True when every daemon believes ``link`` is ``up``."""
+        return all(v.get(link) == up for v in self.link_views().values())
+
+    def failovers(self) -> int:
+        """Paths that went from live to dead, summed over the leaves' daemons."""
+        return sum(d.core.stats.failovers for d in self.daemons.values())
+
+    def convergence_samples(self) -> list[float]:
+        """Every daemon's remote-change acceptance delays (s)."""
+        out: list[float] = []
+        for d in self.daemons.values():
+            out += list(d.core.stats.convergence)
+        return out
+
+    def data_plane_events(self) -> dict[str, dict[str, int]]:
+        """Per switch, the non-zero ``SglbIngress.events`` counters (FAILOVER, NOTICE_SENT, ...)."""
+        import finsy as fy
+
+        from sglb.codes import Event
+
+        async def read(name: str) -> dict[str, int]:
+            sw = self.drivers[name]._sw()
+            req = [fy.P4CounterEntry("SglbIngress.events", index=int(e)) for e in Event]
+            return {Event(c.index).name: c.packet_count async for c in sw.read(req)
+                    if c.packet_count}
+
+        out = {}
+        for name, driver in self.drivers.items():
+            if driver.connected:
+                out[name] = self._call(read(name), timeout=10)
+        return out
+
+    def stop(self) -> None:
+        """Stop every daemon (the switches keep their entries) and the loop."""
+        if not self._thread.is_alive():
+            return
+
+        async def stop_all() -> None:
+            for d in self.daemons.values():
+                try:
+                    await d.stop()
+                except Exception:  # noqa: BLE001 - stop the others anyway
+                    pass
+
+        try:
+            self._call(stop_all(), timeout=30)
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)

@@ -1,0 +1,416 @@
+"""`make run`: the SGLB fabric in Mininet with traffic, a fabric link cut and a host link cut.
+
+Builds the fabric of a description file (default ``topologies/fabrics/ls4x2.yaml``)
+with one ``softswitch run`` process per switch, starts one SyncMesh daemon per
+switch (each programs its switch over P4Runtime: pipeline, routes, paths,
+profiles, notice groups), runs the multi-rail UDP load generator
+(topologies/udpload.py) between host pairs in different pods so every packet
+crosses a spine, cuts a leaf-spine link and later a host's last-hop link,
+restores both, prints progress once a second, and ends with a summary. Figures
+(JSON) and a throughput plot (PNG) go to ``out/testbed-<time>/``.
+
+Link rates: the fabric's capacities (10 Mbit/s in the examples) are enforced by
+HTB on every link; the offered load per flow (default 2.5 Mbit/s, 1,200-byte
+datagrams, about 250 packets/s) keeps the six Python switches of ls4x2 well
+inside what two shared cores forward (about 20,000 packets/s for one idle
+softswitch, docs/softswitch-p4runtime.md), so the links and not the CPU set the
+rates. Ctrl-C (or SIGTERM) stops traffic, daemons and switches and removes
+every interface this run created (only those).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from topologies import analysis
+from topologies.fabric import Fabric, FabricError, load
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_FABRIC = REPO / "topologies" / "fabrics" / "ls4x2.yaml"
+PROGRAM = REPO / "p4src" / "sglb.p4"
+UDP_PORT = 9000
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What `make run` does; the test uses a shorter one."""
+
+    fabric: Path = DEFAULT_FABRIC
+    """Fabric description file."""
+    phase_s: float = 6.0
+    """Length of each phase (baseline, then after every cut and restore)."""
+    rate_mbps: float = 2.5
+    """Offered load per flow."""
+    size: int = 1200
+    """UDP payload bytes per datagram."""
+    prefix: str = ""
+    """Node name prefix (keeps parallel networks apart)."""
+    out_dir: Path = REPO / "out"
+    """Where the run folder is created."""
+    glb: bool = True
+    """SGLB (True) or the ECMP baseline (False) on the leaves."""
+    quiet: bool = False
+    """No progress lines."""
+    fabric_cuts: int = 1
+    """How many times the leaf-spine link is cut and restored (the benchmark repeats it)."""
+    nic_cut: bool = True
+    """Then cut and restore a host's last-hop link."""
+
+    @property
+    def phases(self) -> int:
+        """Number of phases: a baseline, then one after every cut and every restore."""
+        return 1 + 2 * self.fabric_cuts + (2 if self.nic_cut else 0)
+
+
+@dataclass
+class Flow:
+    """One load-generator flow between two hosts."""
+
+    id: int
+    src: str
+    dst: str
+    src_ips: list[str]
+    src_ifaces: list[str]
+    dst_ips: list[str]
+    src_leaves: list[str]
+    dst_leaves: list[str]
+
+
+@dataclass
+class RunState:
+    """What happened during the run, for the summary."""
+
+    marks: list[tuple[float, str]] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)
+    """Per mark: cut, restore, nic-cut or nic-restore."""
+    convergence: dict[int, float] = field(default_factory=dict)
+    """Per mark index: seconds until every daemon agreed on the link's new state."""
+    progress: dict[str, dict] = field(default_factory=dict)
+
+
+def pick_flows(fabric: Fabric) -> list[Flow]:
+    """Pairs of hosts that share no leaf (so traffic crosses spines), in both directions."""
+    hosts = list(fabric.hosts)
+    flows: list[Flow] = []
+    used: set[tuple[str, str]] = set()
+    for a in hosts:
+        for b in hosts:
+            if a.name == b.name or (a.name, b.name) in used:
+                continue
+            if {n.leaf for n in a.nics} & {n.leaf for n in b.nics}:
+                continue
+            if len(a.nics) != len(b.nics) or any({a.name, b.name} & set(p) for p in used):
+                continue
+            for s, d in ((a, b), (b, a)):
+                used.add((s.name, d.name))
+                flows.append(Flow(len(flows), s.name, d.name, [str(n.ip) for n in s.nics], [],
+                                  [str(n.ip) for n in d.nics], [n.leaf for n in s.nics],
+                                  [n.leaf for n in d.nics]))
+            break
+    if not flows:
+        raise FabricError(f"fabric {fabric.name}: no two hosts with disjoint leaves and the same "
+                         "number of NICs: nothing would cross a spine")
+    return flows
+
+
+class Progress(threading.Thread):
+    """Reads the receivers' JSON progress lines."""
+
+    def __init__(self, name: str, proc: subprocess.Popen, state: RunState) -> None:
+        super().__init__(daemon=True, name=f"progress-{name}")
+        self.proc, self.state, self.host = proc, state, name
+
+    def run(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                self.state.progress[self.host] = json.loads(line)
+            except ValueError:
+                continue
+
+
+def _watch_convergence(control, link: str, up: bool, since: float, key: int, state: RunState,
+                       timeout: float = 10.0) -> threading.Thread:
+    def run() -> None:
+        while time.time() < since + timeout:
+            if control.agree(link, up):
+                state.convergence[key] = time.time() - since
+                return
+            time.sleep(0.005)
+    t = threading.Thread(target=run, daemon=True, name=f"converge-{key}")
+    t.start()
+    return t
+
+
+def log_to_file(path: Path) -> None:
+    """Daemon and driver log lines (logfmt, switch name on each) go to ``path``, not the terminal."""
+    import logging
+
+    from syncmesh.logs import LogfmtFormatter
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(path)
+    handler.setFormatter(LogfmtFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+
+
+def run(sc: Scenario) -> dict:
+    """Run the scenario; returns the summary (also written as JSON)."""
+    from topologies.control import ControlOptions, FabricControl
+    from topologies.mininet_fabric import FabricNet, NetOptions
+
+    fabric = load(sc.fabric)
+    run_dir = sc.out_dir / time.strftime("testbed-%Y%m%d-%H%M%S")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    say = (lambda *a: None) if sc.quiet else (lambda *a: print(*a, flush=True))
+    flows = pick_flows(fabric)
+    fnet = FabricNet(fabric, NetOptions(prefix=sc.prefix, log_dir=run_dir / "logs"))
+    control = None
+    procs: list[subprocess.Popen] = []
+    state = RunState()
+    t_begin = time.time()
+    log_to_file(run_dir / "syncmesh.log")
+    try:
+        say(f"[testbed] fabric {fabric.name}: {len(fabric.leaves)} leaves, {len(fabric.spines)} "
+            f"spines, {len(fabric.hosts)} hosts, links {sorted({lk.capacity_mbps for lk in fabric.links})} "
+            "Mbit/s (HTB)")
+        fnet.start()
+        say(f"[testbed] {len(fabric.switches)} softswitch processes up ({time.time() - t_begin:.1f} s)")
+        control = FabricControl(fnet.fabric, PROGRAM, ControlOptions(glb=sc.glb),
+                                work_dir=run_dir / "pipeline")
+        control.start()
+        control.wait_programmed()
+        say(f"[testbed] {len(fabric.switches)} SyncMesh daemons up, switches programmed over "
+            f"P4Runtime ({sum(d.writes for d in control.drivers.values())} entities, "
+            f"{time.time() - t_begin:.1f} s); leaves in {'SGLB' if sc.glb else 'ECMP'} mode")
+        for f in flows:
+            f.src_ifaces = [fnet.nic_intf(f.src, n) for n in fabric.host(f.src).nics]
+            h = fnet.host(f.src)
+            for s_ip, d_ip in zip(f.src_ips, f.dst_ips, strict=True):
+                h.cmd(f"ping -c1 -W2 -I {s_ip} {d_ip} >/dev/null")  # resolve ARP first
+
+        duration = sc.phases * sc.phase_s
+        start = time.time() + 1.5
+        py = sys.executable
+        for host in sorted({f.dst for f in flows}):
+            ips = ",".join(str(n.ip) for n in fabric.host(host).nics)
+            p = fnet.host(host).popen([py, "-m", "topologies.udpload", "recv", "--listen", ips,
+                                       "--port", str(UDP_PORT), "--duration",
+                                       str(duration + 3.0), "--out", str(run_dir / f"recv-{host}.npz")],
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            procs.append(p)
+            Progress(host, p, state).start()
+        for f in flows:
+            procs.append(fnet.host(f.src).popen(
+                [py, "-m", "topologies.udpload", "send", "--flow", str(f.id),
+                 "--src", ",".join(f.src_ips), "--ifaces", ",".join(f.src_ifaces),
+                 "--dst", ",".join(f.dst_ips), "--port", str(UDP_PORT),
+                 "--rate-mbps", str(sc.rate_mbps), "--size", str(sc.size),
+                 "--duration", str(duration), "--start-at", str(start),
+                 "--out", str(run_dir / f"send-{f.id}.npz")],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        say(f"[testbed] traffic: {len(flows)} UDP flows x {sc.rate_mbps} Mbit/s over every rail "
+            f"({', '.join(f'{f.src}->{f.dst}' for f in flows)}), {sc.phase_s:.0f} s per phase")
+
+        # the faults: first host's rail-0 leaf and its first spine; that host's rail-0 NIC
+        h0 = fabric.host(flows[0].src)
+        nic0 = h0.nics[0]
+        fab_link = fnet.fabric.links_of(nic0.leaf)[0]
+        cut_leaf = nic0.leaf
+        kinds = ["cut", "restore"] * sc.fabric_cuts + (["nic-cut", "nic-restore"] if sc.nic_cut else [])
+        target = {"cut": fab_link.name, "restore": fab_link.name, "nic-cut": f"{h0.name}-{nic0.name}",
+                  "nic-restore": f"{h0.name}-{nic0.name}"}
+        timeline = [(start + (i + 1) * sc.phase_s, k, f"{k.removeprefix('nic-')} {target[k]}")
+                    for i, k in enumerate(kinds)]
+        failovers_before = control.failovers()
+        next_line = start
+        pending = list(timeline)
+        last_bytes: dict[str, int] = {}
+        while time.time() < start + duration + 0.5:
+            now = time.time()
+            if pending and now >= pending[0][0]:
+                _, what, label = pending.pop(0)
+                t = time.time()
+                if what in ("cut", "restore"):
+                    fnet.set_link(fab_link, up=(what == "restore"))
+                    _watch_convergence(control, fab_link.name, what == "restore", t,
+                                       len(state.marks), state)
+                else:
+                    fnet.set_nic(h0.name, nic0.name, up=(what == "nic-restore"))
+                state.marks.append((t, label))
+                state.kinds.append(what)
+                say(f"[testbed] t={t - start:5.1f}s  >>> {label}")
+                continue
+            if now >= next_line:
+                next_line += 1.0
+                total = 0.0
+                for host, rec in state.progress.items():
+                    total += (rec["bytes"] - last_bytes.get(host, rec["bytes"])) * 8 / 1e6
+                    last_bytes[host] = rec["bytes"]
+                if now > start:
+                    say(f"[testbed] t={now - start:5.1f}s  delivered {total:6.2f} Mbit/s "
+                        f"(offered {sc.rate_mbps * len(flows):.1f})  SyncMesh failovers "
+                        f"{control.failovers() - failovers_before}")
+            time.sleep(0.01)
+        for p in procs:
+            try:
+                p.wait(timeout=duration + 10)
+            except subprocess.TimeoutExpired:
+                p.terminate()
+        summary = summarise(sc, fnet, control, flows, state, start, duration, run_dir, cut_leaf,
+                            h0.name, failovers_before)
+        summary["wall_seconds"] = round(time.time() - t_begin, 1)
+        (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        say(render_summary(summary))
+        return summary
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        if control is not None:
+            control.stop()
+        fnet.stop()
+
+
+def summarise(sc: Scenario, fnet, control, flows: list[Flow], state: RunState, start: float,
+              duration: float, run_dir: Path, cut_leaf: str, cut_host: str,
+              failovers_before: int) -> dict:
+    """Figures of the run from the logs."""
+    size = sc.size + 28  # IP + UDP headers: what the links carry
+    logs = [analysis.load_flow(f.id, f.src, f.dst, run_dir / f"send-{f.id}.npz",
+                               run_dir / f"recv-{f.dst}.npz", size) for f in flows]
+    m = [t for t, _ in state.marks] + [start + duration]
+    end = start + duration
+    phases = [("baseline", start, m[0])]
+    phases += [(f"{i + 1}: {label}", m[i], m[i + 1]) for i, (_, label) in enumerate(state.marks)]
+    faults, figs = [], []
+    for i, kind in enumerate(state.kinds):
+        if kind == "cut":
+            fault = analysis.Fault(state.marks[i][1], "leaf-spine", m[i], m[i + 1],
+                                   tuple(f.id for f in flows if cut_leaf in f.src_leaves),
+                                   tuple(f.id for f in flows if cut_leaf in f.dst_leaves))
+        elif kind == "nic-cut":
+            fault = analysis.Fault(state.marks[i][1], "host-nic", m[i], m[i + 1],
+                                   tuple(f.id for f in flows if f.src == cut_host),
+                                   tuple(f.id for f in flows if f.dst == cut_host))
+        else:
+            continue
+        faults.append(fault)
+        figs.append(analysis.fault_figures(logs, fault))
+        if kind == "cut":
+            figs[-1].syncmesh_convergence_s = state.convergence.get(i)
+    times, rates = analysis.throughput(logs, start, end)
+    analysis.plot(run_dir / "throughput.png", times, rates, state.marks, phases, start,
+                  f"{fnet.fabric.name}: delivered throughput ({'SGLB' if sc.glb else 'ECMP'})")
+    sent = sum(len(lg.sent_seq) for lg in logs)
+    delivered = sum(int(lg.delivered.sum()) for lg in logs)
+    dupes = sum(len(lg.recv_seq) - len(set(lg.recv_seq.tolist())) for lg in logs)
+    return {
+        "fabric": fnet.fabric.name,
+        "mode": "sglb" if sc.glb else "ecmp",
+        "workload": "multi-rail UDP load generator (topologies/udpload.py)",
+        "flows": [{"id": f.id, "src": f.src, "dst": f.dst} for f in flows],
+        "rate_mbps_per_flow": sc.rate_mbps,
+        "datagram_bytes": size,
+        "start": start,
+        "events": [{"t": t, "label": label, "kind": k}
+                   for (t, label), k in zip(state.marks, state.kinds, strict=True)],
+        "phases": analysis.phase_rates(logs, phases),
+        "faults": [asdict(f) | {"kind": fault.kind} for f, fault in zip(figs, faults, strict=True)],
+        "syncmesh": {"restore_convergence_s": [state.convergence.get(i) for i, k in
+                                               enumerate(state.kinds) if k == "restore"],
+                     "failovers": control.failovers() - failovers_before,
+                     "convergence_samples_s": sorted(round(x, 4) for x in
+                                                     control.convergence_samples())[-20:]},
+        "data_plane_events": control.data_plane_events(),
+        "packets": {"sent": sent, "delivered": delivered, "lost": sent - delivered,
+                    "duplicates": dupes},
+        "correct": bool(dupes == 0 and all(
+            set(lg.recv_seq.tolist()) <= set(lg.sent_seq.tolist()) for lg in logs)),
+        "plot": str(run_dir / "throughput.png"),
+        "run_dir": str(run_dir),
+    }
+
+
+def _ms(x: float | None) -> str:
+    return "n/a" if x is None else f"{x * 1000:.1f} ms"
+
+
+def render_summary(s: dict) -> str:
+    """The summary as text for the terminal."""
+    lines = ["", f"== testbed summary: {s['fabric']} ({s['mode']}), {s['workload']}"]
+    lines.append(f"{'phase':<28}{'offered':>10}{'delivered':>11}{'lost':>8}")
+    for name, p in s["phases"].items():
+        lines.append(f"{name:<28}{p['offered_mbps']:>8.2f} M{p['delivered_mbps']:>9.2f} M"
+                     f"{p['lost']:>8}")
+    for f in s["faults"]:
+        conv = f" / SyncMesh agreement {_ms(f['syncmesh_convergence_s'])}" if f["kind"] == "leaf-spine" else ""
+        lines.append(f"{f['name']}: lost {f['lost']} packets; failover local "
+                     f"{_ms(f['local_outage_s'])}, remote {_ms(f['remote_outage_s'])}{conv}")
+    ev = s["data_plane_events"]
+    shown = ("FAILOVER", "NOTICE_SENT", "NOTICE_RECEIVED", "PORT_DOWN", "PORT_UP")
+    lines.append("data plane events: " + "; ".join(
+        f"{sw} " + " ".join(f"{k}={v}" for k, v in ev[sw].items() if k in shown)
+        for sw in sorted(ev) if any(k in shown for k in ev[sw])))
+    pk = s["packets"]
+    lines.append(f"packets: sent {pk['sent']}, delivered {pk['delivered']}, lost {pk['lost']}, "
+                 f"duplicates {pk['duplicates']}; every delivered packet correct: {s['correct']}")
+    restores = ", ".join(_ms(x) for x in s["syncmesh"]["restore_convergence_s"])
+    lines.append(f"SyncMesh: {s['syncmesh']['failovers']} path failovers, restore agreed in "
+                 f"{restores}")
+    lines.append(f"plot: {s['plot']}\nfigures: {s['run_dir']}/summary.json")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line of `make run`."""
+    p = argparse.ArgumentParser(prog="python -m topologies.demo", description=__doc__.split("\n")[0])
+    p.add_argument("--fabric", type=Path, default=DEFAULT_FABRIC)
+    p.add_argument("--phase", type=float, default=Scenario.phase_s, help="seconds per phase")
+    p.add_argument("--rate", type=float, default=Scenario.rate_mbps, help="Mbit/s per flow")
+    p.add_argument("--size", type=int, default=Scenario.size, help="UDP payload bytes")
+    p.add_argument("--ecmp", action="store_true", help="leaves in ECMP mode (the baseline)")
+    p.add_argument("--prefix", default="", help="node name prefix")
+    p.add_argument("--out", type=Path, default=Scenario.out_dir)
+    args = p.parse_args(argv)
+    if args.phase < 1 or args.rate <= 0 or args.size < 20:
+        p.error("need --phase >= 1, --rate > 0, --size >= 20")
+    try:
+        pick_flows(load(args.fabric))
+    except (FabricError, OSError) as e:
+        print(f"topologies.demo: error: {e}", file=sys.stderr)
+        return 2
+    if os.geteuid() != 0:
+        print("topologies.demo: error: Mininet needs root", file=sys.stderr)
+        return 2
+
+    def on_term(*_):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        run(Scenario(args.fabric, args.phase, args.rate, args.size, args.prefix, args.out,
+                     not args.ecmp))
+    except KeyboardInterrupt:
+        print("\n[testbed] interrupted: cleaned up", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
