@@ -3,7 +3,7 @@
 Prints, per fabric and policy, the all-to-all completion time, its speed-up
 over ECMP (same seed, same workload), the wall time and the peak memory of a
 fresh process running only that policy (so each figure is that policy's own).
-Usage: python bench/bench_fabricsim_scale.py [--quick] [--sizes 1024,16384]
+Usage: python bench/bench_fabricsim_scale.py [--sizes 1024,16384]   (default 1,024 GPUs)
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def run(fabric, policy, group, nbytes, qps, seed):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--sizes", default="1024,16384")
+    ap.add_argument("--sizes", default="1024", help="GPU counts, e.g. 1024,16384")
     ap.add_argument("--fabrics", default="leaf-spine,fat-tree")
     ap.add_argument("--policies", default="ecmp,sglb,spray")
     ap.add_argument("--group", type=int, default=64, help="expert-parallel group (GPUs)")

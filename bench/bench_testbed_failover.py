@@ -62,7 +62,8 @@ def main() -> int:
         return 0
     with tempfile.TemporaryDirectory(prefix="tb-bench-") as out:
         s = run(Scenario(phase_s=args.phase, rate_mbps=1.0, size=172, prefix="tb",
-                         out_dir=Path(out), quiet=True, fabric_cuts=args.cuts, nic_cut=False))
+                         out_dir=Path(out), quiet=True, fabric_cuts=args.cuts, nic_cut=False,
+                         reccl=False))
         log_dir = Path(s["run_dir"]) / "logs"
         cuts = [e for e in s["events"] if e["kind"] == "cut"]
         link = cuts[0]["label"].split()[1]  # l1:3-s1:1

@@ -159,7 +159,8 @@ def cmd_gpu_hours(a: argparse.Namespace) -> int:
 def cmd_describe(a: argparse.Namespace) -> int:
     """Print a topology's summary."""
     scn = _scenario_from_args(a)
-    print(json.dumps(build_network(scn).summary(), indent=1))
+    net = apply_failures(build_network(scn), scn.failures, np.random.default_rng(0))
+    print(json.dumps(net.summary(), indent=1))
     return 0
 
 

@@ -11,6 +11,7 @@ by at most that fraction of their running time.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -70,14 +71,17 @@ class Result:
     events: int
     solves: int
 
-    def collective_times(self) -> dict[int, float]:
-        """Completion time of each collective (last flow's finish minus first start)."""
-        out = {}
-        ids = self.coll >= 0
-        for c in np.unique(self.coll[ids]):
-            sel = self.coll == c
-            out[int(c)] = float(self.finish[sel].max() - self.start[sel].min())
-        return out
+    def collective_times(self) -> np.ndarray:
+        """Completion time of each collective id >= 0 (last finish minus first start), by id."""
+        sel = self.coll >= 0
+        if not sel.any():
+            return np.zeros(0)
+        ids, inv = np.unique(self.coll[sel], return_inverse=True)
+        last = np.full(len(ids), -np.inf)
+        first = np.full(len(ids), np.inf)
+        np.maximum.at(last, inv.ravel(), self.finish[sel])
+        np.minimum.at(first, inv.ravel(), self.start[sel])
+        return last - first
 
     def utilisation(self, net: Network, links: np.ndarray | None = None) -> np.ndarray:
         """Mean utilisation of each fabric link over the run (bits / (capacity x makespan))."""
@@ -86,6 +90,24 @@ class Result:
         cap = net.capacity[both]
         live = cap > 0
         return self.link_bits[both][live] / (cap[live] * self.makespan)
+
+
+class Policy(Protocol):
+    """What the engine asks of a load-balancing policy (see ``fabricsim.policies``)."""
+
+    name: str
+
+    def prepare(self, st: FlowState) -> None:
+        """Called once before the first flow starts."""
+
+    def place(self, st: FlowState, ids: np.ndarray, now: float) -> None:
+        """Route the flows ``ids`` that start at ``now`` (fill ``st.flow_links``)."""
+
+    def next_time(self, now: float) -> float:
+        """The policy's next clock tick after ``now`` (inf if none)."""
+
+    def on_time(self, st: FlowState, now: float) -> bool:
+        """Handle a clock tick; return True when routes changed."""
 
 
 def new_state(net: Network, wl: Workload, seed: int, paths: PathTable | None = None) -> FlowState:
@@ -110,7 +132,7 @@ def new_state(net: Network, wl: Workload, seed: int, paths: PathTable | None = N
                      np.zeros(wl.n_flows, bool), np.full(wl.n_flows, -1, np.int64))
 
 
-def simulate(net: Network, wl: Workload, policy, *, seed: int = 0, tolerance: float = 1e-2,
+def simulate(net: Network, wl: Workload, policy: Policy, *, seed: int = 0, tolerance: float = 1e-2,
              paths: PathTable | None = None, max_events: int = 10_000_000) -> Result:
     """Run ``wl`` on ``net`` under ``policy`` until every flow finishes."""
     if not 0 <= tolerance < 1:

@@ -85,6 +85,9 @@ class Scenario:
                     WORKLOAD_KEYS[wk])
         _check_keys("failures", self.failures, FAILURE_KEYS)
         _check_keys("sglb", self.sglb, SGLB_KEYS)
+        if isinstance(self.tolerance, bool) or not isinstance(self.tolerance, int | float) \
+                or not 0 <= self.tolerance < 1:
+            raise ScenarioError(f"tolerance must be a number within [0, 1), got {self.tolerance!r}")
         if not self.policies:
             raise ScenarioError("at least one policy is needed")
         for p in self.policies:
@@ -157,7 +160,9 @@ def apply_failures(net: Network, failures: dict[str, Any], rng: np.random.Genera
                 net = net.with_failed(pick[:n_fail])
             if n_deg:
                 net = net.with_capacity(pick[n_fail:], float(failures.get("degrade_factor", 0.5)))
-    except TopologyError as e:
+    except ScenarioError:
+        raise
+    except (TopologyError, TypeError, ValueError) as e:
         raise ScenarioError(f"failures: {e}") from None
     return net
 
@@ -194,8 +199,12 @@ def run_seed(scn: Scenario, seed: int) -> dict[str, Any]:
             completion = float(fct.mean())
         else:
             completion = res.makespan
+        per_coll = res.collective_times()
         out["policies"][name] = {
             "completion": completion,
+            "collectives": {"count": len(per_coll),
+                            "mean": float(per_coll.mean()) if len(per_coll) else None,
+                            "max": float(per_coll.max()) if len(per_coll) else None},
             "makespan": res.makespan,
             "fct_mean": float(fct.mean()),
             "fct_p99": float(np.percentile(fct, 99)),

@@ -80,9 +80,15 @@ def gpu_hours_figure(summary: dict[str, Any], out: Path) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     pol = summary["policies"]
     names = list(pol)
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.6))
+    saved = "gpu_hours_saved" in pol[names[0]]
+    fig, axes = plt.subplots(1, 3 if saved else 2, figsize=(13 if saved else 9, 3.6))
+    a1, a2 = axes[0], axes[-1]
     _bar_ci(a1, names, [pol[p]["gpu_hours_lost"] for p in names], "GPU-hours lost")
     a1.tick_params(axis="x", labelsize=8)
+    if saved:
+        _bar_ci(axes[1], names, [pol[p]["gpu_hours_saved"] for p in names],
+                "GPU-hours saved vs fail-stop")
+        axes[1].tick_params(axis="x", labelsize=8)
     _bar_ci(a2, names, [pol[p]["ettr"] for p in names], "ETTR")
     lo = min(pol[p]["ettr"]["lo"] for p in names)
     a2.set_ylim(max(0.0, lo - 0.05), 1.0)
@@ -94,6 +100,7 @@ def gpu_hours_figure(summary: dict[str, Any], out: Path) -> dict:
     fig.savefig(out / "gpu_hours.png", dpi=120)
     plt.close(fig)
     return {"gpu_hours_lost": {n: pol[n]["gpu_hours_lost"] for n in names},
+            "gpu_hours_saved": {n: pol[n].get("gpu_hours_saved") for n in names},
             "ettr": {n: pol[n]["ettr"] for n in names}}
 
 

@@ -31,17 +31,6 @@ def _fail_no_path(st: FlowState, flows: np.ndarray, ok: np.ndarray) -> None:
                               "failed link")
 
 
-def _by_level(st: FlowState, ids: np.ndarray):
-    """Yield (level, flow ids) groups of flows that cross the fabric, in chunks."""
-    lv = st.level[ids]
-    for level in np.unique(lv):
-        if level == 0:
-            continue
-        sel = ids[lv == level]
-        for c in range(0, len(sel), CHUNK):
-            yield int(level), sel[c:c + CHUNK]
-
-
 def _by_pair(st: FlowState, ids: np.ndarray, n_nodes: int):
     """Yield (level, [flow ids of each leaf pair]) in chunks of at most CHUNK pairs."""
     ids = ids[st.level[ids] > 0]
@@ -125,7 +114,7 @@ class Spray:
         st.flow_group[np.flatnonzero(fab)] = inv.ravel()
         first = np.zeros(len(pairs), np.int64)
         first[inv.ravel()] = np.flatnonzero(fab)
-        rows, cols, vals = [], [], []
+        links_out, groups_out, weights_out = [], [], []
         lv = st.level[first]
         for level in np.unique(lv):
             members = np.flatnonzero(lv == level)
@@ -135,26 +124,25 @@ class Spray:
                 cand = st.paths.candidates(int(level), st.src_leaf[f], st.dst_leaf[f])
                 _fail_no_path(st, f, cand.valid.reshape(len(g), -1).any(axis=1))
                 w = cand.capacity / cand.capacity.sum(axis=(1, 2, 3), keepdims=True)
-                up_w = w.sum(axis=3)      # (n, R, M): share of each up path
-                down_w = w.sum(axis=2)    # (n, R, M): share of each down path
-                for links, share in ((cand.up, up_w), (cand.down, down_w)):
-                    h = links.shape[-1]
+                keys, vals = [], []
+                # Share of each up path (summed over down paths) and of each down path.
+                for links, share in ((cand.up, w.sum(axis=3)), (cand.down, w.sum(axis=2))):
                     gid = np.broadcast_to(g[:, None, None, None], links.shape)
                     s = np.broadcast_to(share[..., None], links.shape)
                     keep = (links >= 0) & (s > 0)
-                    rows.append(links[keep])
-                    cols.append(gid[keep])
+                    keys.append(gid[keep] * net.n_links + links[keep])
                     vals.append(s[keep])
-                    del h
-        if rows:
-            link = np.concatenate(rows)
-            gid = np.concatenate(cols)
-            val = np.concatenate(vals)
-            # Merge duplicate (group, link) entries: shared first hops of many paths.
-            k, inv2 = np.unique(gid * net.n_links + link, return_inverse=True)
-            st.group_weight = np.bincount(inv2.ravel(), weights=val, minlength=len(k))
-            st.group_id = k // net.n_links
-            st.group_link = k % net.n_links
+                # Merge duplicates within the chunk (a first hop is shared by many paths);
+                # groups never span chunks, so the merged keys stay unique overall.
+                k, inv = np.unique(np.concatenate(keys), return_inverse=True)
+                links_out.append(k % net.n_links)
+                groups_out.append(k // net.n_links)
+                weights_out.append(np.bincount(inv.ravel(), weights=np.concatenate(vals),
+                                               minlength=len(k)))
+        if links_out:
+            st.group_link = np.concatenate(links_out)
+            st.group_id = np.concatenate(groups_out)
+            st.group_weight = np.concatenate(weights_out)
 
     def place(self, st: FlowState, ids: np.ndarray, now: float) -> None:
         """Sprayed flows need no choice: their split was fixed in ``prepare``."""

@@ -366,4 +366,8 @@ def load_fabric(path: str) -> Network:
     """Load a fabric description file (the testbed's format) as a ``Network``."""
     from topologies import fabric as fabric_mod
 
-    return from_fabric(fabric_mod.load(path))
+    try:
+        desc = fabric_mod.load(path)
+    except fabric_mod.FabricError as e:
+        raise TopologyError(str(e)) from None
+    return from_fabric(desc)

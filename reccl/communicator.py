@@ -113,13 +113,18 @@ class Communicator:
         self.host = host or socket.gethostname()
         nics = list(nics or ["127.0.0.1"])
         self._server = StoreServer(store) if serve_store else None
+        self._store: StoreClient | None = None
         try:
             self._store = StoreClient(self._server.address if self._server else store,
                                       self.options.store_timeout)
             self._setup(group, nics, on_event)
-        except (StoreError, OSError) as e:
+        except (StoreError, OSError, ReCCLError) as e:
+            if self._store:
+                self._store.close()
             if self._server:
                 self._server.close()
+            if isinstance(e, ReCCLError):
+                raise
             raise ReCCLError(f"rank {rank}: rendezvous failed: {e}", rank=rank) from None
         self._coll = 0
         self._closed = False
@@ -146,7 +151,15 @@ class Communicator:
         if r == 0:
             st.set(f"{group}/session", str(random.getrandbits(31) | 1).encode())
         session = int(st.get(f"{group}/session"))
-        socks = [open_udp(ip, self.options.port) for ip in nics]
+        socks = []
+        for rail, ip in enumerate(nics):
+            try:
+                socks.append(open_udp(ip, self.options.port))
+            except OSError as e:
+                for s in socks:
+                    s.close()
+                raise ReCCLError(f"rank {r}: cannot use nic{rail} address {ip!r} "
+                                 f"(port {self.options.port}): {e}", rank=r) from None
         ipc_name = f"reccl-{session:08x}-{r}"
         ipc = open_ipc(ipc_name)
         me = {"host": self.host, "nics": [list(s.getsockname()) for s in socks], "ipc": ipc_name}

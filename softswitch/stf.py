@@ -575,6 +575,8 @@ def run_file(p4_path: str, stf_path: str, include_dirs: Sequence[str] = (), defi
         return StfResult(False, str(exc), 2)
     except CompileError as exc:
         return StfResult(False, str(exc), 2)
+    except OSError as exc:
+        return StfResult(False, f"{p4_path}: error: cannot read: {exc.strerror}", 2)
     except Exception as exc:  # an engine limitation must not surface as a traceback
         return StfResult(False, f"{p4_path}: error: the engine cannot run this program: {type(exc).__name__}: {exc}", 2)
     runner = StfRunner(switch, stf_path)

@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import secrets
 import threading
 import time
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from syncmesh.config import CoreConfig
 from syncmesh.daemon import Daemon, DaemonOptions
 from syncmesh.p4runtime_driver import P4RuntimeDriver, PipelineFiles, compile_pipeline
+from syncmesh.portwatch import PortWatcher
 from syncmesh.sglb_mapping import Identity, switch_mac
 
 from topologies.fabric import Fabric
@@ -41,6 +43,13 @@ class ControlOptions:
     """Port counters are read this often (s)."""
     flowlet_gap_us: int = 500
     """Idle time after which a flow may change path (us)."""
+    inject_port_status: bool = field(
+        default_factory=lambda: os.environ.get("TARGET", "softswitch").lower() == "bmv2")
+    """Send port-status packets as PacketOut (BMv2; softswitch injects them itself)."""
+    netlink_ports: bool = True
+    """Also follow the switch interfaces' carrier from netlink (faster than the gNMI path)."""
+    intf_prefix: str = ""
+    """Node name prefix of the Mininet switches (their interfaces are <prefix><switch>-eth<port>)."""
 
 
 def route_logs_to_root(prefixes: tuple[str, ...] = ("syncmesh", "finsy", "softswitch")) -> None:
@@ -95,11 +104,17 @@ class FabricControl:
                             dead_interval=self.options.dead_interval, glb=self.options.glb)
         driver = P4RuntimeDriver(name, sw.p4runtime, sw.id,
                                  Identity(switch_mac(sw.id), self.options.flowlet_gap_us),
-                                 self.pipeline, sorted(self.fabric.ports(name)))
+                                 self.pipeline, sorted(self.fabric.ports(name)),
+                                 inject_port_status=self.options.inject_port_status)
         self.drivers[name] = driver
         opts = DaemonOptions(token=self.token, metrics=None,
                              counter_interval=self.options.counter_interval)
-        return Daemon(self.fabric, name, opts, config, driver=driver)
+        source = None
+        if self.options.netlink_ports:
+            names = {f"{self.options.intf_prefix}{name}-eth{port}": port
+                     for port in self.fabric.ports(name)}
+            source = PortWatcher(names).changes
+        return Daemon(self.fabric, name, opts, config, driver=driver, port_source=source)
 
     def stop_daemon(self, name: str) -> None:
         """Stop one daemon (as if killed); its switch keeps forwarding with what it holds."""

@@ -5,7 +5,8 @@ with one ``softswitch run`` process per switch, starts one SyncMesh daemon per
 switch (each programs its switch over P4Runtime: pipeline, routes, paths,
 profiles, notice groups), runs the multi-rail UDP load generator
 (topologies/udpload.py) between host pairs in different pods so every packet
-crosses a spine, cuts a leaf-spine link and later a host's last-hop link,
+crosses a spine, and ReCCL collectives (all-to-all, all-reduce, one rank per
+host, every result checked) between all hosts, cuts a leaf-spine link and later a host's last-hop link,
 restores both, prints progress once a second, and ends with a summary. Figures
 (JSON) and a throughput plot (PNG) go to ``out/testbed-<time>/``.
 
@@ -64,6 +65,12 @@ class Scenario:
     """How many times the leaf-spine link is cut and restored (the benchmark repeats it)."""
     nic_cut: bool = True
     """Then cut and restore a host's last-hop link."""
+    reccl: bool = True
+    """Also run ReCCL collectives (all-to-all, all-reduce) between all hosts, one rank each."""
+    reccl_elements: int = 32768
+    """float32 elements per collective (128 KiB)."""
+    reccl_interval: float = 0.5
+    """Least seconds between two collectives of a rank (keeps the links below saturation)."""
 
     @property
     def phases(self) -> int:
@@ -95,6 +102,13 @@ class RunState:
     convergence: dict[int, float] = field(default_factory=dict)
     """Per mark index: seconds until every daemon agreed on the link's new state."""
     progress: dict[str, dict] = field(default_factory=dict)
+    reccl: dict[str, list[dict]] = field(default_factory=dict)
+    """Per host: the ReCCL rank's JSON lines (one per collective, then totals or an error)."""
+
+    def reccl_wrong(self) -> int:
+        """Collectives whose result differed, plus ranks that reported an error."""
+        return sum(1 for lines in self.reccl.values() for x in lines
+                   if ("op" in x and not x["correct"]) or "error" in x)
 
 
 def pick_flows(fabric: Fabric) -> list[Flow]:
@@ -120,6 +134,22 @@ def pick_flows(fabric: Fabric) -> list[Flow]:
         raise FabricError(f"fabric {fabric.name}: no two hosts with disjoint leaves and the same "
                          "number of NICs: nothing would cross a spine")
     return flows
+
+
+class RankLines(threading.Thread):
+    """Collects a ReCCL rank's JSON lines."""
+
+    def __init__(self, name: str, proc: subprocess.Popen, state: RunState) -> None:
+        super().__init__(daemon=True, name=f"reccl-{name}")
+        self.proc, self.lines = proc, state.reccl.setdefault(name, [])
+
+    def run(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                self.lines.append(json.loads(line))
+            except ValueError:
+                self.lines.append({"error": line.strip()[:300]})
 
 
 class Progress(threading.Thread):
@@ -187,7 +217,7 @@ def run(sc: Scenario) -> dict:
             "Mbit/s (HTB)")
         fnet.start()
         say(f"[testbed] {len(fabric.switches)} softswitch processes up ({time.time() - t_begin:.1f} s)")
-        control = FabricControl(fnet.fabric, PROGRAM, ControlOptions(glb=sc.glb),
+        control = FabricControl(fnet.fabric, PROGRAM, ControlOptions(glb=sc.glb, intf_prefix=sc.prefix),
                                 work_dir=run_dir / "pipeline")
         control.start()
         control.wait_programmed()
@@ -220,6 +250,21 @@ def run(sc: Scenario) -> dict:
                  "--duration", str(duration), "--start-at", str(start),
                  "--out", str(run_dir / f"send-{f.id}.npz")],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        if sc.reccl:
+            store = f"{fabric.hosts[0].nics[0].ip}:29500"
+            for rank, host in enumerate(fabric.hosts):
+                p = fnet.host(host.name).popen(
+                    [py, "-m", "topologies.reccl_job", "--rank", str(rank), "--world",
+                     str(len(fabric.hosts)), "--store", store, "--host", host.name,
+                     "--nics", ",".join(str(n.ip) for n in host.nics),
+                     "--elements", str(sc.reccl_elements), "--interval", str(sc.reccl_interval),
+                     "--duration", str(duration + (start - time.time()))],
+                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                procs.append(p)
+                RankLines(host.name, p, state).start()
+            say(f"[testbed] ReCCL: {len(fabric.hosts)} ranks (one per host, every NIC), "
+                f"all-to-all and all-reduce of {sc.reccl_elements * 4 // 1024} KiB, results "
+                "checked bit for bit")
         say(f"[testbed] traffic: {len(flows)} UDP flows x {sc.rate_mbps} Mbit/s over every rail "
             f"({', '.join(f'{f.src}->{f.dst}' for f in flows)}), {sc.phase_s:.0f} s per phase")
 
@@ -259,9 +304,12 @@ def run(sc: Scenario) -> dict:
                     total += (rec["bytes"] - last_bytes.get(host, rec["bytes"])) * 8 / 1e6
                     last_bytes[host] = rec["bytes"]
                 if now > start:
-                    say(f"[testbed] t={now - start:5.1f}s  delivered {total:6.2f} Mbit/s "
+                    ops = [x for lines in state.reccl.values() for x in list(lines) if "op" in x]
+                    coll = (f"  collectives {len(ops)} ({sum(not x['correct'] for x in ops)} wrong)"
+                            if sc.reccl else "")
+                    say(f"[testbed] t={now - start:5.1f}s  UDP delivered {total:6.2f} Mbit/s "
                         f"(offered {sc.rate_mbps * len(flows):.1f})  SyncMesh failovers "
-                        f"{control.failovers() - failovers_before}")
+                        f"{control.failovers() - failovers_before}{coll}")
             time.sleep(0.01)
         for p in procs:
             try:
@@ -324,7 +372,9 @@ def summarise(sc: Scenario, fnet, control, flows: list[Flow], state: RunState, s
     return {
         "fabric": fnet.fabric.name,
         "mode": "sglb" if sc.glb else "ecmp",
-        "workload": "multi-rail UDP load generator (topologies/udpload.py)",
+        "workload": "multi-rail UDP load generator (topologies/udpload.py)"
+                    + (" + ReCCL all-to-all / all-reduce (topologies/reccl_job.py)" if sc.reccl
+                       else ""),
         "flows": [{"id": f.id, "src": f.src, "dst": f.dst} for f in flows],
         "rate_mbps_per_flow": sc.rate_mbps,
         "datagram_bytes": size,
@@ -339,13 +389,37 @@ def summarise(sc: Scenario, fnet, control, flows: list[Flow], state: RunState, s
                      "convergence_samples_s": sorted(round(x, 4) for x in
                                                      control.convergence_samples())[-20:]},
         "data_plane_events": control.data_plane_events(),
+        "reccl": reccl_figures(state, phases) if sc.reccl else None,
         "packets": {"sent": sent, "delivered": delivered, "lost": sent - delivered,
                     "duplicates": dupes},
-        "correct": bool(dupes == 0 and all(
+        "correct": bool(dupes == 0 and (not sc.reccl or (
+            not state.reccl_wrong() and len(state.reccl) == len(fnet.fabric.hosts))) and all(
             set(lg.recv_seq.tolist()) <= set(lg.sent_seq.tolist()) for lg in logs)),
         "plot": str(run_dir / "throughput.png"),
         "run_dir": str(run_dir),
     }
+
+
+def reccl_figures(state: RunState, phases: list[tuple[str, float, float]]) -> dict:
+    """Per phase: collectives finished, rank goodput and slowest collective; totals and errors."""
+    ops = [x | {"host": h} for h, lines in state.reccl.items() for x in lines if "op" in x]
+    out: dict = {"phases": {}}
+    for name, a, b in phases:
+        mine = [x for x in ops if a <= x["t"] < b]
+        secs = sorted(x["seconds"] for x in mine)
+        out["phases"][name] = {
+            "collectives": len(mine),
+            "rank_goodput_mbps": round(sum(x["bytes"] for x in mine) * 8 / 1e6 / max(b - a, 1e-9)
+                                       / max(len(state.reccl), 1), 3),
+            "median_s": round(secs[len(secs) // 2], 4) if secs else None,
+            "slowest_s": round(secs[-1], 4) if secs else None}
+    done = [x for lines in state.reccl.values() for x in lines if x.get("done")]
+    out["collectives"] = len(ops)
+    out["wrong"] = sum(not x["correct"] for x in ops)
+    out["ranks_finished"] = len(done)
+    out["errors"] = [x["error"] for lines in state.reccl.values() for x in lines if "error" in x]
+    out["events"] = sorted({e for x in done for e in x.get("events", [])})[:20]
+    return out
 
 
 def _ms(x: float | None) -> str:
@@ -368,6 +442,13 @@ def render_summary(s: dict) -> str:
     lines.append("data plane events: " + "; ".join(
         f"{sw} " + " ".join(f"{k}={v}" for k, v in ev[sw].items() if k in shown)
         for sw in sorted(ev) if any(k in shown for k in ev[sw])))
+    rc = s.get("reccl")
+    if rc:
+        lines.append(f"ReCCL: {rc['collectives']} collectives over {rc['ranks_finished']} ranks, "
+                     f"{rc['wrong']} wrong, errors: {rc['errors'] or 'none'}")
+        for name, p in rc["phases"].items():
+            lines.append(f"  {name:<26}{p['collectives']:>5} done, {p['rank_goodput_mbps']:6.2f} "
+                         f"Mbit/s per rank, median {p['median_s']} s, slowest {p['slowest_s']} s")
     pk = s["packets"]
     lines.append(f"packets: sent {pk['sent']}, delivered {pk['delivered']}, lost {pk['lost']}, "
                  f"duplicates {pk['duplicates']}; every delivered packet correct: {s['correct']}")
@@ -386,14 +467,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rate", type=float, default=Scenario.rate_mbps, help="Mbit/s per flow")
     p.add_argument("--size", type=int, default=Scenario.size, help="UDP payload bytes")
     p.add_argument("--ecmp", action="store_true", help="leaves in ECMP mode (the baseline)")
+    p.add_argument("--no-reccl", action="store_true", help="UDP load generator only")
     p.add_argument("--prefix", default="", help="node name prefix")
     p.add_argument("--out", type=Path, default=Scenario.out_dir)
     args = p.parse_args(argv)
     if args.phase < 1 or args.rate <= 0 or args.size < 20:
         p.error("need --phase >= 1, --rate > 0, --size >= 20")
+    from topologies.mininet_fabric import FabricNetError, check_names
+
     try:
-        pick_flows(load(args.fabric))
-    except (FabricError, OSError) as e:
+        fabric = load(args.fabric)
+        pick_flows(fabric)
+        check_names(fabric, args.prefix)
+    except (FabricError, FabricNetError, OSError) as e:
         print(f"topologies.demo: error: {e}", file=sys.stderr)
         return 2
     if os.geteuid() != 0:
@@ -405,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_term)
     try:
         run(Scenario(args.fabric, args.phase, args.rate, args.size, args.prefix, args.out,
-                     not args.ecmp))
+                     not args.ecmp, reccl=not args.no_reccl))
     except KeyboardInterrupt:
         print("\n[testbed] interrupted: cleaned up", file=sys.stderr)
         return 130

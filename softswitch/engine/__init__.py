@@ -6,7 +6,7 @@ through it; see docs/softswitch-api.md for the control-plane surface.
 
 from .errors import CompileError, SwitchError
 from .match import Exact, Lpm, Optional, Range, Ternary
-from .switch import Digest, Output, Switch
+from .switch import Digest, Output, Switch, check_program
 from .tables import Entry
 
 __all__ = [
@@ -21,4 +21,5 @@ __all__ = [
     "Switch",
     "SwitchError",
     "Ternary",
+    "check_program",
 ]

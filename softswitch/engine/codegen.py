@@ -1132,7 +1132,8 @@ class Codegen:
         """A frame class holding a block's parameters and control-level variables."""
         slots = []
         for p in params:
-            acc = f"p_{p.name}"
+            # aggregates (never rebound, aliased by alias_params) and scalars get distinct slots
+            acc = f"p_{p.name}" if is_agg(p.type) else f"s_{p.name}"
             self.names[id(p)] = f"F.{acc}"
             slots.append(acc)
             if is_agg(p.type):
@@ -1178,13 +1179,13 @@ class Codegen:
             return gname
         e(f"F = {frame}()")
         for p, a in zip(decl.params, pnames, strict=True):
-            e(f"F.p_{p.name} = {a}")
+            e(f"{self.names[id(p)]} = {a}")
         for d in decl.locals:
             if isinstance(d, A.VariableDecl):
                 acc = self.names[id(d)]
                 e(f"{acc} = {self.value_copy(d.init) if d.init is not None else self.default_value(d.type)}")
         # scalar inout params are handed back to the caller (copy-out) as (None, outs...)
-        outs = [(f"F.p_{p.name}", p.name) for p in decl.params if p.direction in ("out", "inout") and not is_agg(p.type)]
+        outs = [(self.names[id(p)], p.name) for p in decl.params if p.direction in ("out", "inout") and not is_agg(p.type)]
         saved_outs = self.fn_outs
         self.fn_outs = outs
         self.block(decl.body.stmts)
@@ -1431,7 +1432,7 @@ class Codegen:
         e.indent()
         e(f"F = {frame}()")
         for p, a in zip(decl.params, pnames, strict=True):
-            e(f"F.p_{p.name} = {a}")
+            e(f"{self.names[id(p)]} = {a}")
         for d in decl.locals:
             if isinstance(d, A.VariableDecl):
                 acc = self.names[id(d)]
@@ -1604,7 +1605,7 @@ class Codegen:
         return self.class_src.text() + "\n" + alias_params(fns + "\n" + body, self.agg_params)
 
 
-_PROLOGUE = re.compile(r"^\s+(F = FR\d+\(\)|F\.p_\w+ = a\d+)$")
+_PROLOGUE = re.compile(r"^\s+(F = FR\d+\(\)|F\.[ps]_\w+ = a\d+)$")
 
 
 def alias_params(source: str, agg_params: set[str]) -> str:

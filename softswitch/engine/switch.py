@@ -736,6 +736,18 @@ class Switch:
         return dict(self.pre.sessions)
 
 
+def check_program(program: Any) -> list[str]:
+    """Errors for constructs the engine cannot run (empty when it can run the program)."""
+    try:
+        Switch(program)
+    except CompileError as exc:
+        return [str(exc)]
+    except Exception as exc:  # report, never a traceback
+        where = getattr(program, "source_file", "") or "program"
+        return [f"{where}: error: the engine cannot run this program: {type(exc).__name__}: {exc}"]
+    return []
+
+
 def _refuse_malformed(method):
     """Turn a malformed argument's TypeError/ValueError into SwitchError(INVALID_ARGUMENT)."""
 

@@ -100,19 +100,36 @@ class Schema:
         return None
 
     def check_same_ids(self, other: p4i.P4Info) -> None:
-        """Raise INVALID_ARGUMENT if `other` names an object differently from this P4Info."""
-        for kind, ours in (("table", self.tables), ("action", self.actions)):
-            theirs = other.tables if kind == "table" else other.actions
-            for obj in theirs:
-                mine = ours.get(obj.preamble.id)
-                name = mine.name if isinstance(mine, TableSchema) else (
-                    mine.preamble.name if mine is not None else None)
-                if name != obj.preamble.name:
-                    raise invalid(
-                        f"P4Info does not match the device config: {kind} "
-                        f"{obj.preamble.name!r} (id {obj.preamble.id}) "
-                        + ("is not in the program" if name is None else f"is {name!r} there")
-                    )
+        """INVALID_ARGUMENT if `other` describes a table or action differently from this P4Info.
+
+        Compared: IDs and names of tables and actions, and the (id, name, bitwidth, match
+        type) of every match field and the (id, name, bitwidth) of every action parameter.
+        """
+
+        def mismatch(kind: str, obj, detail: str) -> P4RuntimeError:
+            return invalid(
+                f"P4Info does not match the device config: {kind} {obj.preamble.name!r} "
+                f"(id {obj.preamble.id}) {detail}"
+            )
+
+        for t in other.tables:
+            mine = self.tables.get(t.preamble.id)
+            if mine is None or mine.name != t.preamble.name:
+                raise mismatch("table", t, "is not in the program" if mine is None
+                               else f"is {mine.name!r} there")
+            theirs = [(f.id, f.name, f.bitwidth, f.match_type) for f in t.match_fields]
+            ours = [(f.id, f.name, f.bitwidth, f.match_type) for f in mine.info.match_fields]
+            if theirs != ours:
+                raise mismatch("table", t, f"has match fields {theirs}, the program {ours}")
+        for a in other.actions:
+            mine_a = self.actions.get(a.preamble.id)
+            if mine_a is None or mine_a.preamble.name != a.preamble.name:
+                raise mismatch("action", a, "is not in the program" if mine_a is None
+                               else f"is {mine_a.preamble.name!r} there")
+            theirs = [(x.id, x.name, x.bitwidth) for x in a.params]
+            ours = [(x.id, x.name, x.bitwidth) for x in mine_a.params]
+            if theirs != ours:
+                raise mismatch("action", a, f"has params {theirs}, the program {ours}")
 
 
 __all__ = ["Schema", "TableSchema", "MatchType", "P4RuntimeError"]

@@ -46,6 +46,12 @@ def test_summary_speedups_are_per_seed_ratios():
         s = summary["policies"][p]["speedup_vs_ecmp"]
         assert s["lo"] <= s["mean"] <= s["hi"]
     assert summary["policies"]["ecmp"]["speedup_vs_ecmp"]["mean"] == pytest.approx(1.0)
+    # Every EP group is one collective; the slowest one ends the all-to-all.
+    for r in runs:
+        coll = r["policies"]["sglb"]["collectives"]
+        assert coll["count"] == 16 // 8  # 8 hosts x 2 GPUs in groups of 8
+        assert coll["max"] == pytest.approx(r["policies"]["sglb"]["makespan"])
+        assert coll["mean"] <= coll["max"]
     # Spraying is the upper bound on this workload.
     assert summary["policies"]["spray"]["speedup_vs_ecmp"]["mean"] >= 1.0
 
@@ -57,10 +63,21 @@ def test_summary_speedups_are_per_seed_ratios():
     (dict(policies=("ecmp", "conga")), "unknown policy 'conga'"),
     (dict(sglb={"bits": 0}), "bits must be within 1..16"),
     (dict(failures={"random_fail": 1, "colour": 2}), "unknown key"),
+    (dict(tolerance="0.1"), "tolerance must be a number"),
 ])
 def test_bad_scenarios_are_rejected(kw, message):
     with pytest.raises(ScenarioError, match=message):
         small_scenario(**kw)
+
+
+def test_bad_failure_values_are_scenario_errors():
+    from fabricsim.experiment import run_seed
+
+    for failures, message in (({"random_fail": "two"}, "failures: invalid literal"),
+                              ({"degrade": [["leaf0-spine0", 3.0]]}, "within 0..1"),
+                              ({"nic": ["leaf0"]}, "is not a NIC endpoint")):
+        with pytest.raises(ScenarioError, match=message):
+            run_seed(small_scenario(failures=failures), 0)
 
 
 def test_cli_run_writes_figures_and_json(tmp_path, capsys):
@@ -108,6 +125,18 @@ def test_cli_reports_bad_input_without_traceback(extra, message, capsys):
     err = capsys.readouterr().err
     assert err.startswith("fabric-sim: error:") and message in err
     assert "Traceback" not in err
+
+
+def test_cli_describe_and_a_missing_fabric_file(tmp_path, capsys):
+    assert main(["describe", "--fabric", str(FABRICS / "ls2x2.yaml"), "--fail-nic", "h1/eth0"]) == 0
+    assert '"failed_nic_links": 1' in capsys.readouterr().out
+    assert main(["describe", "--fabric", str(tmp_path / "missing.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert "missing.yaml: cannot read" in err and "Traceback" not in err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nswitches: []\nlinks: []\n")
+    assert main(["describe", "--fabric", str(bad)]) == 2
+    assert "fabric-sim: error:" in capsys.readouterr().err
 
 
 def test_cli_gpu_hours(tmp_path, capsys):

@@ -158,3 +158,42 @@ def test_sglb_uses_remote_congestion_after_an_update():
         ecmp.append(simulate(net, wl, Ecmp(), paths=pt, seed=seed).makespan)
     assert max(sglb) <= spray * 1.1
     assert np.mean(sglb) < np.mean(ecmp)
+
+
+def test_reccl_failover_moves_a_dead_nic_traffic_to_the_other_rails():
+    from fabricsim.experiment import Scenario, run_seed
+    from fabricsim.workloads import reroute_failed_nics, ring_all_reduce
+
+    net = leaf_spine(8, 4, 8, rails=4, nic_gbps=100)
+    wl = ring_all_reduce(net, 16, 2**26, qps=4, placement="contiguous")
+    dead = net.with_failed(net.access_up(net.nic_node[0, 1:2]))
+    moved = reroute_failed_nics(dead, wl)
+    # Same bytes; nothing leaves or enters the dead NIC; its share is split over 3 rails.
+    assert moved.size.sum() == pytest.approx(wl.size.sum())
+    assert not np.isin(net.nic_node[0, 1], np.concatenate([moved.src, moved.dst]))
+    # With spraying the fabric is no bottleneck: the host's 3 NICs carry 4 rails' data,
+    # so the all-reduce runs at 3/4 of its healthy throughput (ideal rebalance).
+    healthy = simulate(net, wl, Spray(), tolerance=0.0).makespan
+    degraded = simulate(dead, moved, Spray(), tolerance=0.0).makespan
+    assert healthy / degraded == pytest.approx(3 / 4, rel=1e-6)
+    # The scenario layer applies the same failover for --fail-nic.
+    scn = Scenario({"kind": "leaf-spine", "leaves": 8, "spines": 4, "ports_per_leaf": 8,
+                    "rails": 4, "nic_gbps": 100},
+                   {"kind": "all-reduce", "group_size": 16, "bytes": 2**26, "qps": 4,
+                    "placement": "contiguous"}, ("spray",), {"nic": ["h0/nic1"]})
+    assert run_seed(scn, 0)["policies"]["spray"]["makespan"] == pytest.approx(degraded, rel=2e-2)
+
+
+@pytest.mark.parametrize("policy", [Ecmp, Spray, Sglb])
+def test_web_search_flows_all_finish_no_faster_than_their_nic(policy):
+    from fabricsim.workloads import web_search
+
+    net = leaf_spine(4, 2, 4, nic_gbps=100)
+    wl = web_search(net, 0.6, 0.002, rng=np.random.default_rng(3))
+    res = simulate(net, wl, policy(), seed=3, tolerance=0.0)
+    fct = res.finish - res.start
+    assert np.all(np.isfinite(fct))
+    assert np.all(fct >= wl.size * 8 / (100 * GBIT) * (1 - 1e-9))
+    # Bits conserve: every byte crosses its source NIC's link exactly once.
+    up = net.access_up(net.nic_node.ravel())
+    assert res.link_bits[up].sum() == pytest.approx(wl.size.sum() * 8, rel=1e-9)

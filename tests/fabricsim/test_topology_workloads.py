@@ -173,3 +173,18 @@ def test_inconsistent_workloads_are_rejected(call, message):
     net = leaf_spine(4, 2, 4, rails=2, nic_gbps=100)
     with pytest.raises(WorkloadError, match=message):
         call(net)
+
+
+def test_from_fabric_refuses_hosts_with_different_rail_counts():
+    import dataclasses
+
+    from topologies import fabric as fab
+
+    desc = fab.leaf_spine(2, 2, 2, 2)
+    short = dataclasses.replace(desc.hosts[0], nics=desc.hosts[0].nics[:1])
+    odd = object.__new__(type(desc))
+    for f in dataclasses.fields(desc):
+        object.__setattr__(odd, f.name, getattr(desc, f.name))
+    object.__setattr__(odd, "hosts", (short,) + desc.hosts[1:])
+    with pytest.raises(TopologyError, match="has 2 NICs, others have 1: the simulator needs the same"):
+        from_fabric(odd)

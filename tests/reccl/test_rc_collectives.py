@@ -230,3 +230,25 @@ def test_bad_arguments_give_precise_errors_and_leave_the_communicator_usable():
 def test_rank_errors_are_reported_not_hidden():
     with pytest.raises(RankError, match="rank 0"):
         run_ranks(no_path_job, loopback_layout(2, 1, 1), timeout=60)
+
+
+def test_single_rank_world_and_a_bad_nic_address():
+    from reccl import Communicator
+    from reccl.store import StoreServer
+
+    srv = StoreServer("127.0.0.1:0")
+    try:
+        with pytest.raises(ReCCLError, match="cannot use nic1 address '10.254.254.254'"):
+            Communicator(0, 1, srv.address, nics=["127.0.0.1", "10.254.254.254"], group="bad")
+        with Communicator(0, 1, srv.address, group="one") as comm:
+            x = np.arange(6, dtype=np.float32)
+            assert comm.all_reduce(x, "avg").tolist() == x.tolist()
+            assert comm.all_gather(x).shape == (1, 6)
+            assert comm.reduce_scatter(x).tolist() == x.tolist()
+            assert comm.broadcast(x).tolist() == x.tolist()
+            assert comm.all_to_all(x).tolist() == x.tolist()
+            comm.barrier()
+        with pytest.raises(ReCCLError, match="rank 3 outside world size 2"):
+            Communicator(3, 2, srv.address)
+    finally:
+        srv.close()

@@ -10,7 +10,8 @@ from reccl import wire
 from reccl.simnet import SimNet, make_topology
 from reccl.transport import TransportOptions
 
-FAST = settings(max_examples=25, deadline=None,
+# Derandomized: the same seeded examples on every run (CI must not flake on a new draw).
+FAST = settings(max_examples=25, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -270,7 +271,8 @@ def test_a_relay_losing_its_nic_tells_the_ranks_that_relay_through_it():
     assert (1, 0) in net.t[0].nic_down
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**16),
        events=st.lists(st.tuples(st.floats(0.0, 0.3), st.sampled_from(
            [(0, 0), (0, 1), (1, 1), (2, 1), (3, 1)]), st.booleans()), max_size=8),

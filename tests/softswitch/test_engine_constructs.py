@@ -279,3 +279,56 @@ def test_stf_show_python_prints_the_generated_module(tmp_path, capsys):
     assert stf_main(["--show-python", p4, stf]) == 0  # the table is empty: dropped, nothing expected
     out = capsys.readouterr().out
     assert "def TA_" in out and "RUN_ingress = " in out
+
+
+TWICE = r"""#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; bit<8> b; }
+struct headers_t { h_t h; }
+struct metadata_t { bit<8> x; }
+parser P(packet_in pkt, out headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+control NoVerify(inout headers_t hdr, inout metadata_t meta) { apply { } }
+control NoCompute(inout headers_t hdr, inout metadata_t meta) { apply { } }
+control Lookup(in bit<8> k, out bit<8> v) {
+    counter(4, CounterType.packets) hits;
+    action set(bit<8> x) { v = x; hits.count(0); }
+    table t { key = { k: exact; } actions = { set; NoAction; } default_action = set(0); }
+    apply { t.apply(); }
+}
+control Ig(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
+    Lookup() first;
+    Lookup() second;
+    apply {
+        first.apply(hdr.h.a, hdr.h.a);
+        second.apply(hdr.h.b, hdr.h.b);
+        sm.egress_spec = 1;
+    }
+}
+control Eg(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) { apply { } }
+control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr.h); } }
+V1Switch(P(), NoVerify(), Ig(), Eg(), NoCompute(), D()) main;
+"""
+
+
+def test_two_instances_of_a_control_have_their_own_tables_and_counters():
+    program = compile_source(TWICE, "twice.p4")
+    sw = Switch(program)
+    assert sorted(sw.tables) == sorted(t.name for t in program.info.tables) == ["Ig.first.t", "Ig.second.t"]
+    sw.table_add("Ig.first.t", [Exact(1)], "set", [0x11])
+    sw.table_add("Ig.second.t", [Exact(1)], "set", [0x22])
+    assert sw.process_packet(0, bytes([1, 1])) == [(1, bytes([0x11, 0x22]))]  # out params copied back
+    assert sw.process_packet(0, bytes([2, 1])) == [(1, bytes([0x00, 0x22]))]  # first misses: default
+    assert sw.counter_read("Ig.first.hits", 0) == (2, 4)
+    assert sw.counter_read("Ig.second.hits", 0) == (2, 4)
+
+
+def test_check_program_names_what_the_engine_cannot_run():
+    from softswitch.engine import check_program
+
+    src = STF_PROG.replace("control Ig(", "extern void frob(in bit<8> x);\ncontrol Ig(").replace(
+        "apply { t.apply();", "apply { frob(hdr.h.k); t.apply();")
+    errors = check_program(compile_source(src, "frob.p4"))
+    assert len(errors) == 1 and "frob.p4:" in errors[0] and "unsupported extern function frob" in errors[0]
+    assert check_program(compile_source(STF_PROG, "ok.p4")) == []

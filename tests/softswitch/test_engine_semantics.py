@@ -213,8 +213,14 @@ control NoCompute(inout headers_t hdr, inout metadata_t meta) { apply { } }
 control Bump(inout h_t x) {
     apply { h_t t = x; t.a = t.a + 1; x = t; }
 }
+// a scalar parameter named like the aggregate parameters of the other controls
+control Twice(inout bit<8> hdr) {
+    action inc() { hdr = hdr + 1; }
+    apply { inc(); inc(); }
+}
 control Ig(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
     Bump() bump;
+    Twice() twice;
     action copy_to(inout h_t dst, in h_t src) { dst = src; }
     apply {
         copy_to(hdr.g, hdr.h);
@@ -222,6 +228,7 @@ control Ig(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t
         h_t saved = hdr.h;
         hdr.h.b = 0x77;          // saved is a copy: unchanged
         hdr.g.b = saved.b;
+        twice.apply(hdr.g.a);
         sm.egress_spec = 1;
     }
 }
@@ -235,4 +242,4 @@ def test_aggregate_assignment_copies_and_writes_back_inout_params():
     sw = Switch(compile_source(COPY, "copy.p4"))
     out = sw.process_packet(0, bytes([0x10, 0x20]))
     # h: a bumped by the sub-control, b overwritten; g: a copy of the original h
-    assert out == [(1, bytes([0x11, 0x77, 0x10, 0x20]))]
+    assert out == [(1, bytes([0x11, 0x77, 0x12, 0x20]))]  # g.a + 2 by the scalar-param control

@@ -186,6 +186,10 @@ def test_bad_device_configs_are_refused_and_keep_the_pipeline(client, config):
     wrong.tables[0].preamble.id += 1
     code, msg, _ = code_of(lambda: client.set_pipeline(wrong, dc))
     assert code == SC.INVALID_ARGUMENT and wrong.tables[0].preamble.name in msg
+    wrong.CopyFrom(p4info)
+    wrong.actions[-1].params.add(id=9, name="extra", bitwidth=8)
+    code, msg, _ = code_of(lambda: client.set_pipeline(wrong, dc))
+    assert code == SC.INVALID_ARGUMENT and "(9, 'extra', 8)" in msg
     assert len(client.read(p4r.Entity(table_entry=p4r.TableEntry(table_id=p4info.tables[0].preamble.id)))) == 1
 
 

@@ -30,7 +30,7 @@ def fabric(tmp_path_factory):
     try:
         fnet.start()
         control = FabricControl(fnet.fabric, REPO / "p4src" / "sglb.p4",
-                                ControlOptions(keepalive=0.2, dead_interval=1.0),
+                                ControlOptions(keepalive=0.2, dead_interval=1.0, intf_prefix="tb"),
                                 work_dir=work / "pipeline")
         control.start()
         control.wait_programmed()

@@ -62,6 +62,10 @@ def test_shortened_scenario_delivers_fails_over_and_cleans_up(tmp_path):
     # the host cut: the host kept sending on its other rail (outage well below the phase)
     assert nic_cut["local_outage_s"] is not None and nic_cut["local_outage_s"] < 1.0
     assert nic_cut["remote_outage_s"] is not None and nic_cut["remote_outage_s"] < 1.5
+    # ReCCL collectives ran in every phase and every result was bit-exact
+    rc = s["reccl"]
+    assert rc["errors"] == [] and rc["wrong"] == 0 and rc["ranks_finished"] == 4
+    assert all(p["collectives"] > 0 for p in rc["phases"].values()), rc["phases"]
     assert leftovers(PREFIX, str(tmp_path)) == []
 
 

@@ -111,3 +111,10 @@ def test_demo_refuses_a_bad_fabric_file_with_its_location(tmp_path):
 def test_generated_fabric_gives_one_flow_pair_per_pod_pair():
     fabric = leaf_spine(4, 2, 2, 2)
     assert len(pick_flows(fabric)) == 4
+
+
+def test_demo_refuses_a_prefix_that_makes_interface_names_too_long():
+    r = subprocess.run([sys.executable, "-m", "topologies.demo", "--prefix", "muchtoolong"],
+                       capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "longer than 15 characters" in r.stderr
