@@ -20,7 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
+# isort: off
+import topologies.mininet_import  # noqa: F401  (must come before any other mininet import)
 from mininet.node import Switch
+# isort: on
 
 _RUNNING: set[subprocess.Popen] = set()
 

@@ -11,7 +11,11 @@ pytestmark = pytest.mark.mininet
 
 def test_mininet_hosts_ping_through_p4runtime_switch(tmp_path):
     import finsy as fy
+
+    # isort: off
+    import topologies.mininet_import  # noqa: F401  (before any other mininet import)
     from mininet.net import Mininet
+    # isort: on
 
     from softswitch.p4info import p4info_text
     from softswitch.p4runtime.pipeline_loader import (
