@@ -53,6 +53,8 @@ class DaemonOptions:
     send_queue: int = 1024
     """Messages queued per peer before new ones are dropped (a resync repairs the loss)."""
     rpc_timeout: float = 2.0
+    switch_budget: float | None = None
+    """Give up (``Daemon.failed``) when the switch stays unreachable this long (s); None: never."""
 
 
 class Daemon:
@@ -84,6 +86,9 @@ class Daemon:
         self._tasks: list[asyncio.Task] = []
         self._switch_ops: asyncio.Queue = asyncio.Queue()
         self.metrics_port: int | None = None
+        self.failed = asyncio.Event()
+        """Set when the daemon cannot go on (``failure`` says why): the switch stayed away."""
+        self.failure: str | None = None
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -230,12 +235,15 @@ class Daemon:
         """Connect, reconcile, then follow counters and port events; back off on failure."""
         assert self.driver is not None
         delay = 0.5
+        budget = self.options.switch_budget
+        outage_since = time.monotonic()
         while True:
             try:
                 await self.driver.connect()
                 await self.driver.reconcile(self.core.desired())
                 self.log.event("switch_connected")
                 delay = 0.5
+                outage_since = None
                 poll = asyncio.get_running_loop().create_task(self._poll_counters())
                 try:
                     async for changes in self.driver.port_events():
@@ -245,8 +253,20 @@ class Daemon:
             except asyncio.CancelledError:
                 raise
             except Exception as e:
+                if outage_since is None:
+                    outage_since = time.monotonic()
+                if budget is not None and time.monotonic() - outage_since >= budget:
+                    self.failure = (f"switch unreachable for {budget:g} s, giving up "
+                                    f"(last error: {e})")
+                    self.log.event("switch_gave_up", logging.ERROR, error=repr(e))
+                    self.failed.set()
+                    return
                 self.log.event("switch_lost", logging.WARNING, error=repr(e), retry_in=delay)
-            await asyncio.sleep(delay)
+            pause = delay
+            if outage_since is not None and budget is not None:
+                # the last attempt falls on the end of the budget, not a back-off step after it
+                pause = min(delay, max(0.0, budget - (time.monotonic() - outage_since)))
+            await asyncio.sleep(pause)
             delay = min(delay * 2, 10.0)
 
     async def _watch_ports(self) -> None:
