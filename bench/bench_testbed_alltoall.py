@@ -1,0 +1,267 @@
+"""All-to-all completion time on the Mininet testbed: SGLB vs ECMP, symmetric and asymmetric fabric.
+
+For each fabric (ls4x2, ls4x2-asym) and each leaf mode (ECMP, SGLB) the
+benchmark builds the network once (softswitch processes, one SyncMesh daemon
+per switch programming its switch over P4Runtime), then runs ``--reps``
+all-to-alls (topologies/alltoall.py): every host sends ``--bytes`` to every
+host it shares no leaf with, on both rails, over ``--flows`` TCP connections
+per pair and rail. Links run at the fabric's capacities times ``--scale``
+(0.2: 2 Mbit/s, so the ~1,300 frames/s the hosts inject stay well within what
+six Python switches forward on two cores; the fabric file given to the daemons
+is scaled too, so their capacity-normalised congestion levels are right).
+
+Printed: per fabric and mode the completion of every repetition, median/min/
+max, the NIC-bound ideal, and ECMP time / SGLB time (ratio of the medians and
+the min/max over repetition pairs). The published claim for SGLB is "up to
+60 % faster than ECMP" on hardware; this is a 2-core software testbed with a
+1 s profile period, so only the ranking and the rough ratio are comparable.
+Run as root: ``.venv/bin/python bench/bench_testbed_alltoall.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from topologies import alltoall  # noqa: E402
+from topologies.demo import log_to_file  # noqa: E402
+from topologies.fabric import load  # noqa: E402
+
+FABRICS = {"symmetric": REPO / "topologies/fabrics/ls4x2.yaml",
+           "asymmetric": REPO / "topologies/fabrics/ls4x2-asym.yaml"}
+PROGRAM = REPO / "p4src" / "sglb.p4"
+PREFIX = "tba"
+
+
+def tcp_totals(fnet, fabric) -> dict[str, int]:
+    """Summed TCP retransmission / reordering / timeout counters of every host (its own namespace)."""
+    total: dict[str, int] = {}
+    for host in fabric.hosts:
+        text = fnet.host(host.name).cmd("cat /proc/net/snmp; echo @@@; cat /proc/net/netstat")
+        snmp, _, netstat = text.partition("@@@")
+        for k, v in alltoall.tcp_counters(snmp, netstat).items():
+            total[k] = total.get(k, 0) + v
+    return total
+
+
+def run_mode(fabric, glb: bool, gap_us: int, label: str, args, run_dir: Path, pipeline) -> dict:
+    """Build the network in one mode, run the repetitions, tear it down; figures and timings."""
+    from topologies.control import ControlOptions, FabricControl
+    from topologies.mininet_fabric import FabricNet, NetOptions
+
+    timing: dict[str, float] = {}
+    t0 = time.time()
+    fnet = FabricNet(fabric, NetOptions(prefix=PREFIX, log_dir=run_dir / "logs"))
+    control = None
+    servers: list[subprocess.Popen] = []
+    reps: list[dict] = []
+    transfers = alltoall.plan(fabric, args.flows, args.bytes)
+    try:
+        fnet.start()
+        control = FabricControl(fnet.fabric, PROGRAM, ControlOptions(glb=glb, intf_prefix=PREFIX,
+                                                                 flowlet_gap_us=gap_us),
+                                pipeline=pipeline)
+        control.start()
+        control.wait_programmed()
+        timing["build_s"] = time.time() - t0
+        py = sys.executable
+        for host in fabric.hosts:
+            ips = ",".join(str(n.ip) for n in host.nics)
+            p = fnet.host(host.name).popen(
+                [py, "-m", "topologies.alltoall", "serve", "--listen", ips, "--duration", "600"],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=str(REPO))
+            servers.append(p)
+            assert p.stdout is not None
+            p.stdout.readline()  # {"ready": true}
+        for t in {(t.src, t.src_ip, t.dst_ip) for t in transfers}:  # ARP, routes warm
+            fnet.host(t[0]).cmd(f"ping -c1 -W2 -I {t[1]} {t[2]} >/dev/null")
+        time.sleep(args.settle)  # a first profile from every spine
+        t_runs = time.time()
+        for rep in range(args.reps):
+            before = tcp_totals(fnet, fabric)
+            start = time.time() + args.start_offset
+            procs = []
+            for host in fabric.hosts:
+                mine = [t for t in transfers if t.src == host.name]
+                if mine:
+                    procs.append(fnet.host(host.name).popen(
+                        [py, "-m", "topologies.alltoall", "send", "--transfers",
+                         alltoall.transfers_to_json(mine), "--start-at", f"{start:.6f}"],
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(REPO)))
+            records = []
+            for p in procs:
+                try:
+                    out, err = p.communicate(timeout=300)
+                except subprocess.TimeoutExpired:
+                    for q in procs:
+                        q.kill()
+                    raise RuntimeError(f"{label}: an all-to-all sender ran for 300 s") from None
+                records += [json.loads(x) for x in out.splitlines() if x.startswith("{")]
+                if p.returncode:
+                    records.append({"id": -1, "bytes": 0, "error": err.strip()[-300:]})
+            if not any("end" in r for r in records):
+                errors = sorted({r.get("error", "?") for r in records})[:3]
+                raise RuntimeError(f"{label}: no transfer finished: {errors}")
+            fig = alltoall.completion(records, start)
+            after = tcp_totals(fnet, fabric)
+            fig["tcp"] = {k: after[k] - before[k] for k in after}
+            reps.append(fig)
+            print(f"  {label} rep {rep + 1}: all-to-all {fig['completion_s']:.2f} s "
+                  f"(first transfer {fig['first_s']:.2f} s, median {fig['median_s']:.2f} s, "
+                  f"last connect() at {fig['latest_connect_s']:.2f} s, up at {fig['latest_start_s']:.2f} s, "
+                  f"{fig['errors']} errors; TCP retransmitted {fig['tcp']['retrans_segs']} segments, "
+                  f"{fig['tcp']['reorder_events']} reorderings, {fig['tcp']['timeouts']} timeouts)",
+                  flush=True)
+            time.sleep(args.gap)
+        timing["runs_s"] = time.time() - t_runs
+        timing["failovers"] = control.failovers()
+    finally:
+        for p in servers:
+            p.terminate()
+        for p in servers:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        t_stop = time.time()
+        if control is not None:
+            control.stop()
+        fnet.stop()
+        timing["teardown_s"] = time.time() - t_stop
+    return {"reps": reps, "timing": timing}
+
+
+def mode_list(gaps: str) -> list[tuple[str, bool, int]]:
+    """(label, SGLB?, flowlet gap in us) of every run: ECMP first, then one SGLB run per gap."""
+    try:
+        values = [int(g) for g in gaps.split(",") if g]
+    except ValueError:
+        raise ValueError(f"--sglb-gaps-us: comma-separated integers expected, got {gaps!r}") from None
+    if not values or any(g < 1 for g in values):
+        raise ValueError(f"--sglb-gaps-us: at least one gap, each >= 1 us, got {gaps!r}")
+    return [("ECMP", False, 500)] + [
+        ("SGLB" if g == 500 else f"SGLB gap {g / 1000:g} ms", True, g) for g in values]
+
+
+def summary_line(times: list[float]) -> str:
+    """Median [min, max] of a list of seconds."""
+    return f"{statistics.median(times):6.2f} s [{min(times):.2f}, {max(times):.2f}]"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run both fabrics in both modes and print the comparison."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--reps", type=int, default=4)
+    p.add_argument("--flows", type=int, default=4, help="TCP connections per host pair and rail")
+    p.add_argument("--bytes", type=int, default=100_000, help="bytes per connection")
+    p.add_argument("--scale", type=float, default=0.2, help="link rate = fabric capacity x this")
+    p.add_argument("--settle", type=float, default=1.5, help="s after programming before the first run")
+    p.add_argument("--start-offset", type=float, default=1.0,
+                   help="s from spawning the senders to their common start (Python start-up)")
+    p.add_argument("--gap", type=float, default=1.0, help="s between repetitions (queues drain)")
+    p.add_argument("--fabrics", default="symmetric,asymmetric")
+    p.add_argument("--sglb-gaps-us", default="500,100000",
+                   help="SGLB runs, one per flowlet gap (us); 500 is the testbed's default")
+    p.add_argument("--json", type=Path, default=None, help="write every figure here")
+    args = p.parse_args(argv)
+    if args.reps < 1 or args.flows < 1 or args.bytes < 1 or args.scale <= 0:
+        p.error("need --reps, --flows, --bytes >= 1 and --scale > 0")
+    try:
+        mode_list(args.sglb_gaps_us)
+    except ValueError as e:
+        p.error(str(e))
+    names = args.fabrics.split(",")
+    if any(n not in FABRICS for n in names):
+        p.error(f"--fabrics: choose from {', '.join(FABRICS)}")
+    if os.geteuid() != 0:
+        print("bench_testbed_alltoall: needs root (Mininet)", file=sys.stderr)
+        return 2
+    from syncmesh.p4runtime_driver import compile_pipeline
+
+    run_dir = REPO / "out" / time.strftime("tba-alltoall-%Y%m%d-%H%M%S")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    log_to_file(run_dir / "syncmesh.log")
+    t_all = time.time()
+    load_before = os.getloadavg()[0]
+    t0 = time.time()
+    pipeline = compile_pipeline(PROGRAM, run_dir / "pipeline")
+    compile_s = time.time() - t0
+    results: dict = {"args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+                     "compile_s": compile_s, "fabrics": {}}
+    try:
+        run_all(names, args, run_dir, pipeline, results)
+    except (RuntimeError, TimeoutError, OSError) as e:
+        print(f"bench_testbed_alltoall: error: {e}", file=sys.stderr)
+        return 1
+    results["wall_s"] = time.time() - t_all
+    report(results, args, compile_s, load_before)
+    out = args.json or run_dir / "alltoall.json"
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"figures: {out}")
+    return 0
+
+
+def run_all(names: list[str], args, run_dir: Path, pipeline, results: dict) -> None:
+    """Every fabric in every mode; figures go into ``results``."""
+    for name in names:
+        fabric = alltoall.scale_fabric(load(FABRICS[name]), args.scale)
+        transfers = alltoall.plan(fabric, args.flows, args.bytes)
+        ideal = alltoall.ideal_seconds(fabric, transfers)
+        print(f"[{name}] {fabric.name}: {len(transfers)} TCP transfers of {args.bytes} B "
+              f"({args.flows} per host pair and rail), links x{args.scale:g}; NIC-bound ideal "
+              f"{ideal:.2f} s", flush=True)
+        modes = {}
+        for label, glb, gap in mode_list(args.sglb_gaps_us):
+            for attempt in (1, 2):
+                try:
+                    modes[label] = run_mode(fabric, glb, gap, label, args, run_dir, pipeline)
+                    break
+                except OSError as e:  # a free port taken by another run between choice and bind
+                    if attempt == 2:
+                        raise
+                    print(f"  {label}: {e}; building the network again", flush=True)
+        results["fabrics"][name] = {"ideal_s": ideal, "transfers": len(transfers), "modes": modes}
+
+
+def report(results: dict, args, compile_s: float, load_before: float) -> None:
+    """Print the comparison table and where the time went (adds the ratios to ``results``)."""
+
+    print(f"\n== all-to-all completion, {args.reps} repetitions each: median [min, max]; "
+          "TCP counters summed over the repetitions")
+    print(f"{'fabric':<12}{'mode':<18}{'completion':>26}{'ideal':>8}   {'ECMP/mode median [min, max]':<30}"
+          f"{'retrans':>8}{'reorder':>8}{'RTO':>5}")
+    for name, r in results["fabrics"].items():
+        e = [x["completion_s"] for x in r["modes"]["ECMP"]["reps"]]
+        for label, m in r["modes"].items():
+            t = [x["completion_s"] for x in m["reps"]]
+            pairs = [a / b for a, b in zip(e, t, strict=True)]
+            m["ratio_median"] = statistics.median(e) / statistics.median(t)
+            m["ratio_pairs"] = pairs
+            tcp = {k: sum(x["tcp"][k] for x in m["reps"]) for k in m["reps"][0]["tcp"]}
+            errs = sum(x["errors"] for x in m["reps"])
+            ratio = "-" if label == "ECMP" else \
+                f"{m['ratio_median']:.3f} [{min(pairs):.3f}, {max(pairs):.3f}]"
+            print(f"{name:<12}{label:<18}{summary_line(t):>26}{r['ideal_s']:>6.2f} s   {ratio:<30}"
+                  f"{tcp['retrans_segs']:>8}{tcp['reorder_events']:>8}{tcp['timeouts']:>5}"
+                  f"{f'  ({errs} transfer errors)' if errs else ''}")
+    print("\nwhere the time goes:")
+    print(f"  P4 compile once {compile_s:.1f} s; wall {results['wall_s']:.1f} s; load average "
+          f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after (2 cores shared)")
+    for name, r in results["fabrics"].items():
+        for label, m in r["modes"].items():
+            tm = m["timing"]
+            print(f"  {name:<11}{label:<17}build + program {tm['build_s']:.1f} s, runs "
+                  f"{tm['runs_s']:.1f} s (incl. {args.gap:g} s gaps), teardown {tm['teardown_s']:.1f} s")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
