@@ -550,6 +550,8 @@ class _Builder(Transformer):
         transition = None
         if stmts and isinstance(stmts[-1], _Transition):
             transition = stmts.pop().expr
+        # local declarations in a state (spec 13.4) are statements, as in a block
+        stmts = [self._stmt(st) for st in stmts]
         return A.ParserState(loc=self.TL(name), name=str(name), annotations=annots,
                              stmts=stmts, transition=transition)
 

@@ -332,3 +332,37 @@ def test_check_program_names_what_the_engine_cannot_run():
     errors = check_program(compile_source(src, "frob.p4"))
     assert len(errors) == 1 and "frob.p4:" in errors[0] and "unsupported extern function frob" in errors[0]
     assert check_program(compile_source(STF_PROG, "ok.p4")) == []
+
+
+STATE_LOCAL = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; bit<8> b; }
+struct hs { h_t h; }
+struct m_t { }
+parser P(packet_in pkt, out hs hdr, inout m_t m, inout standard_metadata_t sm) {
+    state start {
+        bit<8> peek = pkt.lookahead<bit<8>>();
+        pkt.extract(hdr.h);
+        transition select(peek) { 1: one; default: accept; }
+    }
+    state one { hdr.h.b = 0xEE; transition accept; }
+}
+control VC(inout hs hdr, inout m_t m) { apply { } }
+control I(inout hs hdr, inout m_t m, inout standard_metadata_t sm) {
+    apply { sm.egress_spec = 2; }
+}
+control E(inout hs hdr, inout m_t m, inout standard_metadata_t sm) { apply { } }
+control CC(inout hs hdr, inout m_t m) { apply { } }
+control D(packet_out pkt, in hs hdr) { apply { pkt.emit(hdr.h); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+def test_local_variable_declared_in_a_parser_state_drives_select():
+    """P4_16 13.4: a state may declare locals; here one holds a lookahead value."""
+    sw = Switch(compile_source(STATE_LOCAL, "state_local.p4"))
+    (out,) = sw.process_packet(1, bytes([1, 0x11]))
+    assert out.port == 2 and out.data == bytes([1, 0xEE])
+    (out,) = sw.process_packet(1, bytes([7, 0x11]))
+    assert out.data == bytes([7, 0x11])
