@@ -12,23 +12,23 @@ import socket
 import struct
 import time
 
-RTMGRP_LINK = 1
-RTM_NEWLINK = 16
-RTM_DELLINK = 17
-IFLA_IFNAME = 3
-IFF_UP = 0x1
-IFF_LOWER_UP = 0x10000
-NLMSG_HDR = struct.Struct("=IHHII")       # len, type, flags, seq, pid
-IFINFOMSG = struct.Struct("=BxHiII")      # family, type, index, flags, change
-RTATTR = struct.Struct("=HH")
-
+from rtnetlink import (
+    IFF_UP,
+    IFINFOMSG,
+    NLM_F_DUMP,
+    NLM_F_REQUEST,
+    NLMSG_DONE,
+    NLMSG_ERROR,
+    NLMSGHDR,
+    RTATTR,
+    RTMGRP_LINK,
+    parse_links,
+)
 
 RTM_NEWADDR = 20
 RTM_GETADDR = 22
 RTM_SETLINK = 19
-NLMSG_ERROR = 2
-NLMSG_DONE = 3
-NLM_F_REQUEST, NLM_F_ACK, NLM_F_DUMP = 0x1, 0x4, 0x300
+NLM_F_ACK = 0x4
 IFADDRMSG = struct.Struct("=BBBBI")        # family, prefixlen, flags, scope, index
 IFA_ADDRESS, IFA_LOCAL = 1, 2
 
@@ -37,16 +37,16 @@ def _request(msg_type: int, flags: int, body: bytes) -> list[tuple[int, bytes]]:
     """Send one rtnetlink request; return (type, payload) of the answers until done."""
     with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE) as s:
         s.bind((0, 0))
-        s.send(NLMSG_HDR.pack(NLMSG_HDR.size + len(body), msg_type, flags, 1, 0) + body)
+        s.send(NLMSGHDR.pack(NLMSGHDR.size + len(body), msg_type, flags, 1, 0) + body)
         out: list[tuple[int, bytes]] = []
         while True:
             buf = s.recv(65536)
             off = 0
-            while off + NLMSG_HDR.size <= len(buf):
-                length, mtype, _, _, _ = NLMSG_HDR.unpack_from(buf, off)
-                if length < NLMSG_HDR.size:
+            while off + NLMSGHDR.size <= len(buf):
+                length, mtype, _, _, _ = NLMSGHDR.unpack_from(buf, off)
+                if length < NLMSGHDR.size:
                     return out
-                payload = buf[off + NLMSG_HDR.size:off + length]
+                payload = buf[off + NLMSGHDR.size:off + length]
                 if mtype == NLMSG_DONE:
                     return out
                 if mtype == NLMSG_ERROR:
@@ -124,7 +124,8 @@ class LinkMonitor:
                 buf = self.sock.recv(65536)
             except (BlockingIOError, InterruptedError):
                 break
-            for name, up in _parse(buf):
+            for msg in parse_links(buf):
+                name, up = msg.name, msg.carrier
                 if name in self.ifnames and self.state.get(name) != up:
                     self.state[name] = up
                     changes.append((name, up))
@@ -133,29 +134,3 @@ class LinkMonitor:
     def close(self) -> None:
         """Close the netlink socket."""
         self.sock.close()
-
-
-def _parse(buf: bytes) -> list[tuple[str, bool]]:
-    out = []
-    off = 0
-    while off + NLMSG_HDR.size <= len(buf):
-        length, mtype, _, _, _ = NLMSG_HDR.unpack_from(buf, off)
-        if length < NLMSG_HDR.size:
-            break
-        if mtype in (RTM_NEWLINK, RTM_DELLINK):
-            body = off + NLMSG_HDR.size
-            _, _, _, flags, _ = IFINFOMSG.unpack_from(buf, body)
-            a = body + IFINFOMSG.size
-            name = None
-            while a + RTATTR.size <= off + length:
-                alen, atype = RTATTR.unpack_from(buf, a)
-                if alen < RTATTR.size:
-                    break
-                if atype == IFLA_IFNAME:
-                    name = buf[a + RTATTR.size:a + alen].split(b"\0", 1)[0].decode()
-                a += (alen + 3) & ~3
-            if name:
-                up = mtype == RTM_NEWLINK and bool(flags & IFF_UP) and bool(flags & IFF_LOWER_UP)
-                out.append((name, up))
-        off += (length + 3) & ~3
-    return out

@@ -21,6 +21,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from rtnetlink import RTM_DELLINK, RTM_NEWLINK, RTMGRP_LINK, has_carrier, parse_links
+
 log = logging.getLogger("softswitch.ports")
 
 ETH_P_ALL = 0x0003
@@ -28,13 +30,6 @@ SOL_PACKET = 263
 PACKET_STATISTICS = 6
 PACKET_IGNORE_OUTGOING = 23
 PACKET_OUTGOING = 4
-IFF_UP = 0x1
-IFF_LOWER_UP = 0x10000
-RTMGRP_LINK = 0x1
-RTM_NEWLINK = 16
-RTM_DELLINK = 17
-_NLMSG = struct.Struct("=IHHII")  # nlmsghdr: len, type, flags, seq, pid
-_IFINFO = struct.Struct("=BxHiII")  # ifinfomsg: family, type, index, flags, change
 _MAX_FRAME = 65536 + 64
 
 
@@ -87,10 +82,6 @@ def parse_port_map(specs: list[str]) -> dict[int, str]:
     return out
 
 
-def _link_is_up(flags: int) -> bool:
-    return bool(flags & IFF_UP) and bool(flags & IFF_LOWER_UP)
-
-
 class PortSet:
     """The ports of a switch: packet receive loop, transmit, link watcher."""
 
@@ -141,7 +132,7 @@ class PortSet:
                 for msg in ipr.get_links():
                     port = self._by_ifindex.get(msg["index"])
                     if port is not None:
-                        port.up = _link_is_up(msg["flags"])
+                        port.up = has_carrier(msg["flags"])
         except PermissionError as exc:
             self.close()
             raise PortError(f"raw sockets need root (CAP_NET_RAW): {exc}") from exc
@@ -239,22 +230,16 @@ class PortSet:
                 buf = self._nl.recv(65536)
             except (BlockingIOError, InterruptedError):
                 return
-            off = 0
-            while off + _NLMSG.size <= len(buf):
-                length, mtype, _, _, _ = _NLMSG.unpack_from(buf, off)
-                if length < _NLMSG.size:
-                    break
-                if mtype in (RTM_NEWLINK, RTM_DELLINK) and length >= _NLMSG.size + _IFINFO.size:
-                    _, _, index, flags, _ = _IFINFO.unpack_from(buf, off + _NLMSG.size)
-                    self.link_event(index, flags if mtype == RTM_NEWLINK else 0)
-                off += (length + 3) & ~3
+            for msg in parse_links(buf):
+                if msg.kind in (RTM_NEWLINK, RTM_DELLINK):
+                    self.link_event(msg.index, msg.flags if msg.kind == RTM_NEWLINK else 0)
 
     def link_event(self, ifindex: int, flags: int) -> None:
         """Apply an rtnetlink link message; report and count a change of a port's state."""
         port = self._by_ifindex.get(ifindex)
         if port is None:
             return
-        up = _link_is_up(flags)
+        up = has_carrier(flags)
         if up == port.up:
             return
         port.up = up

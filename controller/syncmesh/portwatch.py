@@ -18,57 +18,28 @@ import asyncio
 import ctypes
 import os
 import socket
-import struct
 import threading
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Mapping
 
+from rtnetlink import (
+    IFINFOMSG,
+    NLM_F_DUMP,
+    NLM_F_REQUEST,
+    NLMSG_DONE,
+    NLMSGHDR,
+    RTM_GETLINK,
+    RTMGRP_LINK,
+    LinkMessage,
+    parse_links,
+)
 from topologies.fabric import Fabric
 
-IFF_UP = 0x1
-IFF_LOWER_UP = 0x10000
-RTMGRP_LINK = 0x1
-RTM_NEWLINK, RTM_DELLINK, RTM_GETLINK = 16, 17, 18
-NLMSG_ERROR, NLMSG_DONE = 2, 3
-NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
-IFLA_IFNAME = 3
 CLONE_NEWNET = 0x40000000
-_NLMSGHDR = struct.Struct("=IHHII")  # len, type, flags, seq, pid
-_IFINFOMSG = struct.Struct("=BxHiII")  # family, type, index, flags, change
-_RTATTR = struct.Struct("=HH")
 
 
 def mininet_names(fabric: Fabric, switch: str) -> dict[str, int]:
     """Interface name -> port for every used port of ``switch``, Mininet style."""
     return {f"{switch}-eth{port}": port for port in fabric.ports(switch)}
-
-
-def parse_links(data: bytes) -> Iterator[tuple[int, str | None, int]]:
-    """(message type, interface name, flags) of each link message in a netlink datagram."""
-    off = 0
-    while off + _NLMSGHDR.size <= len(data):
-        length, mtype, _flags, _seq, _pid = _NLMSGHDR.unpack_from(data, off)
-        if length < _NLMSGHDR.size:
-            break
-        if mtype in (RTM_NEWLINK, RTM_DELLINK):
-            body = off + _NLMSGHDR.size
-            _fam, _typ, _index, flags, _change = _IFINFOMSG.unpack_from(data, body)
-            name = None
-            attr = body + _IFINFOMSG.size
-            while attr + _RTATTR.size <= off + length:
-                alen, atype = _RTATTR.unpack_from(data, attr)
-                if alen < _RTATTR.size:
-                    break
-                if atype == IFLA_IFNAME:
-                    name = data[attr + 4:attr + alen].split(b"\0", 1)[0].decode()
-                attr += (alen + 3) & ~3
-            yield mtype, name, flags
-        elif mtype == NLMSG_DONE:
-            yield mtype, None, 0
-        elif mtype == NLMSG_ERROR:
-            (err,) = struct.unpack_from("=i", data, off + _NLMSGHDR.size)
-            if err:
-                raise OSError(-err, f"netlink: {os.strerror(-err)}")
-        off += (length + 3) & ~3
 
 
 def _open_socket(netns: str | None) -> socket.socket:
@@ -101,10 +72,6 @@ def _open_socket(netns: str | None) -> socket.socket:
     return result[0]
 
 
-def _carrier(flags: int) -> bool:
-    return bool(flags & IFF_UP) and bool(flags & IFF_LOWER_UP)
-
-
 class PortWatcher:
     """Yields {port: up} for the watched interfaces: the current state first, then changes."""
 
@@ -119,32 +86,32 @@ class PortWatcher:
         sock = _open_socket(self.netns)
         sock.setblocking(False)
         try:
-            request = _NLMSGHDR.pack(_NLMSGHDR.size + _IFINFOMSG.size, RTM_GETLINK,
-                                     NLM_F_REQUEST | NLM_F_DUMP, 1, 0) + \
-                _IFINFOMSG.pack(socket.AF_UNSPEC, 0, 0, 0, 0)
+            request = NLMSGHDR.pack(NLMSGHDR.size + IFINFOMSG.size, RTM_GETLINK,
+                                    NLM_F_REQUEST | NLM_F_DUMP, 1, 0) + \
+                IFINFOMSG.pack(socket.AF_UNSPEC, 0, 0, 0, 0)
             await loop.sock_sendall(sock, request)
             present: dict[str, bool] = {}
             done = False
-            pending: list[tuple[int, str | None, int]] = []
+            pending: list[LinkMessage] = []
             while not done:
-                for mtype, name, flags in parse_links(await loop.sock_recv(sock, 1 << 16)):
-                    if mtype == NLMSG_DONE:
+                for msg in parse_links(await loop.sock_recv(sock, 1 << 16)):
+                    if msg.kind == NLMSG_DONE:
                         done = True
                     elif done:
-                        pending.append((mtype, name, flags))
-                    elif name is not None:
-                        present[name] = _carrier(flags)
+                        pending.append(msg)
+                    elif msg.name is not None:
+                        present[msg.name] = msg.carrier
             state = {port: present.get(name, False) for name, port in self.ports.items()}
             yield dict(state)
             while True:
                 batch: dict[int, bool] = {}
                 events = pending or list(parse_links(await loop.sock_recv(sock, 1 << 16)))
                 pending = []
-                for mtype, name, flags in events:
-                    port = self.ports.get(name) if name else None
+                for msg in events:
+                    port = self.ports.get(msg.name) if msg.name else None
                     if port is None:
                         continue
-                    up = mtype == RTM_NEWLINK and _carrier(flags)
+                    up = msg.carrier
                     if state[port] != up:
                         state[port] = up
                         batch[port] = up

@@ -10,15 +10,9 @@ import sys
 
 import pytest
 from sm_net import TOKEN, agree, loopback_fabric, make_daemon, wait_until
-from syncmesh.portwatch import (
-    RTM_DELLINK,
-    RTM_NEWLINK,
-    PortWatcher,
-    _carrier,
-    mininet_names,
-    parse_links,
-)
+from syncmesh.portwatch import PortWatcher, mininet_names
 
+from rtnetlink import RTM_DELLINK, RTM_NEWLINK, parse_links
 from topologies.fabric import dump
 
 
@@ -107,8 +101,8 @@ def _link_msg(mtype: int, name: str, flags: int) -> bytes:
 def test_parse_links_reads_name_and_flags(flags, carrier):
     data = _link_msg(RTM_NEWLINK, "l1-eth2", flags) + _link_msg(RTM_DELLINK, "smp3", 0)
     msgs = list(parse_links(data))
-    assert msgs == [(RTM_NEWLINK, "l1-eth2", flags), (RTM_DELLINK, "smp3", 0)]
-    assert _carrier(msgs[0][2]) is carrier
+    assert msgs == [(RTM_NEWLINK, 7, "l1-eth2", flags), (RTM_DELLINK, 7, "smp3", 0)]
+    assert msgs[0].carrier is carrier and msgs[1].carrier is False
 
 
 @pytest.mark.root
