@@ -8,7 +8,7 @@ STAMP     := $(VENV)/.deps-stamp
 APT_PKGS  := iproute2 iputils-ping ethtool tcpdump mininet openssl
 PYTEST_ARGS ?=
 
-.PHONY: deps test test-unit test-root run cli bench lint clean
+.PHONY: deps test test-unit run cli bench lint clean
 
 deps: $(STAMP)
 
