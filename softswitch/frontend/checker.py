@@ -581,18 +581,23 @@ class Checker:
                 self.err(p.loc, f"parameter '{p.name}' of '{decl.name}' must have type {q.type}, "
                                 f"not {p.type}")
 
-    def parser_decl(self, d: A.ParserDecl) -> None:
+    def _block_head(self, d: A.ParserDecl | A.ControlDecl, kind: str, type_cls) -> Scope:
+        """Type, parameters and locals of a parser or control; returns its scope."""
         if d.type_params:
-            self.unsupported(d.loc, "generic parser declarations")
-        s = Scope(self.global_scope, kind="parser", owner=d)
-        ps = self.params(d.params, s, "parser")
-        cps = self.params(d.ctor_params, s, "parser")
-        d.type = T.ParserType(d.name, [], ps, cps, decl=d)
+            self.unsupported(d.loc, f"generic {kind} declarations")
+        s = Scope(self.global_scope, kind=kind, owner=d)
+        ps = self.params(d.params, s, kind)
+        cps = self.params(d.ctor_params, s, kind)
+        d.type = type_cls(d.name, [], ps, cps, decl=d)
         self.types[d.name] = d.type
         for p in d.params + d.ctor_params:
             self.declare(s, p.name, p)
         for loc_decl in d.locals:
             self.local_decl(loc_decl, s, d)
+        return s
+
+    def parser_decl(self, d: A.ParserDecl) -> None:
+        s = self._block_head(d, "parser", T.ParserType)
         names = set()
         for st in d.states:
             st.fqname = f"{d.name}.{st.name}"
@@ -754,17 +759,7 @@ class Checker:
         self.declare(scope, d.name, d)
 
     def control_decl(self, d: A.ControlDecl) -> None:
-        if d.type_params:
-            self.unsupported(d.loc, "generic control declarations")
-        s = Scope(self.global_scope, kind="control", owner=d)
-        ps = self.params(d.params, s, "control")
-        cps = self.params(d.ctor_params, s, "control")
-        d.type = T.ControlType(d.name, [], ps, cps, decl=d)
-        self.types[d.name] = d.type
-        for p in d.params + d.ctor_params:
-            self.declare(s, p.name, p)
-        for loc_decl in d.locals:
-            self.local_decl(loc_decl, s, d)
+        s = self._block_head(d, "control", T.ControlType)
         for table, inst in self._synthesized:
             # anonymous table implementations become locals just before their table
             d.locals.insert(d.locals.index(table), inst)

@@ -251,6 +251,13 @@ def _split_top_level(body: str) -> list[str]:
     return parts
 
 
+def _ctor_params(rest: list) -> tuple[list, list]:
+    """Split the optional constructor parameters off the front of a parser/control body."""
+    if rest and isinstance(rest[0], _CtorParams):
+        return list(rest[0]), rest[1:]
+    return [], rest
+
+
 def _split(children, *types):
     """Pop leading annotations off a child list: (annotations, rest)."""
     ch = list(children)
@@ -525,11 +532,7 @@ class _Builder(Transformer):
 
     def parser_decl(self, meta, ch):
         loc, annots, name, tparams, params = ch[0]
-        rest = ch[1:]
-        ctor: list = []
-        if rest and isinstance(rest[0], _CtorParams):
-            ctor = list(rest[0])
-            rest = rest[1:]
+        ctor, rest = _ctor_params(ch[1:])
         locals_ = [d for d in rest if not isinstance(d, A.ParserState)]
         states = [d for d in rest if isinstance(d, A.ParserState)]
         return A.ParserDecl(loc=loc, name=name, annotations=annots, type_params=tparams,
@@ -594,11 +597,7 @@ class _Builder(Transformer):
 
     def control_decl(self, meta, ch):
         loc, annots, name, tparams, params = ch[0]
-        rest = ch[1:]
-        ctor: list = []
-        if rest and isinstance(rest[0], _CtorParams):
-            ctor = list(rest[0])
-            rest = rest[1:]
+        ctor, rest = _ctor_params(ch[1:])
         body = rest[-1]
         return A.ControlDecl(loc=loc, name=name, annotations=annots, type_params=tparams,
                              params=params, ctor_params=ctor, locals=list(rest[:-1]), body=body)
