@@ -138,6 +138,9 @@ def main() -> int:
         good = counts.pop(GOOD[cat], 0)
         others = ", ".join(f"{k} {v}" for k, v in counts.most_common())
         print(f"{cat:<8} {len(rows):>6} {good:>6} {100 * good / len(rows):>6.1f}%   {others}")
+        if cat == "p4info" and good + counts["differ"]:
+            print(f"{'':<8} of the programs softswitch accepts: {good}/{good + counts['differ']} "
+                  f"identical ({100 * good / (good + counts['differ']):.1f}%)")
     for cat in CATEGORIES:
         bad = [r for r in results if r["category"] == cat and r["status"] != GOOD[cat]]
         if not bad:

@@ -94,8 +94,8 @@ def _differences(ours: dict, ref: dict) -> list[str]:
 
 
 def run_p4info(prog: str, ref: str) -> dict:
+    from finsy.proto import p4i
     from google.protobuf import text_format
-    from p4.config.v1 import p4info_pb2
 
     try:
         program = _compile(prog)
@@ -104,7 +104,7 @@ def run_p4info(prog: str, ref: str) -> dict:
     from softswitch.p4info import build_p4info
 
     ours = build_p4info(program.info)
-    theirs = text_format.Parse(Path(ref).read_text(), p4info_pb2.P4Info())
+    theirs = text_format.Parse(Path(ref).read_text(), p4i.P4Info())
     diffs = _differences(_canonical(ours), _canonical(theirs))
     if not diffs:
         return {"status": "same", "detail": ""}
