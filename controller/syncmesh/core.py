@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sglb.config import quantise
 from topologies.fabric import Fabric, Role
 
 from .config import CoreConfig
@@ -29,7 +30,7 @@ from .linkstate import ZERO, LinkStateTable, PortState, Version
 from .messages import FullState, Hello, HelloReply, LinkNotice, Message, ProfileUpdate
 from .paths import downlinks, leaf_paths, path_capacity, path_live, peers_of, uplinks
 from .peers import PeerTable
-from .profiles import Profile, ProfilePublisher, ProfileStore, RateMeter, quantise
+from .profiles import Profile, ProfilePublisher, ProfileStore, RateMeter
 from .switchops import (
     NOTICE_GROUP,
     HostRoute,

@@ -21,11 +21,21 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
-import math
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from sglb.codes import LbMode, Role
+from sglb.config import (
+    MAX_PATHS,
+    QMAX,
+    capacity_weights,
+    dre_shift,
+    profile_params,
+    switch_params,
+    uplinks_params,
+)
 
 from .switchops import (
     HostRoute,
@@ -40,11 +50,6 @@ from .switchops import (
     SwitchConfig,
     SwitchOp,
 )
-
-MAX_PATHS = 8  # MAX_PATHS in p4src/include/constants.p4
-QMAX = 7  # 3-bit congestion levels
-WMAX = 15  # 4-bit capacity weights
-DRE_PERIOD_US = 64  # 2^DRE_PERIOD_SHIFT
 
 
 class MappingError(ValueError):
@@ -92,25 +97,6 @@ def switch_mac(switch_id: int) -> int:
     return (0x025347 << 24) | (switch_id & 0xFFFFFF)
 
 
-def dre_shift(capacity_mbps: float) -> int:
-    """DRE quantisation shift so that a full link reads about QMAX + 1 (docs/sglb.md).
-
-    The DRE holds about the bytes of the last 2T (T = 64 us); at line rate
-    that is capacity x 2T / 8 bytes; shifting by log2 of an eighth of it
-    maps a full link to 8, capped at 7.
-    """
-    full_bytes = capacity_mbps * 1e6 * 2 * DRE_PERIOD_US * 1e-6 / 8
-    return max(0, round(math.log2(max(full_bytes / (QMAX + 1), 1.0))))
-
-
-def weights(capacities: list[float]) -> list[int]:
-    """4-bit capacity weights in proportion to capacity; dead paths 0, live ones at least 1."""
-    top = max(capacities, default=0.0)
-    if top <= 0:
-        return [0] * len(capacities)
-    return [0 if c <= 0 else max(1, round(WMAX * c / top)) for c in capacities]
-
-
 def _lpm(prefix: str) -> tuple[int, int]:
     net = ipaddress.IPv4Network(prefix)
     return int(net.network_address), net.prefixlen
@@ -134,11 +120,10 @@ def entities(desired: Mapping[tuple, SwitchOp], identity: Identity,
         raise MappingError("no SwitchConfig in the desired state")
     assert isinstance(config, SwitchConfig)
     is_leaf = config.role == "leaf"
-    out.append(TableWrite("switch_config", (), "set_switch", (
-        ("role", 0 if is_leaf else 1), ("lb_mode", 0 if config.glb else 1),
-        ("switch_id", config.switch_id), ("switch_mac", identity.switch_mac),
-        ("flowlet_gap", identity.flowlet_gap_us), ("tie_tolerance", identity.tie_tolerance),
-        ("notice_group", config.notice_group))))
+    out.append(TableWrite("switch_config", (), "set_switch", tuple(switch_params(
+        Role.LEAF if is_leaf else Role.SPINE, config.switch_id, identity.switch_mac,
+        identity.flowlet_gap_us, LbMode.SGLB if config.glb else LbMode.ECMP,
+        identity.tie_tolerance, config.notice_group))))
 
     capacity = {op.port: op.mbps for op in by_type[PortCapacity]}  # type: ignore[union-attr]
     for op in by_type[LeafRoute]:
@@ -205,19 +190,15 @@ def _leaf_paths(by_type: Mapping[type, list[SwitchOp]], capacity: Mapping[int, f
     if ports and max(ports) >= MAX_PATHS:
         raise MappingError(f"sglb.p4 holds {MAX_PATHS} paths per leaf, this leaf has "
                            f"{max(ports) + 1} uplinks")
-    params: list[tuple[str, int]] = [("path_slots", sum(1 << i for i in ports))]
-    params += [(f"port{i}", ports.get(i, 0)) for i in range(MAX_PATHS)]
-    params += [(f"shift{i}", dre_shift(capacity[ports[i]]) if i in ports else 0)
-               for i in range(MAX_PATHS)]
-    out: list[Entity] = [TableWrite("uplinks", (), "set_uplinks", tuple(params))]
+    uplinks = {i: (port, dre_shift(capacity[port])) for i, port in ports.items()}
+    out: list[Entity] = [TableWrite("uplinks", (), "set_uplinks",
+                                    tuple(uplinks_params(uplinks)))]
     for dst in sorted(paths):
         per_dst = paths[dst]
         caps = [per_dst[i].capacity_mbps if i in per_dst else 0.0 for i in range(MAX_PATHS)]
-        w = weights(caps)
         live_mask = sum(1 << i for i, p in per_dst.items() if p.live)
-        prof: list[tuple[str, int]] = [("live_mask", live_mask), ("gen", gens.get(dst, 1) & 0xFF)]
-        prof += [(f"rq{i}", min(QMAX, remote.get((dst, i), 0))) for i in range(MAX_PATHS)]
-        prof += [(f"w{i}", w[i]) for i in range(MAX_PATHS)]
+        rq = [min(QMAX, remote.get((dst, i), 0)) for i in range(MAX_PATHS)]
+        prof = profile_params(live_mask, gens.get(dst, 1) & 0xFF, rq, capacity_weights(caps))
         out.append(TableWrite("dst_profile", (("meta.dst_leaf", dst),), "set_profile",
                               tuple(prof)))
     return out
