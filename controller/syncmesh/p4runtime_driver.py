@@ -23,6 +23,8 @@ from typing import Any
 
 import finsy as fy
 
+from softswitch import port_status
+
 from .logs import SwitchLog
 from .sglb_mapping import (
     SGLB_TABLES,
@@ -37,7 +39,6 @@ from .switchops import SwitchOp
 
 log = logging.getLogger("syncmesh.p4runtime")
 
-PORT_STATUS_ETHERTYPE = 0x88B5
 PACKET_OUT_PIPELINE = 0  # packet_out.op: run the pipeline as if from the CPU port
 KEYLESS_TABLES = ("switch_config", "uplinks")
 TX_COUNTER = "SglbEgress.port_tx"
@@ -73,12 +74,6 @@ def compile_pipeline(program: Path, out_dir: Path | None = None) -> PipelineFile
     files.p4info.write_text(p4info_text(build_p4info(load_program(blob))))
     files.device_config.write_bytes(blob)
     return files
-
-
-def port_status_frame(port: int, up: bool, seq: int) -> bytes:
-    """Ethernet frame of a port-status packet (docs/softswitch-api.md), without packet_out."""
-    eth = b"\xff" * 6 + b"\x00" * 6 + PORT_STATUS_ETHERTYPE.to_bytes(2, "big")
-    return eth + bytes([1, 2 if up else 1]) + port.to_bytes(2, "big") + seq.to_bytes(4, "big")
 
 
 def _suffix(name: str) -> str:
@@ -244,7 +239,7 @@ class P4RuntimeDriver:
         """PacketOut of a port-status packet, on targets that need the controller to send it."""
         if not self.inject_port_status:
             return  # softswitch injects it itself on every carrier change
-        await self._sw().write([fy.P4PacketOut(port_status_frame(port, up, seq),
+        await self._sw().write([fy.P4PacketOut(port_status.encode(port, up, seq),
                                                op=PACKET_OUT_PIPELINE, reserved=0, egress_port=0)])
 
     async def close(self) -> None:

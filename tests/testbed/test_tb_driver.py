@@ -11,7 +11,7 @@ from pathlib import Path
 import finsy as fy
 import pytest
 from syncmesh.core import SyncMeshCore
-from syncmesh.p4runtime_driver import DriverError, P4RuntimeDriver, port_status_frame
+from syncmesh.p4runtime_driver import DriverError, P4RuntimeDriver
 from syncmesh.sglb_mapping import Identity, TableWrite, entities, switch_mac
 
 from sglb.codes import Event
@@ -221,10 +221,3 @@ def test_connect_errors_name_the_switch(sglb_pipeline):
             await d.read_tx_bytes()
 
     run(scenario())
-
-
-def test_port_status_frame_layout():
-    frame = port_status_frame(7, False, 0x01020304)
-    assert frame[:6] == b"\xff" * 6 and frame[12:14] == b"\x88\xb5"
-    assert frame[14:] == bytes([1, 1, 0, 7, 1, 2, 3, 4])
-    assert port_status_frame(7, True, 1)[15] == 2
