@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "controller"))
 from syncmesh.config import CoreConfig  # noqa: E402
 from syncmesh.daemon import Daemon, DaemonOptions  # noqa: E402
 
-from topologies.fabric import leaf_spine  # noqa: E402
+from fabricmodel import leaf_spine  # noqa: E402
 
 TOKEN = "bench-token"
 CONFIG = CoreConfig()

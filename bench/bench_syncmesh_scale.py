@@ -38,7 +38,7 @@ from syncmesh.linkstate import Version  # noqa: E402
 from syncmesh.messages import Hello, HelloReply, ProfileUpdate  # noqa: E402
 from syncmesh.profiles import Profile  # noqa: E402
 
-from topologies.fabric import leaf_spine  # noqa: E402
+from fabricmodel import leaf_spine  # noqa: E402
 
 CONFIG = CoreConfig()  # the defaults the daemon ships with
 SIZES = [(2, 2), (4, 2), (8, 4), (16, 4)]

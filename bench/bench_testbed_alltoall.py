@@ -32,9 +32,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from fabricmodel import load  # noqa: E402
 from topologies import alltoall  # noqa: E402
 from topologies.demo import log_to_file  # noqa: E402
-from topologies.fabric import load  # noqa: E402
 
 FABRICS = {"symmetric": REPO / "topologies/fabrics/ls4x2.yaml",
            "asymmetric": REPO / "topologies/fabrics/ls4x2-asym.yaml"}

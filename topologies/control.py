@@ -26,7 +26,7 @@ from syncmesh.p4runtime_driver import P4RuntimeDriver, PipelineFiles, compile_pi
 from syncmesh.portwatch import PortWatcher
 from syncmesh.sglb_mapping import Identity, switch_mac
 
-from topologies.fabric import Fabric
+from fabricmodel import Fabric
 
 
 @dataclass(frozen=True)

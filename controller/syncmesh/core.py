@@ -22,8 +22,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fabricmodel import Fabric, Role
 from sglb.config import quantise
-from topologies.fabric import Fabric, Role
 
 from .config import CoreConfig
 from .linkstate import ZERO, LinkStateTable, PortState, Version

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import grpc
 
-from topologies.fabric import Fabric
+from fabricmodel import Fabric
 
 from . import wire
 from .config import CoreConfig

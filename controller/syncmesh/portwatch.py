@@ -21,6 +21,7 @@ import socket
 import threading
 from collections.abc import AsyncIterator, Mapping
 
+from fabricmodel import Fabric
 from rtnetlink import (
     IFINFOMSG,
     NLM_F_DUMP,
@@ -32,7 +33,6 @@ from rtnetlink import (
     LinkMessage,
     parse_links,
 )
-from topologies.fabric import Fabric
 
 CLONE_NEWNET = 0x40000000
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from syncmesh.config import CoreConfig
 from syncmesh.daemon import Daemon, DaemonOptions
 
-from topologies.fabric import Fabric, leaf_spine
+from fabricmodel import Fabric, leaf_spine
 
 TOKEN = "sm-test-secret"
 FAST = CoreConfig(keepalive_interval=0.1, dead_interval=0.6, profile_period=0.3,

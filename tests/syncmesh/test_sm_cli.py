@@ -10,7 +10,7 @@ import sys
 from sm_net import TOKEN, free_ports, http_get, loopback_fabric, make_daemon, wait_until
 from syncmesh.metrics import parse
 
-from topologies.fabric import dump
+from fabricmodel import dump
 
 CMD = [sys.executable, "-m", "syncmesh.cli"]
 

@@ -10,8 +10,8 @@ from syncmesh.paths import leaf_paths, path_live, peers_of, uplinks
 from syncmesh.profiles import Profile, ProfilePublisher, RateMeter
 from syncmesh.switchops import PathEntry, PortPeer, RemoteCongestion, SpinePaths, SpineRoute
 
+from fabricmodel import leaf_spine
 from sglb.config import quantise
-from topologies.fabric import leaf_spine
 
 
 @pytest.fixture

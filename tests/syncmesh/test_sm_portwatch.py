@@ -12,8 +12,8 @@ import pytest
 from sm_net import TOKEN, agree, loopback_fabric, make_daemon, wait_until
 from syncmesh.portwatch import PortWatcher, mininet_names
 
+from fabricmodel import dump
 from rtnetlink import RTM_DELLINK, RTM_NEWLINK, parse_links
-from topologies.fabric import dump
 
 
 def ip(*args):

@@ -19,8 +19,8 @@ from syncmesh.sglb_mapping import (
 )
 from syncmesh.switchops import MulticastGroup, PathEntry
 
+from fabricmodel import leaf_spine, load
 from softswitch import Exact, Lpm, Switch, compile_file
-from topologies.fabric import leaf_spine, load
 
 ROOT = Path(__file__).resolve().parents[2]
 

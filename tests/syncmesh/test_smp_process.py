@@ -35,7 +35,7 @@ from syncmesh.sglb_mapping import (
     switch_mac,
 )
 
-from topologies.fabric import load
+from fabricmodel import load
 
 pytestmark = pytest.mark.root
 

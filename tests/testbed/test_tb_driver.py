@@ -14,10 +14,10 @@ from syncmesh.core import SyncMeshCore
 from syncmesh.p4runtime_driver import DriverError, P4RuntimeDriver
 from syncmesh.sglb_mapping import Identity, TableWrite, entities, switch_mac
 
+from fabricmodel import load
 from sglb.codes import Event
 from softswitch.p4runtime.device import Device
 from softswitch.p4runtime.server import P4RuntimeServer
-from topologies.fabric import load
 
 REPO = Path(__file__).resolve().parents[2]
 FABRIC = load(REPO / "topologies" / "fabrics" / "ls2x2.yaml")

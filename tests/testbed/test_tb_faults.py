@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from syncmesh.sglb_mapping import TableWrite
 
+from fabricmodel import load
 from topologies.control import ControlOptions, FabricControl
-from topologies.fabric import load
 from topologies.mininet_fabric import FabricNet, NetOptions
 
 pytestmark = [pytest.mark.mininet, pytest.mark.timeout(300)]

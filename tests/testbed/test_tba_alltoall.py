@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from fabricmodel import FabricError, load
 from topologies import alltoall
-from topologies.fabric import FabricError, load
 
 REPO = Path(__file__).resolve().parents[2]
 FABRICS = REPO / "topologies" / "fabrics"
