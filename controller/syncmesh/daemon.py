@@ -123,7 +123,7 @@ class Daemon:
         self._spawn(self._ticker(), "ticker")
 
     async def stop(self) -> None:
-        """Stop timers, server and channels; the switch keeps its entries."""
+        """Stop timers, server, channels and the switch session; the switch keeps its entries."""
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -136,8 +136,6 @@ class Daemon:
             await self._metrics.stop()
         for ch in self._channels.values():
             await ch.close()
-        if self.driver is not None:
-            await self.driver.close()
         self.log.event("stopped")
 
     def _spawn(self, coro, name: str) -> None:
@@ -239,17 +237,17 @@ class Daemon:
         outage_since = time.monotonic()
         while True:
             try:
-                await self.driver.connect()
-                await self.driver.reconcile(self.core.desired())
-                self.log.event("switch_connected")
-                delay = 0.5
-                outage_since = None
-                poll = asyncio.get_running_loop().create_task(self._poll_counters())
-                try:
-                    async for changes in self.driver.port_events():
-                        self.port_status(changes)
-                finally:
-                    poll.cancel()
+                async with self.driver.session():
+                    await self.driver.reconcile(self.core.desired())
+                    self.log.event("switch_connected")
+                    delay = 0.5
+                    outage_since = None
+                    poll = asyncio.get_running_loop().create_task(self._poll_counters())
+                    try:
+                        async for changes in self.driver.port_events():
+                            self.port_status(changes)
+                    finally:
+                        poll.cancel()
             except asyncio.CancelledError:
                 raise
             except Exception as e:

@@ -4,16 +4,23 @@ One primary-controller session per switch: it pushes the pipeline when the
 switch's cookie differs (so a daemon restart keeps the running program and its
 entries), reads the program's entities back and writes only the differences
 (``sglb_mapping.SwitchBook``), reads the ``SglbEgress.port_tx`` counter for
-utilisation, follows port oper-status (gNMI, which finsy keeps in
-``Switch.ports``) and, on targets that do not inject port-status packets
-themselves, sends them as PacketOut (docs/softswitch-api.md, docs/sglb.md).
-Works unchanged against ``softswitch run`` and BMv2's ``simple_switch_grpc``.
+utilisation, follows port oper-status (gNMI: finsy emits ``PORT_UP`` /
+``PORT_DOWN`` on the switch's event emitter) and, on targets that do not
+inject port-status packets themselves, sends them as PacketOut
+(docs/softswitch-api.md, docs/sglb.md). Works unchanged against
+``softswitch run`` and BMv2's ``simple_switch_grpc``.
+
+A session is finsy's own lifecycle, ``async with fy.Switch(...)``, held open
+by ``session()``; leaving it (or cancelling the task in it) closes the
+channel. Every failure at this boundary is one ``DriverError`` that keeps
+finsy's ``P4ClientError`` and its question-style predicates.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import logging
 import tempfile
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
@@ -22,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import finsy as fy
+from finsy.gnmiclient import GNMIClientError
 
 from softswitch import port_status
 
@@ -44,8 +52,62 @@ KEYLESS_TABLES = ("switch_config", "uplinks")
 TX_COUNTER = "SglbEgress.port_tx"
 
 
+class Failure(enum.Enum):
+    """What went wrong at the switch boundary."""
+
+    UNREACHABLE = "unreachable"
+    """No P4Runtime session could be opened."""
+    NOT_PRIMARY = "not_primary"
+    """Another controller is primary."""
+    DISCONNECTED = "disconnected"
+    """No session, or the stream dropped."""
+    REFUSED = "refused"
+    """The switch refused a request (``cause`` says why)."""
+
+
 class DriverError(RuntimeError):
-    """The switch refused the session or a write (message names the switch)."""
+    """The switch refused the session or a request; the message names the switch.
+
+    ``cause`` is finsy's ``P4ClientError`` when the switch answered with a
+    P4Runtime error; its predicates are forwarded so that callers can ask
+    what happened instead of matching texts.
+    """
+
+    def __init__(self, message: str, failure: Failure,
+                 cause: fy.P4ClientError | None = None) -> None:
+        super().__init__(message)
+        self.failure = failure
+        self.cause = cause
+
+    @property
+    def is_unreachable(self) -> bool:
+        """True when no P4Runtime session could be opened."""
+        return self.failure is Failure.UNREACHABLE
+
+    @property
+    def is_not_primary(self) -> bool:
+        """True when another controller holds the primary role."""
+        return self.failure is Failure.NOT_PRIMARY
+
+    @property
+    def is_disconnected(self) -> bool:
+        """True when there is no session or the stream dropped."""
+        return self.failure is Failure.DISCONNECTED
+
+    @property
+    def is_election_id_used(self) -> bool:
+        """True when the switch refused our election id (``P4ClientError``)."""
+        return self.cause is not None and self.cause.is_election_id_used
+
+    @property
+    def is_pipeline_missing(self) -> bool:
+        """True when the switch has no pipeline (``P4ClientError``)."""
+        return self.cause is not None and self.cause.is_pipeline_missing
+
+    @property
+    def is_not_found_only(self) -> bool:
+        """True when every refused update of a write was NOT_FOUND (``P4ClientError``)."""
+        return self.cause is not None and self.cause.is_not_found_only
 
 
 @dataclass(frozen=True)
@@ -74,6 +136,12 @@ def compile_pipeline(program: Path, out_dir: Path | None = None) -> PipelineFile
     files.p4info.write_text(p4info_text(build_p4info(load_program(blob))))
     files.device_config.write_bytes(blob)
     return files
+
+
+async def _cancel(task: asyncio.Task[Any]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
 
 
 def _suffix(name: str) -> str:
@@ -118,18 +186,18 @@ class P4RuntimeDriver:
 
     def __init__(self, name: str, address: str, device_id: int, identity: Identity,
                  pipeline: PipelineFiles, ports: Iterable[int], *,
-                 inject_port_status: bool = False, poll_interval: float = 0.02,
-                 election_id: int = 10) -> None:
+                 inject_port_status: bool = False, election_id: int = 10) -> None:
         self.name = name
         self.address = address
         self.ports = tuple(sorted(ports))
         self.inject_port_status = inject_port_status
         """True on targets that do not turn carrier changes into port-status packets."""
-        self.poll_interval = poll_interval
         self.book = SwitchBook(identity)
         self._options = fy.SwitchOptions(p4info=pipeline.p4info, p4blob=pipeline.device_config,
                                          device_id=device_id, initial_election_id=election_id)
         self._switch: fy.Switch | None = None
+        self._port_changes: asyncio.Queue[dict[int, bool] | None] = asyncio.Queue()
+        self._ports = fy.SwitchPortList()
         self._desired: dict[tuple, SwitchOp] = {}
         self._lock = asyncio.Lock()
         self._log = SwitchLog(name, log)
@@ -143,22 +211,72 @@ class P4RuntimeDriver:
 
     def _sw(self) -> fy.Switch:
         if self._switch is None or not self._switch.is_up:
-            raise DriverError(f"{self.name}: not connected to {self.address}")
+            raise DriverError(f"{self.name}: not connected to {self.address}",
+                              Failure.DISCONNECTED)
         return self._switch
 
-    async def connect(self) -> None:
-        """Become primary; push the pipeline only if the switch runs another one (cookie)."""
-        await self.close()
+    @contextlib.asynccontextmanager
+    async def session(self) -> AsyncIterator[None]:
+        """Be primary for the ``async with`` block: finsy's lifecycle opens the channel,
+        arbitrates and pushes the pipeline only if the switch runs another one (cookie);
+        leaving the block closes the channel, the switch keeps forwarding."""
         sw = fy.Switch(self.name, self.address, self._options)
+        changes: asyncio.Queue[dict[int, bool] | None] = asyncio.Queue()
+
+        def port_changed(_sw: fy.Switch, port: fy.SwitchPort) -> None:
+            changes.put_nowait({port.id: port.up})
+
+        sw.ee.on(fy.SwitchEvent.PORT_UP, port_changed)
+        sw.ee.on(fy.SwitchEvent.PORT_DOWN, port_changed)
+        sw.ee.on(fy.SwitchEvent.CHANNEL_DOWN, lambda _sw: changes.put_nowait(None))
         try:
-            await sw.__aenter__()
-        except Exception as e:
-            raise DriverError(f"{self.name}: cannot connect to {self.address}: {e}") from None
-        self._switch = sw
-        if not sw.is_primary:
-            await self.close()
-            raise DriverError(f"{self.name}: another controller is primary on {self.address}")
-        self._log.event("p4runtime_connected", address=self.address)
+            async with contextlib.AsyncExitStack() as stack:
+                try:
+                    await stack.enter_async_context(sw)
+                except Exception as e:
+                    raise DriverError(f"{self.name}: cannot connect to {self.address}: {e}",
+                                      Failure.UNREACHABLE,
+                                      e if isinstance(e, fy.P4ClientError) else None) from None
+                if not sw.is_primary:
+                    raise DriverError(f"{self.name}: another controller is primary on "
+                                      f"{self.address}", Failure.NOT_PRIMARY)
+                self._ports = await self._follow_ports(sw, stack, changes)
+                self._switch, self._port_changes = sw, changes
+                self._log.event("p4runtime_connected", address=self.address)
+                yield
+        finally:
+            self._switch = None
+            self._ports = fy.SwitchPortList()
+            sw.ee.remove_all_listeners()
+
+    async def _follow_ports(self, sw: fy.Switch, stack: contextlib.AsyncExitStack,
+                            changes: asyncio.Queue[dict[int, bool] | None]) -> fy.SwitchPortList:
+        """Port oper-status over gNMI, announced as PORT_UP / PORT_DOWN on ``sw.ee``.
+
+        finsy 0.30 keeps ``Switch.ports`` up to date but starts its listener
+        without the switch, so its emitter never fires port events; this
+        session's own ``SwitchPortList`` is listened to with the switch, which
+        makes finsy emit them. Targets without gNMI report no ports.
+        """
+        gnmi = await stack.enter_async_context(
+            fy.GNMIClient(self.address, self._options.channel_credentials))
+        ports = fy.SwitchPortList()
+        try:
+            await ports.subscribe(gnmi)
+        except GNMIClientError as e:
+            if e.code != fy.GRPCStatusCode.UNIMPLEMENTED:
+                raise DriverError(f"{self.name}: gNMI port subscription failed: {e}",
+                                  Failure.REFUSED) from None
+            self._log.event("gnmi_unimplemented", logging.WARNING)
+            return ports
+        stack.callback(ports.close)
+        if ports:
+            listener = asyncio.get_running_loop().create_task(
+                ports.listen(sw), name=f"{self.name}:ports")
+            # the gNMI stream ending means the switch is gone, as CHANNEL_DOWN does
+            listener.add_done_callback(lambda _t: changes.put_nowait(None))
+            stack.push_async_callback(_cancel, listener)
+        return ports
 
     async def read_entities(self) -> list[Entity]:
         """Everything the program's tables and multicast groups hold, as mapping entities."""
@@ -204,7 +322,7 @@ class P4RuntimeDriver:
                 await sw.modify([to_finsy(e) for e in plan.modify])
         except fy.P4ClientError as e:
             # what was written is unknown now: the next reconcile reads it back
-            raise DriverError(f"{self.name}: write refused: {e}") from None
+            raise DriverError(f"{self.name}: write refused: {e}", Failure.REFUSED, e) from None
         self.writes += len(plan.delete) + len(plan.insert) + len(plan.modify)
         self.book.commit(plan)
 
@@ -218,18 +336,28 @@ class P4RuntimeDriver:
 
     def port_state(self) -> dict[int, bool]:
         """Oper-status of every port the switch reports ({data-plane port: up})."""
-        sw = self._sw()
-        return {p.id: p.up for p in sw.ports}
+        self._sw()
+        return {p.id: p.up for p in self._ports}
 
     async def port_events(self) -> AsyncIterator[dict[int, bool]]:
-        """The current port state, then every change; ends with DriverError when the stream drops."""
+        """The current port state, then every change; ends with DriverError when the stream drops.
+
+        Changes come from finsy's emitter; those that arrive together are merged
+        into one batch and a port that flapped back within it is left out.
+        """
         last = self.port_state()
+        changes = self._port_changes
         yield dict(last)
         while True:
-            await asyncio.sleep(self.poll_interval)
-            if not self.connected:
-                raise DriverError(f"{self.name}: P4Runtime stream to {self.address} lost")
-            now = self.port_state()
+            batch = [await changes.get()]
+            while not changes.empty():
+                batch.append(changes.get_nowait())
+            now = dict(last)
+            for change in batch:
+                if change is None:
+                    raise DriverError(f"{self.name}: P4Runtime stream to {self.address} lost",
+                                      Failure.DISCONNECTED)
+                now.update(change)
             changed = {p: up for p, up in now.items() if last.get(p) != up}
             last = now
             if changed:
@@ -241,10 +369,3 @@ class P4RuntimeDriver:
             return  # softswitch injects it itself on every carrier change
         await self._sw().write([fy.P4PacketOut(port_status.encode(port, up, seq),
                                                op=PACKET_OUT_PIPELINE, reserved=0, egress_port=0)])
-
-    async def close(self) -> None:
-        """Drop the session; the switch keeps forwarding with its entries."""
-        sw, self._switch = self._switch, None
-        if sw is not None:
-            with contextlib.suppress(Exception):
-                await sw.__aexit__(None, None, None)
