@@ -66,6 +66,7 @@ def leaf_spine(leaves: int, spines: int, hosts_per_leaf: int, nics_per_host: int
             nics = []
             for k in range(nics_per_host):
                 leaf = leaf_sw[pod * nics_per_host + k]
+                assert leaf.subnet is not None  # every generated leaf has one
                 nics.append(Nic(
                     f"eth{k}", leaf.name, j + 1,
                     f"02:00:{leaf.id >> 8:02x}:{leaf.id & 0xFF:02x}:00:{j + 1:02x}",

@@ -196,20 +196,20 @@ def _typed(src: _Source, value: Any, path: str, kind: type, what: str) -> Any:
 
 
 def _name(src: _Source, value: Any, path: str) -> str:
-    _typed(src, value, path, str, "a name")
-    if not NAME_RE.match(value):
-        raise src.error(path, f"bad name {value!r}: a letter then letters/digits/_, "
+    name: str = _typed(src, value, path, str, "a name")
+    if not NAME_RE.match(name):
+        raise src.error(path, f"bad name {name!r}: a letter then letters/digits/_, "
                               "at most 8 characters")
-    return value
+    return name
 
 
 def _port(src: _Source, value: Any, path: str, cpu_port: int) -> int:
-    _typed(src, value, path, int, "a port number")
-    if not 1 <= value <= MAX_PORT:
-        raise src.error(path, f"port {value} out of range 1..{MAX_PORT}")
-    if value == cpu_port:
-        raise src.error(path, f"port {value} is the CPU port")
-    return value
+    port: int = _typed(src, value, path, int, "a port number")
+    if not 1 <= port <= MAX_PORT:
+        raise src.error(path, f"port {port} out of range 1..{MAX_PORT}")
+    if port == cpu_port:
+        raise src.error(path, f"port {port} is the CPU port")
+    return port
 
 
 def _build(src: _Source) -> Fabric:
@@ -235,7 +235,7 @@ def _build(src: _Source) -> Fabric:
                                 "control.metrics_base", int, "a TCP port"),
         )
 
-    switches = []
+    switches: list[Switch] = []
     for i, raw in enumerate(_typed(src, top["switches"], "switches", list, "a list")):
         p = f"switches[{i}]"
         s = _mapping(src, raw, p, ("name", "role", "id"),
@@ -270,9 +270,9 @@ def _build(src: _Source) -> Fabric:
         lk = _mapping(src, raw, p, ("a", "b", "capacity"), ("status",))
         ends = []
         for side in ("a", "b"):
-            e = _mapping(src, lk[side], f"{p}.{side}", ("switch", "port"), ())
-            ends.append(Endpoint(_name(src, e["switch"], f"{p}.{side}.switch"),
-                                 _port(src, e["port"], f"{p}.{side}.port", cpu_port)))
+            raw_end = _mapping(src, lk[side], f"{p}.{side}", ("switch", "port"), ())
+            ends.append(Endpoint(_name(src, raw_end["switch"], f"{p}.{side}.switch"),
+                                 _port(src, raw_end["port"], f"{p}.{side}.port", cpu_port)))
         status = lk.get("status", "up")
         if status not in ("up", "down"):
             raise src.error(f"{p}.status", f"status must be 'up' or 'down', got {status!r}")

@@ -271,12 +271,13 @@ def check_fabric(fab: Fabric, file: str, lines: dict[str, int],
                          or not 0 < int(addr.rsplit(":", 1)[1]) < 65536):
                 raise err(f"{p}.{key}", f"expected host:port with a TCP port, got {addr!r}"
                           + ("" if f"{p}.{key}" in lines else " (derived from 'control')"))
-    subnets = [(f"switches[{i}].subnet", s) for i, s in enumerate(fab.switches) if s.subnet]
-    for i, (pa, na) in enumerate(subnets):
-        for pb, nb in subnets[:i]:
-            if na.subnet.overlaps(nb.subnet):
-                raise err(pa, f"subnet {na.subnet} of {na.name!r} overlaps {nb.subnet} of "
-                              f"{nb.name!r} ({pb})")
+    subnets = [(f"switches[{i}].subnet", s.name, s.subnet)
+               for i, s in enumerate(fab.switches) if s.subnet is not None]
+    for i, (pa, name_a, net_a) in enumerate(subnets):
+        for pb, name_b, net_b in subnets[:i]:
+            if net_a.overlaps(net_b):
+                raise err(pa, f"subnet {net_a} of {name_a!r} overlaps {net_b} of "
+                              f"{name_b!r} ({pb})")
 
     used: dict[tuple[str, int], str] = {}
 

@@ -24,6 +24,7 @@ import socket
 import struct
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import NamedTuple
 
 RTMGRP_LINK = 0x1
@@ -49,7 +50,7 @@ class LinkMessage(NamedTuple):
     """One link message; ``kind`` NLMSG_DONE marks the end of a dump."""
 
     kind: int
-    index: int
+    index: int  # type: ignore[assignment]  # rtnetlink's name; shadows tuple.index on purpose
     name: str | None
     flags: int
 
@@ -125,7 +126,8 @@ def open_link_socket(netns: str | None = None) -> socket.socket:
     return result[0]
 
 
-class Link(NamedTuple):
+@dataclass(frozen=True)
+class Link:
     """The last known state of one link."""
 
     index: int

@@ -124,9 +124,9 @@ class PortSet:
                 self._by_ifindex[port.ifindex] = port
             self._links = LinkWatch()  # subscribed, then dumped: no change is missed
             for link in self._links.links.values():
-                port = self._by_ifindex.get(link.index)
-                if port is not None:
-                    port.up = link.carrier
+                known = self._by_ifindex.get(link.index)
+                if known is not None:
+                    known.up = link.carrier
         except PermissionError as exc:
             self.close()
             raise PortError(f"raw sockets need root (CAP_NET_RAW): {exc}") from exc
@@ -198,6 +198,8 @@ class PortSet:
 
     def _drain(self, port: Port) -> None:
         sock = port.sock
+        if sock is None:
+            return
         for _ in range(64):  # bounded so that one busy port does not starve the others
             try:
                 data, addr = sock.recvfrom(_MAX_FRAME)

@@ -234,7 +234,7 @@ class Daemon:
         assert self.driver is not None
         delay = 0.5
         budget = self.options.switch_budget
-        outage_since = time.monotonic()
+        outage_since: float | None = time.monotonic()
         while True:
             try:
                 async with self.driver.session():
@@ -323,6 +323,7 @@ class Daemon:
                 changed, actions = self.core.on_profile(msg, now)
                 out = wire.encode_ack(changed)
             else:
+                assert isinstance(msg, FullState)  # the one decoder left: Resync
                 state, actions = self.core.on_resync(msg, now)
                 out = wire.encode(state)
         except Rejected as e:

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
-from .switchops import SwitchOp
+from .switchops import OpKey, SwitchOp
 
 
 class SwitchDriver(Protocol):
@@ -23,7 +23,7 @@ class SwitchDriver(Protocol):
         (kept if equal); leaving the block drops the connection, and the switch keeps
         forwarding with what it has."""
 
-    async def reconcile(self, desired: Mapping[tuple, SwitchOp]) -> None:
+    async def reconcile(self, desired: Mapping[OpKey, SwitchOp]) -> None:
         """Read the switch's entries back and fix only what differs from ``desired``."""
 
     async def apply(self, ops: Sequence[SwitchOp]) -> None:

@@ -26,10 +26,11 @@ import tempfile
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import finsy as fy
 from finsy.gnmiclient import GNMIClientError
+from finsy.p4entity import P4Replica
 
 from softswitch import port_status
 
@@ -38,12 +39,13 @@ from .sglb_mapping import (
     SGLB_TABLES,
     Entity,
     Identity,
+    MatchValue,
     MulticastWrite,
     Plan,
     SwitchBook,
     TableWrite,
 )
-from .switchops import SwitchOp
+from .switchops import OpKey, SwitchOp
 
 log = logging.getLogger("syncmesh.p4runtime")
 
@@ -138,6 +140,15 @@ def compile_pipeline(program: Path, out_dir: Path | None = None) -> PipelineFile
     return files
 
 
+_E = TypeVar("_E")
+
+
+def switch_read(sw: fy.Switch, requests: Sequence[_E]) -> AsyncIterator[_E]:
+    """``sw.read(requests)``, typed: finsy 0.30 declares the overloads of ``Switch.read``
+    as coroutines while the method is an async generator of the requested entities."""
+    return cast("AsyncIterator[_E]", sw.read(requests))
+
+
 async def _cancel(task: asyncio.Task[Any]) -> None:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -160,19 +171,19 @@ def to_finsy(e: Entity) -> Any:
     )
 
 
-def from_finsy(entry: Any, schema: Any) -> Entity | None:
+def from_finsy(entry: object, schema: fy.P4Schema) -> Entity | None:
     """A read-back finsy entity as a mapping entity (None for what the mapping never writes)."""
     if isinstance(entry, fy.P4MulticastGroupEntry):
         ports = []
-        for r in entry.replicas:
-            ports.append(r if isinstance(r, int) else r[0])
+        for r in entry.replicas:  # finsy reads a replica back as a port or (port, instance)
+            ports.append(r.port if isinstance(r, P4Replica) else r if isinstance(r, int) else r[0])
         return MulticastWrite(entry.multicast_group_id, tuple(ports))
     if not isinstance(entry, fy.P4TableEntry) or entry.action is None:
         return None
     action = entry.action
     if not isinstance(action, fy.P4TableAction):
         return None
-    match: tuple = ()
+    match: tuple[tuple[str, MatchValue], ...] = ()
     if entry.match is not None and not entry.is_default_action:
         # finsy names match fields by alias; the mapping uses the P4Info names
         fields = schema.tables[entry.table_id].match_fields
@@ -197,8 +208,8 @@ class P4RuntimeDriver:
                                          device_id=device_id, initial_election_id=election_id)
         self._switch: fy.Switch | None = None
         self._port_changes: asyncio.Queue[dict[int, bool] | None] = asyncio.Queue()
-        self._ports = fy.SwitchPortList()
-        self._desired: dict[tuple, SwitchOp] = {}
+        self._ports = fy.SwitchPortList()  # type: ignore[no-untyped-call]  # unannotated in finsy
+        self._desired: dict[OpKey, SwitchOp] = {}
         self._lock = asyncio.Lock()
         self._log = SwitchLog(name, log)
         self.writes = 0
@@ -246,7 +257,7 @@ class P4RuntimeDriver:
                 yield
         finally:
             self._switch = None
-            self._ports = fy.SwitchPortList()
+            self._ports = fy.SwitchPortList()  # type: ignore[no-untyped-call]  # unannotated in finsy
             sw.ee.remove_all_listeners()
 
     async def _follow_ports(self, sw: fy.Switch, stack: contextlib.AsyncExitStack,
@@ -260,7 +271,7 @@ class P4RuntimeDriver:
         """
         gnmi = await stack.enter_async_context(
             fy.GNMIClient(self.address, self._options.channel_credentials))
-        ports = fy.SwitchPortList()
+        ports = fy.SwitchPortList()  # type: ignore[no-untyped-call]  # unannotated in finsy
         try:
             await ports.subscribe(gnmi)
         except GNMIClientError as e:
@@ -281,18 +292,18 @@ class P4RuntimeDriver:
     async def read_entities(self) -> list[Entity]:
         """Everything the program's tables and multicast groups hold, as mapping entities."""
         sw = self._sw()
-        requests: list[Any] = [fy.P4TableEntry(t) for t in sorted(SGLB_TABLES)
-                               if t not in KEYLESS_TABLES]
+        requests: list[fy.P4TableEntry | fy.P4MulticastGroupEntry] = [
+            fy.P4TableEntry(t) for t in sorted(SGLB_TABLES) if t not in KEYLESS_TABLES]
         requests += [fy.P4TableEntry(t, is_default_action=True) for t in KEYLESS_TABLES]
         requests.append(fy.P4MulticastGroupEntry())
         out: list[Entity] = []
-        async for entry in sw.read(requests):
+        async for entry in switch_read(sw, requests):
             e = from_finsy(entry, sw.p4info)
             if e is not None:
                 out.append(e)
         return out
 
-    async def reconcile(self, desired: Mapping[tuple, SwitchOp]) -> None:
+    async def reconcile(self, desired: Mapping[OpKey, SwitchOp]) -> None:
         """Read back, adopt what the switch holds, write only the differences."""
         async with self._lock:
             self._desired = dict(desired)
@@ -330,8 +341,10 @@ class P4RuntimeDriver:
         """Cumulative bytes sent per fabric port (``SglbEgress.port_tx``)."""
         sw = self._sw()
         out: dict[int, int] = {}
-        async for c in sw.read([fy.P4CounterEntry(TX_COUNTER, index=p) for p in self.ports]):
-            out[c.index] = c.byte_count
+        requests = [fy.P4CounterEntry(TX_COUNTER, index=p) for p in self.ports]
+        async for c in switch_read(sw, requests):
+            if c.index is not None:
+                out[c.index] = c.byte_count
         return out
 
     def port_state(self) -> dict[int, bool]:

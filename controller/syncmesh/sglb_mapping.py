@@ -24,7 +24,6 @@ import ipaddress
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from sglb.codes import LbMode, Role
 from sglb.config import (
@@ -41,6 +40,7 @@ from .switchops import (
     HostRoute,
     LeafRoute,
     MulticastGroup,
+    OpKey,
     PathEntry,
     PortCapacity,
     PortPeer,
@@ -65,12 +65,19 @@ class Identity:
     tie_tolerance: int = 1
 
 
+MatchValue = int | tuple[int, int]
+"""A key field's value: an int (exact) or (value, prefix length) (lpm)."""
+
+EntityKey = tuple[object, ...]
+"""Where an entity sits on the switch: (table, match) or ("mcast", group id)."""
+
+
 @dataclass(frozen=True)
 class TableWrite:
     """One table entry (or the table's default action when ``match`` is empty)."""
 
     table: str
-    match: tuple[tuple[str, Any], ...]
+    match: tuple[tuple[str, MatchValue], ...]
     """(key field, value) with value an int (exact) or (int, prefix length) (lpm)."""
     action: str
     params: tuple[tuple[str, int], ...]
@@ -106,7 +113,7 @@ def _mac(text: str) -> int:
     return int(text.replace(":", ""), 16)
 
 
-def entities(desired: Mapping[tuple, SwitchOp], identity: Identity,
+def entities(desired: Mapping[OpKey, SwitchOp], identity: Identity,
              generations: Mapping[int, int] | None = None) -> list[Entity]:
     """sglb.p4 entities for a desired state; ``generations`` gives each dst_profile's gen."""
     by_type: dict[type, list[SwitchOp]] = defaultdict(list)
@@ -210,7 +217,7 @@ SGLB_TABLES = frozenset({"switch_config", "uplinks", "ipv4_route", "arp_proxy", 
                          "spine_paths", "port_peer", "leaf_downlinks"})
 
 
-def entity_key(e: Entity) -> tuple:
+def entity_key(e: Entity) -> EntityKey:
     """Identity of an entity on the switch: (table, match) or the multicast group id."""
     if isinstance(e, MulticastWrite):
         return ("mcast", e.group_id)
@@ -244,7 +251,9 @@ def reconcile(desired: list[Entity], actual: list[Entity],
     """
     want = {entity_key(e): e for e in desired}
     have = {entity_key(e): e for e in actual}
-    insert, modify, delete = [], [], []
+    insert: list[Entity] = []
+    modify: list[Entity] = []
+    delete: list[Entity] = []
     for key, e in want.items():
         old = have.get(key)
         if old is None:
@@ -260,7 +269,15 @@ def reconcile(desired: list[Entity], actual: list[Entity],
     return Plan(tuple(insert), tuple(modify), tuple(delete))
 
 
-def _profile_signature(e: TableWrite) -> tuple:
+def _dst_leaf(e: TableWrite) -> int:
+    """The destination leaf a ``dst_profile`` entry is keyed by (an exact match)."""
+    value = dict(e.match)["meta.dst_leaf"]
+    if not isinstance(value, int):
+        raise MappingError(f"dst_profile key {value!r} is not an exact leaf id")
+    return value
+
+
+def _profile_signature(e: TableWrite) -> tuple[object, ...]:
     """What, when it changes, must make the data plane forget its notice exclusions.
 
     Only the set of usable paths: the control-plane liveness mask and which
@@ -286,25 +303,25 @@ class SwitchBook:
 
     def __init__(self, identity: Identity):
         self.identity = identity
-        self.held: dict[tuple, Entity] = {}
+        self.held: dict[EntityKey, Entity] = {}
         self.generations: dict[int, int] = {}
 
     def adopt(self, read_back: list[Entity]) -> None:
         """Trust the switch: remember exactly what it holds."""
         self.held = {entity_key(e): e for e in read_back}
         self.generations = {
-            dict(e.match)["meta.dst_leaf"]: dict(e.params)["gen"]
+            _dst_leaf(e): dict(e.params)["gen"]
             for e in read_back
             if isinstance(e, TableWrite) and e.table == "dst_profile" and e.action == "set_profile"
         }
 
-    def plan(self, desired: Mapping[tuple, SwitchOp]) -> Plan:
+    def plan(self, desired: Mapping[OpKey, SwitchOp]) -> Plan:
         """The writes that bring the switch to ``desired``."""
         draft = entities(desired, self.identity, self.generations)
         gens = dict(self.generations)
         for e in draft:
             if isinstance(e, TableWrite) and e.table == "dst_profile":
-                dst = dict(e.match)["meta.dst_leaf"]
+                dst = _dst_leaf(e)
                 old = self.held.get(entity_key(e))
                 if not isinstance(old, TableWrite) or (
                         _profile_signature(old) != _profile_signature(e)):
