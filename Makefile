@@ -39,6 +39,7 @@ bench: deps
 
 lint: deps
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

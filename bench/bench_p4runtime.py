@@ -16,7 +16,6 @@ Parts 2-4 need root (network namespaces, veths); without it they are skipped.
 from __future__ import annotations
 
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -29,6 +28,9 @@ from finsy.proto import p4r, p4r_grpc
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from testsupport import stop_process  # noqa: E402
 
 from softswitch.p4runtime.device import Device  # noqa: E402
 from softswitch.p4runtime.pipeline_loader import (  # noqa: E402
@@ -271,9 +273,8 @@ def bench_namespaces() -> None:
         print(f"forwarded_packets_per_s {2 * got / seconds:.0f}  (UDP 64 B payload, window 32, "
               f"{sent} sent, {got} echoed in {seconds:.0f} s)")
     finally:
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(15)
+        if proc is not None:
+            stop_process(proc, timeout=15)
         cleanup()
 
 

@@ -22,7 +22,6 @@ import asyncio
 import dataclasses
 import logging
 import random
-import socket
 import statistics
 import sys
 import time
@@ -30,24 +29,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "controller"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from syncmesh.config import CoreConfig  # noqa: E402
 from syncmesh.daemon import Daemon, DaemonOptions  # noqa: E402
+from testsupport import free_ports  # noqa: E402
 
-from topologies.fabric import leaf_spine  # noqa: E402
+from fabricmodel import leaf_spine  # noqa: E402
 
 TOKEN = "bench-token"
 CONFIG = CoreConfig()
-
-
-def free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def agreed(daemons, link: str, up: bool) -> bool:

@@ -22,7 +22,6 @@ import asyncio
 import dataclasses
 import logging
 import random
-import socket
 import statistics
 import sys
 import time
@@ -30,6 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "controller"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from syncmesh import wire  # noqa: E402
 from syncmesh.config import CoreConfig  # noqa: E402
@@ -37,22 +37,13 @@ from syncmesh.daemon import Daemon, DaemonOptions  # noqa: E402
 from syncmesh.linkstate import Version  # noqa: E402
 from syncmesh.messages import Hello, HelloReply, ProfileUpdate  # noqa: E402
 from syncmesh.profiles import Profile  # noqa: E402
+from testsupport import free_ports  # noqa: E402
 
-from topologies.fabric import leaf_spine  # noqa: E402
+from fabricmodel import leaf_spine  # noqa: E402
 
 CONFIG = CoreConfig()  # the defaults the daemon ships with
 SIZES = [(2, 2), (4, 2), (8, 4), (16, 4)]
 TOKEN = "bench-token"
-
-
-def free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 async def measure(leaves: int, spines: int, window: float, seed: int) -> dict:

@@ -31,10 +31,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))
 
+from testsupport import stop_processes  # noqa: E402
+
+from fabricmodel import load  # noqa: E402
 from topologies import alltoall  # noqa: E402
 from topologies.demo import log_to_file  # noqa: E402
-from topologies.fabric import load  # noqa: E402
 
 FABRICS = {"symmetric": REPO / "topologies/fabrics/ls4x2.yaml",
            "asymmetric": REPO / "topologies/fabrics/ls4x2-asym.yaml"}
@@ -125,13 +128,7 @@ def run_mode(fabric, glb: bool, gap_us: int, label: str, args, run_dir: Path, pi
         timing["runs_s"] = time.time() - t_runs
         timing["failovers"] = control.failovers()
     finally:
-        for p in servers:
-            p.terminate()
-        for p in servers:
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop_processes(servers, timeout=5)
         t_stop = time.time()
         if control is not None:
             control.stop()

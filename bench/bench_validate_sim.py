@@ -26,6 +26,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from fabricmodel import Fabric, load  # noqa: E402
 from fabricsim.engine import simulate  # noqa: E402
 from fabricsim.policies import make_policy  # noqa: E402
 from fabricsim.routing import PathTable  # noqa: E402
@@ -33,7 +34,6 @@ from fabricsim.stats import mean_ci  # noqa: E402
 from fabricsim.topology import Network, from_fabric  # noqa: E402
 from fabricsim.workloads import Workload  # noqa: E402
 from topologies import alltoall  # noqa: E402
-from topologies.fabric import Fabric, load  # noqa: E402
 
 FABRICS = {"symmetric": REPO / "topologies/fabrics/ls4x2.yaml",
            "asymmetric": REPO / "topologies/fabrics/ls4x2-asym.yaml"}

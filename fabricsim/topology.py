@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+import fabricmodel
+
 LEVEL_NIC, LEVEL_LEAF, LEVEL_SPINE, LEVEL_CORE = 0, 1, 2, 3
 GBIT = 1e9
 
@@ -332,8 +334,8 @@ def fat_tree(k: int, *, pods: int | None = None, ports_per_leaf: int | None = No
     return b.build(name or f"fattree-k{k}", hosts, nics)
 
 
-def from_fabric(fabric: Any) -> Network:
-    """Convert a ``topologies.fabric.Fabric`` (leaf-spine description) into a ``Network``.
+def from_fabric(fabric: fabricmodel.Fabric) -> Network:
+    """Convert a ``fabricmodel.Fabric`` (leaf-spine description) into a ``Network``.
 
     Link capacities come from the description (Mbit/s), ``status: down``
     links start failed; hosts keep their NIC order as rails.
@@ -364,10 +366,8 @@ def from_fabric(fabric: Any) -> Network:
 
 def load_fabric(path: str) -> Network:
     """Load a fabric description file (the testbed's format) as a ``Network``."""
-    from topologies import fabric as fabric_mod
-
     try:
-        desc = fabric_mod.load(path)
-    except fabric_mod.FabricError as e:
+        desc = fabricmodel.load(path)
+    except fabricmodel.FabricError as e:
         raise TopologyError(str(e)) from None
     return from_fabric(desc)

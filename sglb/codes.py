@@ -55,5 +55,3 @@ class Event(IntEnum):
     PROBE_PUNTED = 8
     ARP_REPLIED = 9
 
-
-MAX_PATHS = 8

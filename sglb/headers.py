@@ -7,8 +7,10 @@ Formats (all fields big-endian, docs/sglb.md draws them):
   reserved (8), egress_port (16).
 * ``PacketIn`` (4 bytes, precedes Ethernet on packets to the controller):
   ingress_port (16), reason (8: 1 = addressed to the switch, 2 = probe), reserved (8).
-* ``PortStatus`` (EtherType 0x88B5, 8 bytes; fixed by docs/softswitch-api.md):
-  version (8) = 1, op (8: 1 = down, 2 = up), port (16), seq (32).
+* ``PortStatus`` (EtherType 0x88B5, 8 bytes; fixed by the target,
+  docs/softswitch-api.md, whose one builder and parser is
+  ``softswitch.port_status``): version (8) = 1, op (8: 1 = down, 2 = up),
+  port (16), seq (32).
 * ``SglbNotice`` (EtherType 0x88B6, 12 bytes): version (8) = 1, kind (8: 1 = fail,
   2 = recover), length (8) = 12, reserved (8), spine_id (16), leaf_id (16), epoch (32).
 * ``SglbProbe`` (EtherType 0x88B6, 16 bytes): version (8) = 1, kind (8) = 3,
@@ -27,7 +29,9 @@ from scapy.fields import ByteEnumField, ByteField, IntField, ShortField
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, bind_layers, bind_top_down
 
-ETHERTYPE_PORT_STATUS = 0x88B5
+from softswitch import port_status
+
+ETHERTYPE_PORT_STATUS = port_status.ETHERTYPE
 ETHERTYPE_SGLB = 0x88B6
 
 SGLB_VERSION = 1
@@ -40,8 +44,8 @@ PACKET_OUT_DIRECT = 1
 PUNT_HOST = 1
 PUNT_PROBE = 2
 
-PORT_DOWN = 1
-PORT_UP = 2
+PORT_DOWN = port_status.OP_DOWN
+PORT_UP = port_status.OP_UP
 
 NOTICE_FAIL = 1
 NOTICE_RECOVER = 2
@@ -82,7 +86,7 @@ class PortStatus(Packet):
 
     name = "PortStatus"
     fields_desc = [
-        ByteField("version", 1),
+        ByteField("version", port_status.VERSION),
         ByteEnumField("op", PORT_DOWN, {PORT_DOWN: "down", PORT_UP: "up"}),
         ShortField("port", 0),
         IntField("seq", 0),
@@ -133,10 +137,6 @@ bind_top_down(Ether, SglbProbe, type=ETHERTYPE_SGLB)  # dissection goes through 
 
 
 def port_status_frame(port: int, up: bool, seq: int) -> bytes:
-    """The bytes the target injects on the CPU port for a link event, packet_out included."""
-    frame = (
-        PacketOut()
-        / Ether(dst="ff:ff:ff:ff:ff:ff", src="00:00:00:00:00:00", type=ETHERTYPE_PORT_STATUS)
-        / PortStatus(op=PORT_UP if up else PORT_DOWN, port=port, seq=seq)
-    )
-    return bytes(frame)
+    """The bytes the target injects on the CPU port for a link event: sglb.p4's
+    packet_out header (all fields 0) and ``softswitch.port_status.encode``."""
+    return bytes(PacketOut()) + port_status.encode(port, up, seq)

@@ -3,11 +3,11 @@
 Each port is an AF_PACKET/SOCK_RAW socket bound to one interface. Frames the switch
 sends are never read back on the same socket: PACKET_IGNORE_OUTGOING (Linux 4.20+)
 is set, and frames of type PACKET_OUTGOING are skipped as well for older kernels.
-Link state comes from rtnetlink: the initial state through pyroute2, changes from an
-rtnetlink socket subscribed to RTMGRP_LINK and read by the same selector loop as the
-ports, so a change is seen as soon as the kernel announces it. A port is up when its
-interface is administratively up and has carrier (IFF_UP and IFF_LOWER_UP); each
-change is counted and reported through `on_link(port, up)`.
+Link state comes from `rtnetlink.LinkWatch` (shared with SyncMesh and ReCCL): the
+initial dump and then the changes on one subscribed socket, read by the same selector
+loop as the ports, so a change is seen as soon as the kernel announces it. A port is
+up when its interface is administratively up and has carrier (IFF_UP and
+IFF_LOWER_UP); each change is counted and reported through `on_link(port, up)`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from rtnetlink import RTM_DELLINK, RTM_NEWLINK, RTMGRP_LINK, has_carrier, parse_links
+from rtnetlink import LinkWatch
 
 log = logging.getLogger("softswitch.ports")
 
@@ -99,14 +99,12 @@ class PortSet:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._wake_r, self._wake_w = socket.socketpair()
-        self._nl: socket.socket | None = None
+        self._links: LinkWatch | None = None
 
     # ---- lifecycle -------------------------------------------------------------------
 
     def open(self) -> None:
         """Open every port socket and read the initial link state; PortError on failure."""
-        from pyroute2 import IPRoute
-
         try:
             for port in self.ports.values():
                 try:
@@ -124,15 +122,11 @@ class PortSet:
                 port.sock = s
                 self._by_fd[s.fileno()] = port
                 self._by_ifindex[port.ifindex] = port
-            # Subscribe before reading the initial state so that no change is missed.
-            self._nl = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
-            self._nl.bind((0, RTMGRP_LINK))
-            self._nl.setblocking(False)
-            with IPRoute() as ipr:
-                for msg in ipr.get_links():
-                    port = self._by_ifindex.get(msg["index"])
-                    if port is not None:
-                        port.up = has_carrier(msg["flags"])
+            self._links = LinkWatch()  # subscribed, then dumped: no change is missed
+            for link in self._links.links.values():
+                known = self._by_ifindex.get(link.index)
+                if known is not None:
+                    known.up = link.carrier
         except PermissionError as exc:
             self.close()
             raise PortError(f"raw sockets need root (CAP_NET_RAW): {exc}") from exc
@@ -156,9 +150,9 @@ class PortSet:
         for t in self._threads:
             t.join(timeout=2)
         self._threads.clear()
-        if self._nl is not None:
-            self._nl.close()
-            self._nl = None
+        if self._links is not None:
+            self._links.close()
+            self._links = None
         for port in self.ports.values():
             if port.sock is not None:
                 port.sock.close()
@@ -184,8 +178,8 @@ class PortSet:
     def _rx_loop(self) -> None:
         sel = selectors.DefaultSelector()
         sel.register(self._wake_r, selectors.EVENT_READ)
-        if self._nl is not None:
-            sel.register(self._nl, selectors.EVENT_READ, "netlink")
+        if self._links is not None:
+            sel.register(self._links.fileno(), selectors.EVENT_READ, "netlink")
         for port in self.ports.values():
             if port.sock is not None:
                 sel.register(port.sock, selectors.EVENT_READ, port)
@@ -204,6 +198,8 @@ class PortSet:
 
     def _drain(self, port: Port) -> None:
         sock = port.sock
+        if sock is None:
+            return
         for _ in range(64):  # bounded so that one busy port does not starve the others
             try:
                 data, addr = sock.recvfrom(_MAX_FRAME)
@@ -225,21 +221,16 @@ class PortSet:
     # ---- link state ------------------------------------------------------------------
 
     def _read_netlink(self) -> None:
-        while True:
-            try:
-                buf = self._nl.recv(65536)
-            except (BlockingIOError, InterruptedError):
-                return
-            for msg in parse_links(buf):
-                if msg.kind in (RTM_NEWLINK, RTM_DELLINK):
-                    self.link_event(msg.index, msg.flags if msg.kind == RTM_NEWLINK else 0)
+        if self._links is None:
+            return
+        for link in self._links.read():
+            self.link_event(link.index, link.carrier)
 
-    def link_event(self, ifindex: int, flags: int) -> None:
-        """Apply an rtnetlink link message; report and count a change of a port's state."""
+    def link_event(self, ifindex: int, up: bool) -> None:
+        """Apply a link's carrier; report and count a change of a port's state."""
         port = self._by_ifindex.get(ifindex)
         if port is None:
             return
-        up = has_carrier(flags)
         if up == port.up:
             return
         port.up = up

@@ -19,10 +19,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-log = logging.getLogger("softswitch.run")
+from softswitch import port_status
 
-PORT_STATUS_ETHERTYPE = 0x88B5
-PORT_DOWN, PORT_UP = 1, 2
+log = logging.getLogger("softswitch.run")
 
 
 @dataclass(frozen=True)
@@ -48,13 +47,12 @@ class RunOptions:
 
 
 def port_status_packet(packet_out_widths: list[int] | None, port: int, up: bool, seq: int) -> bytes:
-    """The port-status frame injected through the CPU port (docs/softswitch-api.md)."""
+    """The port-status frame injected through the CPU port, behind the program's packet_out
+    header with every field 0 (docs/softswitch-api.md)."""
     from softswitch.p4runtime.device import pack_header
 
     header = pack_header([(0, w) for w in packet_out_widths]) if packet_out_widths else b""
-    eth = b"\xff" * 6 + b"\x00" * 6 + PORT_STATUS_ETHERTYPE.to_bytes(2, "big")
-    body = bytes([1, PORT_UP if up else PORT_DOWN]) + port.to_bytes(2, "big") + seq.to_bytes(4, "big")
-    return header + eth + body
+    return header + port_status.encode(port, up, seq)
 
 
 class _KeyValueFormatter(logging.Formatter):

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from topologies.fabric import (
+from fabricmodel import (
     Fabric,
     FabricError,
     format_capacity,

@@ -16,8 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+from fabricmodel import FabricError, load
 from topologies.demo import DEFAULT_FABRIC, PROGRAM, REPO, log_to_file
-from topologies.fabric import FabricError, load
 
 
 def main(argv: list[str] | None = None) -> int:

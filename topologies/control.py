@@ -22,11 +22,16 @@ from pathlib import Path
 
 from syncmesh.config import CoreConfig
 from syncmesh.daemon import Daemon, DaemonOptions
-from syncmesh.p4runtime_driver import P4RuntimeDriver, PipelineFiles, compile_pipeline
+from syncmesh.p4runtime_driver import (
+    P4RuntimeDriver,
+    PipelineFiles,
+    compile_pipeline,
+    switch_read,
+)
 from syncmesh.portwatch import PortWatcher
 from syncmesh.sglb_mapping import Identity, switch_mac
 
-from topologies.fabric import Fabric
+from fabricmodel import Fabric
 
 
 @dataclass(frozen=True)
@@ -166,8 +171,8 @@ class FabricControl:
         async def read(name: str) -> dict[str, int]:
             sw = self.drivers[name]._sw()
             req = [fy.P4CounterEntry("SglbIngress.events", index=int(e)) for e in Event]
-            return {Event(c.index).name: c.packet_count async for c in sw.read(req)
-                    if c.packet_count}
+            return {Event(c.index).name: c.packet_count async for c in switch_read(sw, req)
+                    if c.packet_count and c.index is not None}
 
         out = {}
         for name, driver in self.drivers.items():

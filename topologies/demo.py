@@ -32,8 +32,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from fabricmodel import Fabric, FabricError, load
 from topologies import analysis
-from topologies.fabric import Fabric, FabricError, load
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_FABRIC = REPO / "topologies" / "fabrics" / "ls4x2.yaml"

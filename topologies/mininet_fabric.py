@@ -1,4 +1,4 @@
-"""A Mininet network built from a fabric description (topologies/fabric.py).
+"""A Mininet network built from a fabric description (the ``fabricmodel`` package).
 
 Every switch of the fabric becomes a ``P4RuntimeSwitch`` (``softswitch run`` by
 default, BMv2 with ``TARGET=bmv2``) started without a program: its controller
@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from topologies.fabric import Fabric, Link, Nic
+from fabricmodel import Fabric, Link, Nic
 
 IFNAMSIZ = 15  # Linux interface names: 15 characters + NUL
 FABRIC_SUPERNET = "10.0.0.0/8"  # what hosts route through their leaves

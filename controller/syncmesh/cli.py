@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from topologies.fabric import FabricError, dump, leaf_spine, load
+from fabricmodel import FabricError, dump, leaf_spine, load
 
 from . import logs
 from .config import CoreConfig

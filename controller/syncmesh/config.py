@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sglb.config import QBITS
+
 
 @dataclass(frozen=True)
 class CoreConfig:
@@ -17,7 +19,7 @@ class CoreConfig:
     """A spine re-sends its profile at least this often, changed or not."""
     profile_threshold: int = 1
     """A spine sends early when some level moved by more than this many levels."""
-    level_bits: int = 3
+    level_bits: int = QBITS
     """Congestion levels are quantised to this many bits (0 .. 2^bits - 1); sglb.p4 holds 3."""
     glb: bool = True
     """Leaves run the GLB engine (True) or plain ECMP (False)."""

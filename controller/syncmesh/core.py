@@ -22,14 +22,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from topologies.fabric import Fabric, Role
+from fabricmodel import Fabric, Role
+from sglb.config import quantise
 
 from .config import CoreConfig
 from .linkstate import ZERO, LinkStateTable, PortState, Version
 from .messages import FullState, Hello, HelloReply, LinkNotice, Message, ProfileUpdate
 from .paths import downlinks, leaf_paths, path_capacity, path_live, peers_of, uplinks
 from .peers import PeerTable
-from .profiles import Profile, ProfilePublisher, ProfileStore, RateMeter, quantise
+from .profiles import Profile, ProfilePublisher, ProfileStore, RateMeter
 from .switchops import (
     NOTICE_GROUP,
     HostRoute,
@@ -319,12 +320,12 @@ class SyncMeshCore:
                     ops.append(PathEntry(did, p.index, p.port, live, cap))
                     ops.append(RemoteCongestion(did, p.index, self.remote_level(p.spine, did)))
         else:
-            first_live = []
+            first_live: list[int] = []
             for leaf in fab.leaves:
-                live = tuple(lk.spine.port for lk in downlinks(fab, self.me, leaf.name)
-                             if self.links.link_up(lk))
-                ops.append(SpineRoute(leaf.id, live))
-                first_live += live[:1]
+                live_ports = tuple(lk.spine.port for lk in downlinks(fab, self.me, leaf.name)
+                                   if self.links.link_up(lk))
+                ops.append(SpineRoute(leaf.id, live_ports))
+                first_live += live_ports[:1]
                 bundle = [lk.spine.port for lk in downlinks(fab, self.me, leaf.name)]
                 ops += [PortPeer(p, leaf.id, tuple(q for q in bundle if q != p)) for p in bundle]
             # notices go to every leaf this spine still reaches, once each

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import grpc
 
-from topologies.fabric import Fabric
+from fabricmodel import Fabric
 
 from . import wire
 from .config import CoreConfig
@@ -123,7 +123,7 @@ class Daemon:
         self._spawn(self._ticker(), "ticker")
 
     async def stop(self) -> None:
-        """Stop timers, server and channels; the switch keeps its entries."""
+        """Stop timers, server, channels and the switch session; the switch keeps its entries."""
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -136,8 +136,6 @@ class Daemon:
             await self._metrics.stop()
         for ch in self._channels.values():
             await ch.close()
-        if self.driver is not None:
-            await self.driver.close()
         self.log.event("stopped")
 
     def _spawn(self, coro, name: str) -> None:
@@ -236,20 +234,20 @@ class Daemon:
         assert self.driver is not None
         delay = 0.5
         budget = self.options.switch_budget
-        outage_since = time.monotonic()
+        outage_since: float | None = time.monotonic()
         while True:
             try:
-                await self.driver.connect()
-                await self.driver.reconcile(self.core.desired())
-                self.log.event("switch_connected")
-                delay = 0.5
-                outage_since = None
-                poll = asyncio.get_running_loop().create_task(self._poll_counters())
-                try:
-                    async for changes in self.driver.port_events():
-                        self.port_status(changes)
-                finally:
-                    poll.cancel()
+                async with self.driver.session():
+                    await self.driver.reconcile(self.core.desired())
+                    self.log.event("switch_connected")
+                    delay = 0.5
+                    outage_since = None
+                    poll = asyncio.get_running_loop().create_task(self._poll_counters())
+                    try:
+                        async for changes in self.driver.port_events():
+                            self.port_status(changes)
+                    finally:
+                        poll.cancel()
             except asyncio.CancelledError:
                 raise
             except Exception as e:
@@ -325,6 +323,7 @@ class Daemon:
                 changed, actions = self.core.on_profile(msg, now)
                 out = wire.encode_ack(changed)
             else:
+                assert isinstance(msg, FullState)  # the one decoder left: Resync
                 state, actions = self.core.on_resync(msg, now)
                 out = wire.encode(state)
         except Rejected as e:

@@ -9,18 +9,21 @@ core's desired state into that program's table entries.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
-from .switchops import SwitchOp
+from .switchops import OpKey, SwitchOp
 
 
 class SwitchDriver(Protocol):
     """What the daemon needs from a switch connection."""
 
-    async def connect(self) -> None:
-        """Become primary controller and make sure the pipeline is loaded (keeps it if equal)."""
+    def session(self) -> AbstractAsyncContextManager[None]:
+        """Be primary controller for an ``async with`` block, with the pipeline loaded
+        (kept if equal); leaving the block drops the connection, and the switch keeps
+        forwarding with what it has."""
 
-    async def reconcile(self, desired: Mapping[tuple, SwitchOp]) -> None:
+    async def reconcile(self, desired: Mapping[OpKey, SwitchOp]) -> None:
         """Read the switch's entries back and fix only what differs from ``desired``."""
 
     async def apply(self, ops: Sequence[SwitchOp]) -> None:
@@ -35,5 +38,3 @@ class SwitchDriver(Protocol):
     async def send_port_status(self, port: int, up: bool, seq: int) -> None:
         """Inject a port-status packet as PacketOut (targets that do not inject it themselves)."""
 
-    async def close(self) -> None:
-        """Drop the connection (the switch keeps forwarding with what it has)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from topologies.fabric import Fabric, Link
+from fabricmodel import Fabric, Link
 
 
 class Version(NamedTuple):

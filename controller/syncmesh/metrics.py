@@ -85,8 +85,9 @@ def render(core: SyncMeshCore, transport: TransportStats) -> str:
     w.family("syncmesh_profile_incarnation", "gauge",
              "Incarnation of the newest congestion profile per origin spine.")
     profiles = list(core.store.all())
-    if core.publisher is not None and core.publisher.latest() is not None:
-        profiles.append(core.publisher.latest())
+    latest = core.publisher.latest() if core.publisher is not None else None
+    if latest is not None:
+        profiles.append(latest)
     for prof in sorted(profiles, key=lambda p: p.origin):
         w.sample("syncmesh_profile_version", prof.version.seq, origin=prof.origin)
         w.sample("syncmesh_profile_incarnation", prof.version.incarnation, origin=prof.origin)

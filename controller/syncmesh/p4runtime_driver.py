@@ -4,47 +4,112 @@ One primary-controller session per switch: it pushes the pipeline when the
 switch's cookie differs (so a daemon restart keeps the running program and its
 entries), reads the program's entities back and writes only the differences
 (``sglb_mapping.SwitchBook``), reads the ``SglbEgress.port_tx`` counter for
-utilisation, follows port oper-status (gNMI, which finsy keeps in
-``Switch.ports``) and, on targets that do not inject port-status packets
-themselves, sends them as PacketOut (docs/softswitch-api.md, docs/sglb.md).
-Works unchanged against ``softswitch run`` and BMv2's ``simple_switch_grpc``.
+utilisation, follows port oper-status (gNMI: finsy emits ``PORT_UP`` /
+``PORT_DOWN`` on the switch's event emitter) and, on targets that do not
+inject port-status packets themselves, sends them as PacketOut
+(docs/softswitch-api.md, docs/sglb.md). Works unchanged against
+``softswitch run`` and BMv2's ``simple_switch_grpc``.
+
+A session is finsy's own lifecycle, ``async with fy.Switch(...)``, held open
+by ``session()``; leaving it (or cancelling the task in it) closes the
+channel. Every failure at this boundary is one ``DriverError`` that keeps
+finsy's ``P4ClientError`` and its question-style predicates.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import logging
 import tempfile
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import finsy as fy
+from finsy.gnmiclient import GNMIClientError
+from finsy.p4entity import P4Replica
+
+from softswitch import port_status
 
 from .logs import SwitchLog
 from .sglb_mapping import (
     SGLB_TABLES,
     Entity,
     Identity,
+    MatchValue,
     MulticastWrite,
     Plan,
     SwitchBook,
     TableWrite,
 )
-from .switchops import SwitchOp
+from .switchops import OpKey, SwitchOp
 
 log = logging.getLogger("syncmesh.p4runtime")
 
-PORT_STATUS_ETHERTYPE = 0x88B5
 PACKET_OUT_PIPELINE = 0  # packet_out.op: run the pipeline as if from the CPU port
 KEYLESS_TABLES = ("switch_config", "uplinks")
 TX_COUNTER = "SglbEgress.port_tx"
 
 
+class Failure(enum.Enum):
+    """What went wrong at the switch boundary."""
+
+    UNREACHABLE = "unreachable"
+    """No P4Runtime session could be opened."""
+    NOT_PRIMARY = "not_primary"
+    """Another controller is primary."""
+    DISCONNECTED = "disconnected"
+    """No session, or the stream dropped."""
+    REFUSED = "refused"
+    """The switch refused a request (``cause`` says why)."""
+
+
 class DriverError(RuntimeError):
-    """The switch refused the session or a write (message names the switch)."""
+    """The switch refused the session or a request; the message names the switch.
+
+    ``cause`` is finsy's ``P4ClientError`` when the switch answered with a
+    P4Runtime error; its predicates are forwarded so that callers can ask
+    what happened instead of matching texts.
+    """
+
+    def __init__(self, message: str, failure: Failure,
+                 cause: fy.P4ClientError | None = None) -> None:
+        super().__init__(message)
+        self.failure = failure
+        self.cause = cause
+
+    @property
+    def is_unreachable(self) -> bool:
+        """True when no P4Runtime session could be opened."""
+        return self.failure is Failure.UNREACHABLE
+
+    @property
+    def is_not_primary(self) -> bool:
+        """True when another controller holds the primary role."""
+        return self.failure is Failure.NOT_PRIMARY
+
+    @property
+    def is_disconnected(self) -> bool:
+        """True when there is no session or the stream dropped."""
+        return self.failure is Failure.DISCONNECTED
+
+    @property
+    def is_election_id_used(self) -> bool:
+        """True when the switch refused our election id (``P4ClientError``)."""
+        return self.cause is not None and self.cause.is_election_id_used
+
+    @property
+    def is_pipeline_missing(self) -> bool:
+        """True when the switch has no pipeline (``P4ClientError``)."""
+        return self.cause is not None and self.cause.is_pipeline_missing
+
+    @property
+    def is_not_found_only(self) -> bool:
+        """True when every refused update of a write was NOT_FOUND (``P4ClientError``)."""
+        return self.cause is not None and self.cause.is_not_found_only
 
 
 @dataclass(frozen=True)
@@ -75,10 +140,19 @@ def compile_pipeline(program: Path, out_dir: Path | None = None) -> PipelineFile
     return files
 
 
-def port_status_frame(port: int, up: bool, seq: int) -> bytes:
-    """Ethernet frame of a port-status packet (docs/softswitch-api.md), without packet_out."""
-    eth = b"\xff" * 6 + b"\x00" * 6 + PORT_STATUS_ETHERTYPE.to_bytes(2, "big")
-    return eth + bytes([1, 2 if up else 1]) + port.to_bytes(2, "big") + seq.to_bytes(4, "big")
+_E = TypeVar("_E")
+
+
+def switch_read(sw: fy.Switch, requests: Sequence[_E]) -> AsyncIterator[_E]:
+    """``sw.read(requests)``, typed: finsy 0.30 declares the overloads of ``Switch.read``
+    as coroutines while the method is an async generator of the requested entities."""
+    return cast("AsyncIterator[_E]", sw.read(requests))
+
+
+async def _cancel(task: asyncio.Task[Any]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
 
 
 def _suffix(name: str) -> str:
@@ -97,19 +171,19 @@ def to_finsy(e: Entity) -> Any:
     )
 
 
-def from_finsy(entry: Any, schema: Any) -> Entity | None:
+def from_finsy(entry: object, schema: fy.P4Schema) -> Entity | None:
     """A read-back finsy entity as a mapping entity (None for what the mapping never writes)."""
     if isinstance(entry, fy.P4MulticastGroupEntry):
         ports = []
-        for r in entry.replicas:
-            ports.append(r if isinstance(r, int) else r[0])
+        for r in entry.replicas:  # finsy reads a replica back as a port or (port, instance)
+            ports.append(r.port if isinstance(r, P4Replica) else r if isinstance(r, int) else r[0])
         return MulticastWrite(entry.multicast_group_id, tuple(ports))
     if not isinstance(entry, fy.P4TableEntry) or entry.action is None:
         return None
     action = entry.action
     if not isinstance(action, fy.P4TableAction):
         return None
-    match: tuple = ()
+    match: tuple[tuple[str, MatchValue], ...] = ()
     if entry.match is not None and not entry.is_default_action:
         # finsy names match fields by alias; the mapping uses the P4Info names
         fields = schema.tables[entry.table_id].match_fields
@@ -123,19 +197,19 @@ class P4RuntimeDriver:
 
     def __init__(self, name: str, address: str, device_id: int, identity: Identity,
                  pipeline: PipelineFiles, ports: Iterable[int], *,
-                 inject_port_status: bool = False, poll_interval: float = 0.02,
-                 election_id: int = 10) -> None:
+                 inject_port_status: bool = False, election_id: int = 10) -> None:
         self.name = name
         self.address = address
         self.ports = tuple(sorted(ports))
         self.inject_port_status = inject_port_status
         """True on targets that do not turn carrier changes into port-status packets."""
-        self.poll_interval = poll_interval
         self.book = SwitchBook(identity)
         self._options = fy.SwitchOptions(p4info=pipeline.p4info, p4blob=pipeline.device_config,
                                          device_id=device_id, initial_election_id=election_id)
         self._switch: fy.Switch | None = None
-        self._desired: dict[tuple, SwitchOp] = {}
+        self._port_changes: asyncio.Queue[dict[int, bool] | None] = asyncio.Queue()
+        self._ports = fy.SwitchPortList()  # type: ignore[no-untyped-call]  # unannotated in finsy
+        self._desired: dict[OpKey, SwitchOp] = {}
         self._lock = asyncio.Lock()
         self._log = SwitchLog(name, log)
         self.writes = 0
@@ -148,38 +222,88 @@ class P4RuntimeDriver:
 
     def _sw(self) -> fy.Switch:
         if self._switch is None or not self._switch.is_up:
-            raise DriverError(f"{self.name}: not connected to {self.address}")
+            raise DriverError(f"{self.name}: not connected to {self.address}",
+                              Failure.DISCONNECTED)
         return self._switch
 
-    async def connect(self) -> None:
-        """Become primary; push the pipeline only if the switch runs another one (cookie)."""
-        await self.close()
+    @contextlib.asynccontextmanager
+    async def session(self) -> AsyncIterator[None]:
+        """Be primary for the ``async with`` block: finsy's lifecycle opens the channel,
+        arbitrates and pushes the pipeline only if the switch runs another one (cookie);
+        leaving the block closes the channel, the switch keeps forwarding."""
         sw = fy.Switch(self.name, self.address, self._options)
+        changes: asyncio.Queue[dict[int, bool] | None] = asyncio.Queue()
+
+        def port_changed(_sw: fy.Switch, port: fy.SwitchPort) -> None:
+            changes.put_nowait({port.id: port.up})
+
+        sw.ee.on(fy.SwitchEvent.PORT_UP, port_changed)
+        sw.ee.on(fy.SwitchEvent.PORT_DOWN, port_changed)
+        sw.ee.on(fy.SwitchEvent.CHANNEL_DOWN, lambda _sw: changes.put_nowait(None))
         try:
-            await sw.__aenter__()
-        except Exception as e:
-            raise DriverError(f"{self.name}: cannot connect to {self.address}: {e}") from None
-        self._switch = sw
-        if not sw.is_primary:
-            await self.close()
-            raise DriverError(f"{self.name}: another controller is primary on {self.address}")
-        self._log.event("p4runtime_connected", address=self.address)
+            async with contextlib.AsyncExitStack() as stack:
+                try:
+                    await stack.enter_async_context(sw)
+                except Exception as e:
+                    raise DriverError(f"{self.name}: cannot connect to {self.address}: {e}",
+                                      Failure.UNREACHABLE,
+                                      e if isinstance(e, fy.P4ClientError) else None) from None
+                if not sw.is_primary:
+                    raise DriverError(f"{self.name}: another controller is primary on "
+                                      f"{self.address}", Failure.NOT_PRIMARY)
+                self._ports = await self._follow_ports(sw, stack, changes)
+                self._switch, self._port_changes = sw, changes
+                self._log.event("p4runtime_connected", address=self.address)
+                yield
+        finally:
+            self._switch = None
+            self._ports = fy.SwitchPortList()  # type: ignore[no-untyped-call]  # unannotated in finsy
+            sw.ee.remove_all_listeners()
+
+    async def _follow_ports(self, sw: fy.Switch, stack: contextlib.AsyncExitStack,
+                            changes: asyncio.Queue[dict[int, bool] | None]) -> fy.SwitchPortList:
+        """Port oper-status over gNMI, announced as PORT_UP / PORT_DOWN on ``sw.ee``.
+
+        finsy 0.30 keeps ``Switch.ports`` up to date but starts its listener
+        without the switch, so its emitter never fires port events; this
+        session's own ``SwitchPortList`` is listened to with the switch, which
+        makes finsy emit them. Targets without gNMI report no ports.
+        """
+        gnmi = await stack.enter_async_context(
+            fy.GNMIClient(self.address, self._options.channel_credentials))
+        ports = fy.SwitchPortList()  # type: ignore[no-untyped-call]  # unannotated in finsy
+        try:
+            await ports.subscribe(gnmi)
+        except GNMIClientError as e:
+            if e.code != fy.GRPCStatusCode.UNIMPLEMENTED:
+                raise DriverError(f"{self.name}: gNMI port subscription failed: {e}",
+                                  Failure.REFUSED) from None
+            self._log.event("gnmi_unimplemented", logging.WARNING)
+            return ports
+        stack.callback(ports.close)
+        if ports:
+            listener = asyncio.get_running_loop().create_task(
+                ports.listen(sw), name=f"{self.name}:ports")
+            # the gNMI stream ending means the switch is gone, as CHANNEL_DOWN does
+            listener.add_done_callback(lambda _t: changes.put_nowait(None))
+            stack.push_async_callback(_cancel, listener)
+        return ports
 
     async def read_entities(self) -> list[Entity]:
         """Everything the program's tables and multicast groups hold, as mapping entities."""
         sw = self._sw()
-        requests: list[Any] = [fy.P4TableEntry(t) for t in sorted(SGLB_TABLES)
-                               if t not in KEYLESS_TABLES]
+        requests: list[fy.P4TableEntry | fy.P4MulticastGroupEntry] = [
+            fy.P4TableEntry(t) for t in sorted(SGLB_TABLES) if t not in KEYLESS_TABLES]
         requests += [fy.P4TableEntry(t, is_default_action=True) for t in KEYLESS_TABLES]
         requests.append(fy.P4MulticastGroupEntry())
         out: list[Entity] = []
-        async for entry in sw.read(requests):
+        async for entry in switch_read(sw, requests):
             e = from_finsy(entry, sw.p4info)
             if e is not None:
                 out.append(e)
         return out
 
-    async def reconcile(self, desired: Mapping[tuple, SwitchOp]) -> None:
+    async def reconcile(self, desired: Mapping[OpKey, SwitchOp]) -> None:
         """Read back, adopt what the switch holds, write only the differences."""
         async with self._lock:
             self._desired = dict(desired)
@@ -209,7 +333,7 @@ class P4RuntimeDriver:
                 await sw.modify([to_finsy(e) for e in plan.modify])
         except fy.P4ClientError as e:
             # what was written is unknown now: the next reconcile reads it back
-            raise DriverError(f"{self.name}: write refused: {e}") from None
+            raise DriverError(f"{self.name}: write refused: {e}", Failure.REFUSED, e) from None
         self.writes += len(plan.delete) + len(plan.insert) + len(plan.modify)
         self.book.commit(plan)
 
@@ -217,24 +341,36 @@ class P4RuntimeDriver:
         """Cumulative bytes sent per fabric port (``SglbEgress.port_tx``)."""
         sw = self._sw()
         out: dict[int, int] = {}
-        async for c in sw.read([fy.P4CounterEntry(TX_COUNTER, index=p) for p in self.ports]):
-            out[c.index] = c.byte_count
+        requests = [fy.P4CounterEntry(TX_COUNTER, index=p) for p in self.ports]
+        async for c in switch_read(sw, requests):
+            if c.index is not None:
+                out[c.index] = c.byte_count
         return out
 
     def port_state(self) -> dict[int, bool]:
         """Oper-status of every port the switch reports ({data-plane port: up})."""
-        sw = self._sw()
-        return {p.id: p.up for p in sw.ports}
+        self._sw()
+        return {p.id: p.up for p in self._ports}
 
     async def port_events(self) -> AsyncIterator[dict[int, bool]]:
-        """The current port state, then every change; ends with DriverError when the stream drops."""
+        """The current port state, then every change; ends with DriverError when the stream drops.
+
+        Changes come from finsy's emitter; those that arrive together are merged
+        into one batch and a port that flapped back within it is left out.
+        """
         last = self.port_state()
+        changes = self._port_changes
         yield dict(last)
         while True:
-            await asyncio.sleep(self.poll_interval)
-            if not self.connected:
-                raise DriverError(f"{self.name}: P4Runtime stream to {self.address} lost")
-            now = self.port_state()
+            batch = [await changes.get()]
+            while not changes.empty():
+                batch.append(changes.get_nowait())
+            now = dict(last)
+            for change in batch:
+                if change is None:
+                    raise DriverError(f"{self.name}: P4Runtime stream to {self.address} lost",
+                                      Failure.DISCONNECTED)
+                now.update(change)
             changed = {p: up for p, up in now.items() if last.get(p) != up}
             last = now
             if changed:
@@ -244,12 +380,5 @@ class P4RuntimeDriver:
         """PacketOut of a port-status packet, on targets that need the controller to send it."""
         if not self.inject_port_status:
             return  # softswitch injects it itself on every carrier change
-        await self._sw().write([fy.P4PacketOut(port_status_frame(port, up, seq),
+        await self._sw().write([fy.P4PacketOut(port_status.encode(port, up, seq),
                                                op=PACKET_OUT_PIPELINE, reserved=0, egress_port=0)])
-
-    async def close(self) -> None:
-        """Drop the session; the switch keeps forwarding with its entries."""
-        sw, self._switch = self._switch, None
-        if sw is not None:
-            with contextlib.suppress(Exception):
-                await sw.__aexit__(None, None, None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from topologies.fabric import Fabric, Link, Role
+from fabricmodel import Fabric, Link, Role
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,7 @@
-"""Congestion profiles: utilisation from port counters, quantisation, versioned publishing."""
+"""Congestion profiles: utilisation from port counters, versioned publishing.
+
+Levels are quantised with ``sglb.config.quantise``, the encoding sglb.p4 reads.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +10,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .linkstate import Version
-
-
-def quantise(utilisation: float, bits: int) -> int:
-    """Map a utilisation fraction (0 = idle, 1 = line rate) to a level in 0 .. 2^bits - 1."""
-    top = (1 << bits) - 1
-    if math.isnan(utilisation) or utilisation <= 0:
-        return 0
-    return min(top, int(utilisation * (1 << bits)))
 
 
 @dataclass(frozen=True)

@@ -21,16 +21,26 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
-import math
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+
+from sglb.codes import LbMode, Role
+from sglb.config import (
+    MAX_PATHS,
+    QMAX,
+    capacity_weights,
+    dre_shift,
+    profile_params,
+    switch_params,
+    uplinks_params,
+)
 
 from .switchops import (
     HostRoute,
     LeafRoute,
     MulticastGroup,
+    OpKey,
     PathEntry,
     PortCapacity,
     PortPeer,
@@ -40,11 +50,6 @@ from .switchops import (
     SwitchConfig,
     SwitchOp,
 )
-
-MAX_PATHS = 8  # MAX_PATHS in p4src/include/constants.p4
-QMAX = 7  # 3-bit congestion levels
-WMAX = 15  # 4-bit capacity weights
-DRE_PERIOD_US = 64  # 2^DRE_PERIOD_SHIFT
 
 
 class MappingError(ValueError):
@@ -60,12 +65,19 @@ class Identity:
     tie_tolerance: int = 1
 
 
+MatchValue = int | tuple[int, int]
+"""A key field's value: an int (exact) or (value, prefix length) (lpm)."""
+
+EntityKey = tuple[object, ...]
+"""Where an entity sits on the switch: (table, match) or ("mcast", group id)."""
+
+
 @dataclass(frozen=True)
 class TableWrite:
     """One table entry (or the table's default action when ``match`` is empty)."""
 
     table: str
-    match: tuple[tuple[str, Any], ...]
+    match: tuple[tuple[str, MatchValue], ...]
     """(key field, value) with value an int (exact) or (int, prefix length) (lpm)."""
     action: str
     params: tuple[tuple[str, int], ...]
@@ -92,25 +104,6 @@ def switch_mac(switch_id: int) -> int:
     return (0x025347 << 24) | (switch_id & 0xFFFFFF)
 
 
-def dre_shift(capacity_mbps: float) -> int:
-    """DRE quantisation shift so that a full link reads about QMAX + 1 (docs/sglb.md).
-
-    The DRE holds about the bytes of the last 2T (T = 64 us); at line rate
-    that is capacity x 2T / 8 bytes; shifting by log2 of an eighth of it
-    maps a full link to 8, capped at 7.
-    """
-    full_bytes = capacity_mbps * 1e6 * 2 * DRE_PERIOD_US * 1e-6 / 8
-    return max(0, round(math.log2(max(full_bytes / (QMAX + 1), 1.0))))
-
-
-def weights(capacities: list[float]) -> list[int]:
-    """4-bit capacity weights in proportion to capacity; dead paths 0, live ones at least 1."""
-    top = max(capacities, default=0.0)
-    if top <= 0:
-        return [0] * len(capacities)
-    return [0 if c <= 0 else max(1, round(WMAX * c / top)) for c in capacities]
-
-
 def _lpm(prefix: str) -> tuple[int, int]:
     net = ipaddress.IPv4Network(prefix)
     return int(net.network_address), net.prefixlen
@@ -120,7 +113,7 @@ def _mac(text: str) -> int:
     return int(text.replace(":", ""), 16)
 
 
-def entities(desired: Mapping[tuple, SwitchOp], identity: Identity,
+def entities(desired: Mapping[OpKey, SwitchOp], identity: Identity,
              generations: Mapping[int, int] | None = None) -> list[Entity]:
     """sglb.p4 entities for a desired state; ``generations`` gives each dst_profile's gen."""
     by_type: dict[type, list[SwitchOp]] = defaultdict(list)
@@ -134,11 +127,10 @@ def entities(desired: Mapping[tuple, SwitchOp], identity: Identity,
         raise MappingError("no SwitchConfig in the desired state")
     assert isinstance(config, SwitchConfig)
     is_leaf = config.role == "leaf"
-    out.append(TableWrite("switch_config", (), "set_switch", (
-        ("role", 0 if is_leaf else 1), ("lb_mode", 0 if config.glb else 1),
-        ("switch_id", config.switch_id), ("switch_mac", identity.switch_mac),
-        ("flowlet_gap", identity.flowlet_gap_us), ("tie_tolerance", identity.tie_tolerance),
-        ("notice_group", config.notice_group))))
+    out.append(TableWrite("switch_config", (), "set_switch", tuple(switch_params(
+        Role.LEAF if is_leaf else Role.SPINE, config.switch_id, identity.switch_mac,
+        identity.flowlet_gap_us, LbMode.SGLB if config.glb else LbMode.ECMP,
+        identity.tie_tolerance, config.notice_group))))
 
     capacity = {op.port: op.mbps for op in by_type[PortCapacity]}  # type: ignore[union-attr]
     for op in by_type[LeafRoute]:
@@ -205,19 +197,15 @@ def _leaf_paths(by_type: Mapping[type, list[SwitchOp]], capacity: Mapping[int, f
     if ports and max(ports) >= MAX_PATHS:
         raise MappingError(f"sglb.p4 holds {MAX_PATHS} paths per leaf, this leaf has "
                            f"{max(ports) + 1} uplinks")
-    params: list[tuple[str, int]] = [("path_slots", sum(1 << i for i in ports))]
-    params += [(f"port{i}", ports.get(i, 0)) for i in range(MAX_PATHS)]
-    params += [(f"shift{i}", dre_shift(capacity[ports[i]]) if i in ports else 0)
-               for i in range(MAX_PATHS)]
-    out: list[Entity] = [TableWrite("uplinks", (), "set_uplinks", tuple(params))]
+    uplinks = {i: (port, dre_shift(capacity[port])) for i, port in ports.items()}
+    out: list[Entity] = [TableWrite("uplinks", (), "set_uplinks",
+                                    tuple(uplinks_params(uplinks)))]
     for dst in sorted(paths):
         per_dst = paths[dst]
         caps = [per_dst[i].capacity_mbps if i in per_dst else 0.0 for i in range(MAX_PATHS)]
-        w = weights(caps)
         live_mask = sum(1 << i for i, p in per_dst.items() if p.live)
-        prof: list[tuple[str, int]] = [("live_mask", live_mask), ("gen", gens.get(dst, 1) & 0xFF)]
-        prof += [(f"rq{i}", min(QMAX, remote.get((dst, i), 0))) for i in range(MAX_PATHS)]
-        prof += [(f"w{i}", w[i]) for i in range(MAX_PATHS)]
+        rq = [min(QMAX, remote.get((dst, i), 0)) for i in range(MAX_PATHS)]
+        prof = profile_params(live_mask, gens.get(dst, 1) & 0xFF, rq, capacity_weights(caps))
         out.append(TableWrite("dst_profile", (("meta.dst_leaf", dst),), "set_profile",
                               tuple(prof)))
     return out
@@ -229,7 +217,7 @@ SGLB_TABLES = frozenset({"switch_config", "uplinks", "ipv4_route", "arp_proxy", 
                          "spine_paths", "port_peer", "leaf_downlinks"})
 
 
-def entity_key(e: Entity) -> tuple:
+def entity_key(e: Entity) -> EntityKey:
     """Identity of an entity on the switch: (table, match) or the multicast group id."""
     if isinstance(e, MulticastWrite):
         return ("mcast", e.group_id)
@@ -263,7 +251,9 @@ def reconcile(desired: list[Entity], actual: list[Entity],
     """
     want = {entity_key(e): e for e in desired}
     have = {entity_key(e): e for e in actual}
-    insert, modify, delete = [], [], []
+    insert: list[Entity] = []
+    modify: list[Entity] = []
+    delete: list[Entity] = []
     for key, e in want.items():
         old = have.get(key)
         if old is None:
@@ -279,7 +269,15 @@ def reconcile(desired: list[Entity], actual: list[Entity],
     return Plan(tuple(insert), tuple(modify), tuple(delete))
 
 
-def _profile_signature(e: TableWrite) -> tuple:
+def _dst_leaf(e: TableWrite) -> int:
+    """The destination leaf a ``dst_profile`` entry is keyed by (an exact match)."""
+    value = dict(e.match)["meta.dst_leaf"]
+    if not isinstance(value, int):
+        raise MappingError(f"dst_profile key {value!r} is not an exact leaf id")
+    return value
+
+
+def _profile_signature(e: TableWrite) -> tuple[object, ...]:
     """What, when it changes, must make the data plane forget its notice exclusions.
 
     Only the set of usable paths: the control-plane liveness mask and which
@@ -305,25 +303,25 @@ class SwitchBook:
 
     def __init__(self, identity: Identity):
         self.identity = identity
-        self.held: dict[tuple, Entity] = {}
+        self.held: dict[EntityKey, Entity] = {}
         self.generations: dict[int, int] = {}
 
     def adopt(self, read_back: list[Entity]) -> None:
         """Trust the switch: remember exactly what it holds."""
         self.held = {entity_key(e): e for e in read_back}
         self.generations = {
-            dict(e.match)["meta.dst_leaf"]: dict(e.params)["gen"]
+            _dst_leaf(e): dict(e.params)["gen"]
             for e in read_back
             if isinstance(e, TableWrite) and e.table == "dst_profile" and e.action == "set_profile"
         }
 
-    def plan(self, desired: Mapping[tuple, SwitchOp]) -> Plan:
+    def plan(self, desired: Mapping[OpKey, SwitchOp]) -> Plan:
         """The writes that bring the switch to ``desired``."""
         draft = entities(desired, self.identity, self.generations)
         gens = dict(self.generations)
         for e in draft:
             if isinstance(e, TableWrite) and e.table == "dst_profile":
-                dst = dict(e.match)["meta.dst_leaf"]
+                dst = _dst_leaf(e)
                 old = self.held.get(entity_key(e))
                 if not isinstance(old, TableWrite) or (
                         _profile_signature(old) != _profile_signature(e)):

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+OpKey = tuple[str | int, ...]
+"""What an op sets on the switch; ops with equal keys replace each other."""
+
 
 @dataclass(frozen=True)
 class SwitchConfig:

@@ -98,7 +98,7 @@ def test_from_fabric_description_keeps_capacities_and_down_links():
 
 
 def test_from_fabric_generated_description():
-    from topologies import fabric as fab
+    import fabricmodel as fab
 
     desc = fab.leaf_spine(4, 2, 2, 2, links_per_pair=2, link_capacity="10Gbit",
                           nic_capacity="25Gbit")
@@ -178,7 +178,7 @@ def test_inconsistent_workloads_are_rejected(call, message):
 def test_from_fabric_refuses_hosts_with_different_rail_counts():
     import dataclasses
 
-    from topologies import fabric as fab
+    import fabricmodel as fab
 
     desc = fab.leaf_spine(2, 2, 2, 2)
     short = dataclasses.replace(desc.hosts[0], nics=desc.hosts[0].nics[:1])

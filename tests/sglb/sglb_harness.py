@@ -12,6 +12,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from sglb.codes import DropReason, Event, LbMode, Role
+from sglb.config import profile_args, switch_args, uplinks_args
 from sglb.headers import port_status_frame
 from softswitch import Exact, Lpm, Switch, compile_file
 
@@ -80,9 +81,7 @@ class Node:
     def set_profile(self, leaf: int, mask: int = 0x0F, gen: int = 1,
                     rq=(0,) * 8, w=(1, 1, 1, 1, 0, 0, 0, 0)) -> None:
         """Write (add or modify) the congestion profile of destination `leaf`."""
-        rq = list(rq) + [0] * (8 - len(rq))
-        w = list(w) + [0] * (8 - len(w))
-        args = [mask, gen, *rq, *w]
+        args = profile_args(mask, gen, list(rq), list(w))
         handle = self.handles.get(("profile", leaf))
         if handle is None:
             self.handles[("profile", leaf)] = self.sw.table_add(
@@ -102,11 +101,10 @@ def configure_leaf(program, mode: LbMode = LbMode.SGLB, tolerance: int = 0,
     clock = Clock()
     sw = make_switch(program, clock)
     sw.table_set_default("switch_config", "set_switch",
-                         [int(Role.LEAF), int(mode), switch_id, mac_int(LEAF_MAC),
-                          FLOWLET_GAP, tolerance, 0])
-    ports = UPLINK_PORTS[:paths] + [0] * (8 - paths)
-    shifts = [DRE_SHIFT] * 8
-    sw.table_set_default("uplinks", "set_uplinks", [(1 << paths) - 1, *ports, *shifts])
+                         switch_args(Role.LEAF, switch_id, mac_int(LEAF_MAC), FLOWLET_GAP, mode,
+                                     tolerance))
+    sw.table_set_default("uplinks", "set_uplinks",
+                         uplinks_args(UPLINK_PORTS[:paths], [DRE_SHIFT] * paths))
     sw.table_add("ipv4_route", [Lpm(ip_int("10.0.0.1"), 32)], "to_host",
                  [HOST_PORT, mac_int(HOST_MAC)])
     sw.table_add("ipv4_route", [Lpm(ip_int("10.1.0.0"), 16)], "to_leaf", [1])

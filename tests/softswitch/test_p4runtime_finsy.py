@@ -11,6 +11,7 @@ import os
 import finsy as fy
 import pytest
 from p4rt_client import PROG
+from testsupport import async_wait_until
 
 from softswitch.p4info import p4info_text
 from softswitch.p4runtime.device import Device
@@ -48,14 +49,6 @@ def options(artefacts) -> fy.SwitchOptions:
     p4info, blob = artefacts
     return fy.SwitchOptions(p4info=p4info, p4blob=blob,
                             device_id=int(os.environ.get("P4RT_DEVICE_ID", "1")))
-
-
-async def wait_until(pred, timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not pred():
-        assert loop.time() < end, "condition not reached"
-        await asyncio.sleep(0.01)
 
 
 def run(coro):
@@ -146,7 +139,7 @@ def test_finsy_sees_port_state_over_gnmi(artefacts, target):
             state[2] = False
             server.gnmi.port_changed(2, False)
             # finsy 0.30 updates sw.ports from the subscription (its PORT_DOWN event is not wired)
-            await wait_until(lambda: not sw.ports["ssp-p2"].up)
+            await async_wait_until(lambda: not sw.ports["ssp-p2"].up)
             assert sw.ports["ssp-p1"].up
 
     run(scenario())

@@ -6,6 +6,7 @@ import threading
 import time
 
 import pytest
+from testsupport import wait_until
 
 from softswitch.ports import PortError, PortSet, parse_port_map
 
@@ -43,15 +44,6 @@ def veth():
         subprocess.run(["ip", "link", "del", "ssp-a0"], capture_output=True)
 
 
-def wait_for(pred, timeout=5.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return True
-        time.sleep(0.005)
-    return pred()
-
-
 @pytest.mark.root
 def test_open_unknown_interface_is_a_port_error():
     ps = PortSet({1: "ssp-nosuch0"}, lambda p, d: None)
@@ -78,9 +70,9 @@ def test_rx_tx_without_loopback_and_link_events(veth):
     peer.settimeout(2)
     try:
         ps.start()
-        assert wait_for(lambda: ps.ports[1].up)
+        wait_until(lambda: ps.ports[1].up, timeout=5)
         peer.send(frame(b"in-1"))
-        assert wait_for(lambda: len(got) == 1)
+        wait_until(lambda: len(got) == 1, timeout=5)
         assert got[0][0] == 1 and got[0][1].startswith(frame(b"in-1")[:20])
         ps.send(1, frame(b"out-1"))
         assert peer.recv(2048)[14:19] == b"out-1"
@@ -90,10 +82,10 @@ def test_rx_tx_without_loopback_and_link_events(veth):
         assert (c.rx_packets >= 1, c.tx_packets, c.tx_bytes) == (True, 1, 60)
 
         sh("ip", "link", "set", peer_if, "down")
-        assert wait_for(lambda: (1, False) in links)
+        wait_until(lambda: (1, False) in links, timeout=5)
         assert not ps.ports[1].up
         sh("ip", "link", "set", peer_if, "up")
-        assert wait_for(lambda: links[-1:] == [(1, True)])
+        wait_until(lambda: links[-1:] == [(1, True)], timeout=5)
         assert ps.ports[1].counters.link_changes == 2
     finally:
         peer.close()

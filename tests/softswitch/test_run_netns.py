@@ -16,6 +16,7 @@ from pathlib import Path
 import finsy as fy
 import pytest
 from p4rt_client import PROG
+from testsupport import stop_process
 
 from softswitch.p4info import p4info_text
 from softswitch.p4runtime.pipeline_loader import build_p4info, device_config_from_file, load_program
@@ -93,13 +94,7 @@ def switch(hosts, tmp_path):
             time.sleep(0.05)
         yield ready.read_text().strip(), p4info, tmp_path / "prog.p4cfg", proc
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_process(proc)
         log.close()
         proc.log_text = (tmp_path / "switch.log").read_text()
 

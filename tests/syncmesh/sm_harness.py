@@ -7,7 +7,7 @@ from collections import deque
 from syncmesh.core import Program, Send, SyncMeshCore
 from syncmesh.messages import FullState, Hello, LinkNotice, ProfileUpdate
 
-from topologies.fabric import Fabric
+from fabricmodel import Fabric
 
 
 class CoreNet:

@@ -4,30 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import socket
-from collections.abc import Callable
 
 from syncmesh.config import CoreConfig
 from syncmesh.daemon import Daemon, DaemonOptions
+from testsupport import free_ports
 
-from topologies.fabric import Fabric, leaf_spine
+from fabricmodel import Fabric, leaf_spine
 
 TOKEN = "sm-test-secret"
 FAST = CoreConfig(keepalive_interval=0.1, dead_interval=0.6, profile_period=0.3,
                   profile_threshold=0)
-
-
-def free_ports(n: int) -> list[int]:
-    """n TCP ports that were free a moment ago on loopback."""
-    socks, ports = [], []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-        ports.append(s.getsockname()[1])
-    for s in socks:
-        s.close()
-    return ports
 
 
 def loopback_fabric(*args, **kwargs) -> Fabric:
@@ -44,16 +30,6 @@ def make_daemon(fab: Fabric, name: str, config: CoreConfig = FAST, token: str = 
     options.setdefault("metrics", "127.0.0.1:0")
     options.setdefault("tick_interval", 0.02)
     return Daemon(fab, name, DaemonOptions(token=token, **options), config)
-
-
-async def wait_until(cond: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
-    """Poll ``cond`` until it holds; fail naming ``what`` if it never does."""
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while not cond():
-        if loop.time() > end:
-            raise AssertionError(f"timed out waiting for: {what}")
-        await asyncio.sleep(0.02)
 
 
 def agree(daemons) -> bool:

@@ -7,10 +7,11 @@ import socket
 import subprocess
 import sys
 
-from sm_net import TOKEN, free_ports, http_get, loopback_fabric, make_daemon, wait_until
+from sm_net import TOKEN, http_get, loopback_fabric, make_daemon
 from syncmesh.metrics import parse
+from testsupport import async_wait_until, free_ports, stop_processes
 
-from topologies.fabric import dump
+from fabricmodel import dump
 
 CMD = [sys.executable, "-m", "syncmesh.cli"]
 
@@ -105,13 +106,13 @@ def test_killed_daemon_process_restarts_and_resyncs(tmp_path):
             await d.start()
         try:
             procs.append(start_l2())
-            await wait_until(lambda: set(ds["s1"].core.peers.up()) == {"l1", "l2"},
+            await async_wait_until(lambda: set(ds["s1"].core.peers.up()) == {"l1", "l2"},
                              "s1 sees the l2 process", timeout=30)
             first_inc = ds["s1"].core.peers.peers["l2"].incarnation
             procs[-1].send_signal(signal.SIGKILL)
             procs[-1].wait(10)
             ds["l1"].port_status({2: False})  # news the dead process misses
-            await wait_until(lambda: "l2" not in ds["s1"].core.peers.up(), "s1 sees l2 gone")
+            await async_wait_until(lambda: "l2" not in ds["s1"].core.peers.up(), "s1 sees l2 gone")
             procs.append(start_l2())
             value = None
             for _ in range(600):
@@ -130,13 +131,7 @@ def test_killed_daemon_process_restarts_and_resyncs(tmp_path):
     try:
         asyncio.run(asyncio.wait_for(scenario(procs), 90))
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+        stop_processes(procs)
     # the second process stopped cleanly on SIGTERM; every line it logged names l2
     lines = [ln for ln in logs[-1].read_text().splitlines() if ln.strip()]
     assert procs[-1].returncode == 0

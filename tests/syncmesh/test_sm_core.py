@@ -7,10 +7,11 @@ from syncmesh.core import Event, PortStatusOut, Program, Rejected, Send, SyncMes
 from syncmesh.linkstate import PortState, Version
 from syncmesh.messages import FullState, Hello, HelloReply, LinkNotice, ProfileUpdate
 from syncmesh.paths import leaf_paths, path_live, peers_of, uplinks
-from syncmesh.profiles import Profile, ProfilePublisher, RateMeter, quantise
+from syncmesh.profiles import Profile, ProfilePublisher, RateMeter
 from syncmesh.switchops import PathEntry, PortPeer, RemoteCongestion, SpinePaths, SpineRoute
 
-from topologies.fabric import leaf_spine
+from fabricmodel import leaf_spine
+from sglb.config import quantise
 
 
 @pytest.fixture
@@ -68,8 +69,11 @@ def test_unknown_switch_is_a_clear_error(fab):
 
 
 def test_quantise_and_rates():
-    assert [quantise(u, 4) for u in (0, 0.05, 0.0625, 0.5, 0.99, 1.0, 3.0, -1)] == \
-        [0, 0, 1, 8, 15, 15, 15, 0]
+    assert [quantise(u, 4) for u in (0, 0.05, 0.0625, 0.5, 0.99, 1.0, 3.0)] == \
+        [0, 0, 1, 8, 15, 15, 15]
+    for bad in (-1, float("nan"), float("inf")):  # a caller's bug, never a level
+        with pytest.raises(ValueError, match="utilisation"):
+            quantise(bad, 4)
     meter = RateMeter()
     assert meter.update({1: 1000}, 0.0) == {}
     assert meter.update({1: 1_000_000 + 1000}, 1.0) == {1: 8.0}

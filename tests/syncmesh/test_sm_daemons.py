@@ -6,7 +6,7 @@ import random
 
 import grpc
 import pytest
-from sm_net import TOKEN, agree, http_get, loopback_fabric, make_daemon, wait_until
+from sm_net import TOKEN, agree, http_get, loopback_fabric, make_daemon
 from syncmesh import wire
 from syncmesh.linkstate import PortState, Version
 from syncmesh.logs import LogfmtFormatter
@@ -14,6 +14,7 @@ from syncmesh.messages import Hello, LinkNotice
 from syncmesh.metrics import parse
 from syncmesh.service import PeerChannel
 from syncmesh.switchops import RemoteCongestion
+from testsupport import async_wait_until
 
 
 def run(coro):
@@ -42,7 +43,7 @@ def test_daemons_exchange_profiles_and_notices():
     async def scenario():
         ds = await started(fab)
         try:
-            await wait_until(lambda: all_peers_up(ds), "all peer sessions up")
+            await async_wait_until(lambda: all_peers_up(ds), "all peer sessions up")
             # s1 sees 60 Mbit/s toward l2 (port 2) on a 100 Mbit/s link: level 4 of 0..7
             s1 = ds["s1"]
             s1.counters({1: 0, 2: 0})
@@ -52,18 +53,18 @@ def test_daemons_exchange_profiles_and_notices():
 
             def remote(d, dst, idx):
                 return d.core.programmed[RemoteCongestion(dst, idx, 0).key].level
-            await wait_until(lambda: remote(l1, 2, 0) == 4, "l1 learns s1's congestion to l2")
+            await async_wait_until(lambda: remote(l1, 2, 0) == 4, "l1 learns s1's congestion to l2")
             assert remote(l1, 2, 1) == 0  # the path through s2 is untouched
             # a leaf-spine link fails at l2's end: every daemon learns it
             ds["l2"].port_status({3: False})  # l2:3 is its link to s2 (port 2 = s1, 3 = s2)
-            await wait_until(lambda: not ds["l1"].core.link_view()["l2:3-s2:2"],
+            await async_wait_until(lambda: not ds["l1"].core.link_view()["l2:3-s2:2"],
                              "l1 learns l2-s2 down")
-            await wait_until(lambda: agree(ds.values()), "all daemons agree")
+            await async_wait_until(lambda: agree(ds.values()), "all daemons agree")
             assert not l1.core.programmed["path", 2, 1].live
             assert l1.core.programmed["path", 2, 0].live
             assert l1.core.stats.failovers == 1
             ds["l2"].port_status({3: True})
-            await wait_until(lambda: all(all(d.core.link_view().values()) for d in ds.values()),
+            await async_wait_until(lambda: all(all(d.core.link_view().values()) for d in ds.values()),
                              "recovery reaches everyone")
         finally:
             await stop_all(ds)
@@ -125,21 +126,21 @@ def test_restarted_daemon_resyncs_what_it_missed():
     async def scenario():
         ds = await started(fab)
         try:
-            await wait_until(lambda: all_peers_up(ds), "sessions up")
+            await async_wait_until(lambda: all_peers_up(ds), "sessions up")
             old_inc = ds["l3"].core.incarnation
             await ds["l3"].stop()
             # while l3's daemon is gone, a link elsewhere fails
             ds["l1"].port_status({2: False})
             others = [d for n, d in ds.items() if n != "l3"]
-            await wait_until(lambda: agree(others), "the live daemons agree")
+            await async_wait_until(lambda: agree(others), "the live daemons agree")
             fresh = make_daemon(fab, "l3")
             assert fresh.core.incarnation > old_inc
             assert fresh.core.link_view()["l1:2-s1:1"] is True  # it starts from the file
             ds["l3"] = fresh
             await fresh.start()
-            await wait_until(lambda: not fresh.core.link_view()["l1:2-s1:1"],
+            await async_wait_until(lambda: not fresh.core.link_view()["l1:2-s1:1"],
                              "the restarted daemon learns the failure by resync")
-            await wait_until(lambda: agree(ds.values()), "everyone agrees")
+            await async_wait_until(lambda: agree(ds.values()), "everyone agrees")
             s1 = ds["s1"].core.peers.peers["l3"]
             assert s1.incarnation == fresh.core.incarnation and s1.joins == 2
         finally:
@@ -154,9 +155,9 @@ def test_peer_down_detected_and_metrics_served():
     async def scenario():
         ds = await started(fab)
         try:
-            await wait_until(lambda: all_peers_up(ds), "sessions up")
+            await async_wait_until(lambda: all_peers_up(ds), "sessions up")
             ds["s1"].counters({1: 0, 2: 0})
-            await wait_until(lambda: ds["l1"].transport.sent["hello"] >= 1, "l1 sent a hello")
+            await async_wait_until(lambda: ds["l1"].transport.sent["hello"] >= 1, "l1 sent a hello")
             status, body = await http_get(ds["l1"].metrics_port)
             assert status == "HTTP/1.1 200 OK"
             m = parse(body)
@@ -168,11 +169,11 @@ def test_peer_down_detected_and_metrics_served():
             status, _ = await http_get(ds["l1"].metrics_port, "/other")
             assert status.startswith("HTTP/1.1 404")
             await ds.pop("s2").stop()
-            await wait_until(lambda: ds["l1"].core.peers.up() == ["s1"], "l1 sees s2 down")
+            await async_wait_until(lambda: ds["l1"].core.peers.up() == ["s1"], "l1 sees s2 down")
             m = parse((await http_get(ds["l1"].metrics_port))[1])
             assert m["syncmesh_peer_up", frozenset({("switch", "l1"), ("peer", "s2")})] == 0
             ds["l2"].port_status({2: False})
-            await wait_until(lambda: ds["l1"].core.stats.convergence, "a convergence sample")
+            await async_wait_until(lambda: ds["l1"].core.stats.convergence, "a convergence sample")
             m = parse((await http_get(ds["l1"].metrics_port))[1])
             assert m["syncmesh_convergence_seconds_count", frozenset({("switch", "l1")})] == 1
             assert m["syncmesh_failovers_total", frozenset({("switch", "l1")})] == 1
@@ -200,9 +201,9 @@ def test_every_log_line_names_the_switch():
     async def scenario():
         ds = await started(fab)
         try:
-            await wait_until(lambda: all_peers_up(ds), "sessions up")
+            await async_wait_until(lambda: all_peers_up(ds), "sessions up")
             ds["l1"].port_status({2: False})
-            await wait_until(lambda: agree(ds.values()), "agreement")
+            await async_wait_until(lambda: agree(ds.values()), "agreement")
         finally:
             await stop_all(ds)
 
@@ -225,7 +226,7 @@ def test_seeded_flaps_double_cuts_and_a_restart_converge_to_the_truth():
         ds = await started(fab)
         truth = {}
         try:
-            await wait_until(lambda: all_peers_up(ds), "sessions up")
+            await async_wait_until(lambda: all_peers_up(ds), "sessions up")
             for step in range(12):
                 # one to three link ends change at once, on one leaf
                 leaf = rng.choice(fab.leaves).name
@@ -241,7 +242,7 @@ def test_seeded_flaps_double_cuts_and_a_restart_converge_to_the_truth():
                 await asyncio.sleep(rng.random() * 0.05)
             expected = {lk.name: truth.get((lk.leaf.switch, lk.leaf.port), True)
                         for lk in fab.links}
-            await wait_until(lambda: all(d.core.link_view() == expected for d in ds.values()),
+            await async_wait_until(lambda: all(d.core.link_view() == expected for d in ds.values()),
                              "every daemon holds the final truth")
         finally:
             await stop_all(ds)

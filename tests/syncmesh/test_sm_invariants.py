@@ -7,7 +7,7 @@ from syncmesh.linkstate import LinkStateTable, PortState, Version
 from syncmesh.peers import PeerTable
 from syncmesh.profiles import Profile, ProfileStore
 
-from topologies.fabric import leaf_spine
+from fabricmodel import leaf_spine
 
 FAB = leaf_spine(2, 2, 1, 1, links_per_pair=2)
 ENDS = [(lk.leaf.switch, lk.leaf.port) for lk in FAB.links] + \

@@ -8,7 +8,7 @@ from syncmesh.logs import LogfmtFormatter, SwitchLog
 from syncmesh.messages import LinkNotice
 from syncmesh.metrics import CONVERGENCE_BUCKETS, TransportStats, parse, render
 
-from topologies.fabric import leaf_spine
+from fabricmodel import leaf_spine
 
 
 def test_page_is_well_formed_and_histogram_cumulative():

@@ -3,17 +3,17 @@ feeding real daemons."""
 
 import asyncio
 import os
-import signal
 import struct
 import subprocess
 import sys
 
 import pytest
-from sm_net import TOKEN, agree, loopback_fabric, make_daemon, wait_until
+from sm_net import TOKEN, agree, loopback_fabric, make_daemon
 from syncmesh.portwatch import PortWatcher, mininet_names
+from testsupport import async_wait_until, stop_processes
 
+from fabricmodel import dump
 from rtnetlink import RTM_DELLINK, RTM_NEWLINK, parse_links
-from topologies.fabric import dump
 
 
 def ip(*args):
@@ -70,17 +70,17 @@ def test_daemons_learn_a_carrier_loss_seen_by_netlink(netns):
         for d in ds.values():
             await d.start()
         try:
-            await wait_until(lambda: all(len(d.core.peers.up()) == len(d.core.peer_names)
+            await async_wait_until(lambda: all(len(d.core.peers.up()) == len(d.core.peer_names)
                                          for d in ds.values()), "sessions up")
-            await wait_until(lambda: agree(ds.values()), "agreement at start")
+            await async_wait_until(lambda: agree(ds.values()), "agreement at start")
             assert ds["s1"].core.link_view()["l1:2-s1:1"] is True
             ip("-n", netns, "link", "set", "smp2", "down")
-            await wait_until(lambda: agree(ds.values())
+            await async_wait_until(lambda: agree(ds.values())
                              and not ds["l2"].core.link_view()["l1:2-s1:1"],
                              "everyone learns l1:2 lost carrier")
             assert not ds["l2"].core.programmed["path", 1, 0].live
             ip("-n", netns, "link", "set", "smp2", "up")
-            await wait_until(lambda: agree(ds.values())
+            await async_wait_until(lambda: agree(ds.values())
                              and ds["l2"].core.link_view()["l1:2-s1:1"], "recovery")
         finally:
             for d in ds.values():
@@ -122,10 +122,10 @@ def test_cli_daemon_watches_ports_in_a_namespace(netns, tmp_path):
                     [sys.executable, "-m", "syncmesh.cli", "run", str(path), "l1",
                      "--watch-ports", "--netns", netns, "--metrics", "off"],
                     env={**os.environ, "SYNCMESH_TOKEN": TOKEN}, stderr=err))
-            await wait_until(lambda: "l1" in ds["s1"].core.peers.up(), "l1 process up",
+            await async_wait_until(lambda: "l1" in ds["s1"].core.peers.up(), "l1 process up",
                              timeout=30)
             ip("-n", netns, "link", "set", "smp3", "down")  # l1-eth3: l1's link to s2
-            await wait_until(lambda: not ds["l2"].core.link_view()["l1:3-s2:1"],
+            await async_wait_until(lambda: not ds["l2"].core.link_view()["l1:3-s2:1"],
                              "the process saw the carrier loss and told everyone")
         finally:
             for d in ds.values():
@@ -135,10 +135,5 @@ def test_cli_daemon_watches_ports_in_a_namespace(netns, tmp_path):
     try:
         asyncio.run(asyncio.wait_for(scenario(procs), 60))
     finally:
-        for p in procs:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop_processes(procs)
     assert "event=port_down port=3" in log.read_text()

@@ -16,7 +16,7 @@ from syncmesh.sglb_mapping import (
     switch_mac,
 )
 
-from topologies.fabric import leaf_spine
+from fabricmodel import leaf_spine
 
 FAB = leaf_spine(3, 2, 2, 1, links_per_pair=2)
 LEAF = entities(SyncMeshCore(FAB, "l1", 1).desired(), Identity(switch_mac(1)))

@@ -14,15 +14,13 @@ from syncmesh.sglb_mapping import (
     MappingError,
     MulticastWrite,
     TableWrite,
-    dre_shift,
     entities,
     switch_mac,
-    weights,
 )
 from syncmesh.switchops import MulticastGroup, PathEntry
 
+from fabricmodel import leaf_spine, load
 from softswitch import Exact, Lpm, Switch, compile_file
-from topologies.fabric import leaf_spine, load
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -91,14 +89,15 @@ def test_asymmetric_bundle_halves_the_weight():
     assert spine["mcast", 1] == MulticastGroup(1, (1, 3, 5, 7))
 
 
-def test_weights_and_shifts():
-    assert weights([10, 5, 0, 10]) == [15, 8, 0, 15]
-    assert weights([0, 0]) == [0, 0]
-    assert weights([100, 1]) == [15, 1]  # a live path never gets weight 0
-    # 10 Mbit/s: 160 bytes per 128 us at line rate, /8 = 20 -> shift 4 (full reads 10 -> 7)
-    assert dre_shift(10) == 4
-    assert dre_shift(10_000) == 14
-    assert (160 >> dre_shift(10)) >= 7
+def test_shifts_follow_port_capacity():
+    # the daemon and the packet tests share sglb.config: 10 Mbit/s gets shift 4,
+    # 10 Gbit/s 14 (tests/sglb/test_sglb_config.py works them out by hand)
+    fab = leaf_spine(2, 2, 1, 1, link_capacity="10Mbit")
+    fab = fab.with_link(fab.links_between("l1", "s2")[0], capacity_mbps=10_000)
+    (uplinks,) = [e for e in entities(SyncMeshCore(fab, "l1", 1).desired(), Identity(1))
+                  if isinstance(e, TableWrite) and e.table == "uplinks"]
+    params = dict(uplinks.params)
+    assert (params["path_slots"], params["shift0"], params["shift1"]) == (0b11, 4, 14)
 
 
 def test_limits_of_the_program_are_refused():

@@ -6,10 +6,11 @@ import subprocess
 
 import grpc
 import pytest
-from sm_net import TOKEN, agree, loopback_fabric, make_daemon, wait_until
+from sm_net import TOKEN, agree, loopback_fabric, make_daemon
 from syncmesh import wire
 from syncmesh.messages import Hello
 from syncmesh.service import PeerChannel, TlsFiles
+from testsupport import async_wait_until
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
 
@@ -49,9 +50,9 @@ def test_daemons_talk_over_mutual_tls_and_refuse_strangers(tmp_path):
         for d in ds.values():
             await d.start()
         try:
-            await wait_until(lambda: len(ds["s1"].core.peers.up()) == 2, "TLS sessions up")
+            await async_wait_until(lambda: len(ds["s1"].core.peers.up()) == 2, "TLS sessions up")
             ds["l1"].port_status({2: False})
-            await wait_until(lambda: agree(ds.values()) and not ds["l2"].core.link_view()[
+            await async_wait_until(lambda: agree(ds.values()) and not ds["l2"].core.link_view()[
                 "l1:2-s1:1"], "notice over TLS")
             # a client whose certificate the fabric CA did not sign is refused by TLS itself
             rogue = PeerChannel(fab.switch("s1").syncmesh, TOKEN, TlsFiles(

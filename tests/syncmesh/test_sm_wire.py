@@ -9,7 +9,7 @@ from syncmesh.messages import FullState, Hello, HelloReply, LinkNotice, ProfileU
 from syncmesh.profiles import Profile
 from syncmesh.proto import syncmesh_pb2 as pb
 
-from topologies.fabric import leaf_spine
+from fabricmodel import leaf_spine
 
 FAB = leaf_spine(2, 2, 1, 1)
 

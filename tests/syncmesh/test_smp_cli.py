@@ -1,22 +1,16 @@
 """`syncmesh run --p4runtime` refuses what it cannot use with one located line, no traceback."""
 
 import os
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from testsupport import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 FOREIGN_PROGRAM = REPO / "tests" / "softswitch" / "test_p4runtime_prog.p4"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ pipeline is not pushed again, the foreign group survives, the entry is back.
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -34,8 +33,9 @@ from syncmesh.sglb_mapping import (
     entities,
     switch_mac,
 )
+from testsupport import free_port, stop_process, wait_until
 
-from topologies.fabric import load
+from fabricmodel import load
 
 pytestmark = pytest.mark.root
 
@@ -48,12 +48,6 @@ FOREIGN_GROUP = 77
 
 def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run(args, check=check, capture_output=True, text=True, timeout=30)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def teardown_links() -> None:
@@ -78,17 +72,6 @@ def links():
         teardown_links()
 
 
-def stop(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> int:
-    if proc.poll() is None:
-        proc.send_signal(sig)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    return proc.returncode
-
-
 @pytest.fixture
 def switch(links, tmp_path):
     """`softswitch run --no-p4` on the three veths: yields (P4Runtime address, log path)."""
@@ -99,15 +82,15 @@ def switch(links, tmp_path):
         cmd += ["-i", f"{port}@{sw_if}"]
     with open(log_path, "w") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO)
+    def alive() -> None:
+        assert proc.poll() is None, log_path.read_text()
+
     try:
-        deadline = time.monotonic() + 60
-        while not (ready.exists() and ready.read_text().strip()):
-            assert proc.poll() is None, log_path.read_text()
-            assert time.monotonic() < deadline, "switch did not start"
-            time.sleep(0.05)
+        wait_until(lambda: ready.exists() and ready.read_text().strip(), "switch to start", 60,
+                   0.05, alive)
         yield ready.read_text().strip(), log_path
     finally:
-        stop(proc)
+        stop_process(proc, timeout=15)
 
 
 @pytest.fixture
@@ -199,14 +182,13 @@ def holds(address: str, schema: fy.P4Schema, fabric_path: Path, ports_up: dict[i
 
 
 def wait_for(what: str, check, daemon: subprocess.Popen, log: Path, timeout: float = 90):
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
+    def alive() -> None:
         assert daemon.poll() is None, f"daemon exited while waiting for {what}:\n{log.read_text()}"
-        assert time.monotonic() < deadline, f"timed out waiting for {what}:\n{log.read_text()}"
-        time.sleep(0.1)
+
+    try:
+        return wait_until(check, what, timeout, 0.1, alive)
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n{log.read_text()}") from None
 
 
 def start_daemon(fabric_path: Path, address: str, log: Path) -> subprocess.Popen:
@@ -281,9 +263,9 @@ def test_daemon_process_programs_follows_ports_and_survives_sigkill(switch, fabr
                      lambda: (metric(fabric_file, "syncmesh_port_rate_mbps", port="3") or 0) > 0,
                      daemon, log, timeout=60)
         finally:
-            stop(sender, signal.SIGKILL)
+            stop_process(sender, signal.SIGKILL)
 
-        assert stop(daemon, signal.SIGKILL) == -signal.SIGKILL
+        assert stop_process(daemon, signal.SIGKILL) == -signal.SIGKILL
         held = read_switch(address, schema)
         route = next(e for e in held if isinstance(e, TableWrite) and e.table == "ipv4_route")
         asyncio.run(asyncio.wait_for(tamper(address, route), 60))
@@ -298,10 +280,10 @@ def test_daemon_process_programs_follows_ports_and_survives_sigkill(switch, fabr
         assert route in read_switch(address, schema)
         assert after == before_kill  # adopted, not rewritten from scratch
         assert pipeline_pushes(switch_log) == 1  # not pushed again: the entries were kept
-        assert stop(daemon) == 0
+        assert stop_process(daemon) == 0
         text = log.read_text()
         assert text.count("event=switch_connected") == 2
         assert "switch_lost" not in text and "switch_write_failed" not in text
         assert "Traceback" not in text
     finally:
-        stop(daemon, signal.SIGKILL)
+        stop_process(daemon, signal.SIGKILL)

@@ -11,13 +11,13 @@ from pathlib import Path
 import finsy as fy
 import pytest
 from syncmesh.core import SyncMeshCore
-from syncmesh.p4runtime_driver import DriverError, P4RuntimeDriver, port_status_frame
-from syncmesh.sglb_mapping import Identity, TableWrite, entities, switch_mac
+from syncmesh.p4runtime_driver import DriverError, P4RuntimeDriver
+from syncmesh.sglb_mapping import Identity, Plan, TableWrite, entities, switch_mac
 
+from fabricmodel import load
 from sglb.codes import Event
 from softswitch.p4runtime.device import Device
 from softswitch.p4runtime.server import P4RuntimeServer
-from topologies.fabric import load
 
 REPO = Path(__file__).resolve().parents[2]
 FABRIC = load(REPO / "topologies" / "fabrics" / "ls2x2.yaml")
@@ -56,11 +56,10 @@ def test_reconcile_pushes_pipeline_writes_everything_and_rereads_equal(switch, s
 
     async def scenario():
         d = make_driver(address, sglb_pipeline)
-        await d.connect()
-        await d.reconcile(core.desired())
-        want = entities(core.desired(), d.book.identity, d.book.generations)
-        got = await d.read_entities()
-        await d.close()
+        async with d.session():
+            await d.reconcile(core.desired())
+            want = entities(core.desired(), d.book.identity, d.book.generations)
+            got = await d.read_entities()
         return d.writes, want, got
 
     writes, want, got = run(scenario())
@@ -75,14 +74,12 @@ def test_second_session_keeps_pipeline_and_entries_and_writes_nothing(switch, sg
 
     async def scenario():
         first = make_driver(address, sglb_pipeline)
-        await first.connect()
-        await first.reconcile(core.desired())
-        await first.close()
+        async with first.session():
+            await first.reconcile(core.desired())
         pipeline_before = device.pipeline
         second = make_driver(address, sglb_pipeline)
-        await second.connect()
-        await second.reconcile(core.desired())
-        await second.close()
+        async with second.session():
+            await second.reconcile(core.desired())
         return pipeline_before, second.writes
 
     pipeline_before, writes = run(scenario())
@@ -96,20 +93,19 @@ def test_reconcile_repairs_only_drift(switch, sglb_pipeline):
 
     async def scenario():
         d = make_driver(address, sglb_pipeline)
-        await d.connect()
-        await d.reconcile(core.desired())
-        # someone else deletes a route and adds a stray one behind the daemon's back
-        sw = d._sw()
-        route = next(e for e in await d.read_entities()
-                     if isinstance(e, TableWrite) and e.table == "ipv4_route")
-        await sw.delete([fy.P4TableEntry("ipv4_route", match=fy.Match(dict(route.match)))])
-        await sw.insert([fy.P4TableEntry("ipv4_route",
-                                         match=fy.Match({"hdr.ipv4.dstAddr": (0x0B000000, 8)}),
-                                         action=fy.Action("no_route"))])
-        before = d.writes
-        await d.reconcile(core.desired())
-        after = await d.read_entities()
-        await d.close()
+        async with d.session():
+            await d.reconcile(core.desired())
+            # someone else deletes a route and adds a stray one behind the daemon's back
+            sw = d._sw()
+            route = next(e for e in await d.read_entities()
+                         if isinstance(e, TableWrite) and e.table == "ipv4_route")
+            await sw.delete([fy.P4TableEntry("ipv4_route", match=fy.Match(dict(route.match)))])
+            await sw.insert([fy.P4TableEntry("ipv4_route",
+                                             match=fy.Match({"hdr.ipv4.dstAddr": (0x0B000000, 8)}),
+                                             action=fy.Action("no_route"))])
+            before = d.writes
+            await d.reconcile(core.desired())
+            after = await d.read_entities()
         return route, d.writes - before, after
 
     route, writes, after = run(scenario())
@@ -125,17 +121,16 @@ def test_apply_merges_changed_ops_and_counters_read(switch, sglb_pipeline):
 
     async def scenario():
         d = make_driver(address, sglb_pipeline)
-        await d.connect()
-        await d.reconcile(core.desired())
-        # l1's uplink 3 dies: the core re-plans, the driver writes only what changed
-        actions = core.on_port_status({3: False}, time.time())
-        ops = [op for a in actions if type(a).__name__ == "Program" for op in a.ops]
-        before = d.writes
-        await d.apply(ops)
-        profile = next(e for e in await d.read_entities()
-                       if isinstance(e, TableWrite) and e.table == "dst_profile")
-        tx = await d.read_tx_bytes()
-        await d.close()
+        async with d.session():
+            await d.reconcile(core.desired())
+            # l1's uplink 3 dies: the core re-plans, the driver writes only what changed
+            actions = core.on_port_status({3: False}, time.time())
+            ops = [op for a in actions if type(a).__name__ == "Program" for op in a.ops]
+            before = d.writes
+            await d.apply(ops)
+            profile = next(e for e in await d.read_entities()
+                           if isinstance(e, TableWrite) and e.table == "dst_profile")
+            tx = await d.read_tx_bytes()
         return ops, d.writes - before, profile, tx
 
     ops, writes, profile, tx = run(scenario())
@@ -153,17 +148,16 @@ def test_port_events_follow_gnmi_and_end_when_the_switch_goes(switch, sglb_pipel
     server.gnmi.set_ports({n: f"tb-p{n}" for n in state}, lambda n: state[n])
 
     async def scenario():
-        d = make_driver(address, sglb_pipeline, poll_interval=0.01)
-        await d.connect()
-        events = d.port_events()
-        first = await anext(events)
-        state[3] = False
-        server.gnmi.port_changed(3, False)
-        change = await asyncio.wait_for(anext(events), 10)
-        server.stop(0)
-        with pytest.raises(DriverError, match="lost"):
-            await asyncio.wait_for(anext(events), 20)
-        await d.close()
+        d = make_driver(address, sglb_pipeline)
+        async with d.session():
+            events = d.port_events()
+            first = await anext(events)
+            state[3] = False
+            server.gnmi.port_changed(3, False)
+            change = await asyncio.wait_for(anext(events), 10)
+            server.stop(0)
+            with pytest.raises(DriverError, match="lost"):
+                await asyncio.wait_for(anext(events), 20)
         return first, change
 
     first, change = run(scenario())
@@ -177,17 +171,16 @@ def test_port_status_packet_out_reaches_the_pipeline(switch, sglb_pipeline):
 
     async def scenario():
         d = make_driver(address, sglb_pipeline, inject_port_status=True)
-        await d.connect()
-        await d.reconcile(core.desired())
-        await d.send_port_status(3, False, 1)
-        sw = d._sw()
-        for _ in range(200):
-            [c] = [c async for c in sw.read(fy.P4CounterEntry("SglbIngress.events",
-                                                              index=Event.PORT_DOWN))]
-            if c.packet_count:
-                break
-            await asyncio.sleep(0.02)
-        await d.close()
+        async with d.session():
+            await d.reconcile(core.desired())
+            await d.send_port_status(3, False, 1)
+            sw = d._sw()
+            for _ in range(200):
+                [c] = [c async for c in sw.read(fy.P4CounterEntry("SglbIngress.events",
+                                                                  index=Event.PORT_DOWN))]
+                if c.packet_count:
+                    break
+                await asyncio.sleep(0.02)
         return c.packet_count
 
     assert run(scenario()) == 1
@@ -198,14 +191,13 @@ def test_no_injection_on_targets_that_inject_themselves(switch, sglb_pipeline):
 
     async def scenario():
         d = make_driver(address, sglb_pipeline)
-        await d.connect()
-        await d.reconcile(desired("l1").desired())
-        await d.send_port_status(3, False, 1)
-        await asyncio.sleep(0.2)
-        sw = d._sw()
-        [c] = [c async for c in sw.read(fy.P4CounterEntry("SglbIngress.events",
-                                                          index=Event.PORT_DOWN))]
-        await d.close()
+        async with d.session():
+            await d.reconcile(desired("l1").desired())
+            await d.send_port_status(3, False, 1)
+            await asyncio.sleep(0.2)
+            sw = d._sw()
+            [c] = [c async for c in sw.read(fy.P4CounterEntry("SglbIngress.events",
+                                                              index=Event.PORT_DOWN))]
         return c.packet_count
 
     assert run(scenario()) == 0
@@ -215,16 +207,47 @@ def test_connect_errors_name_the_switch(sglb_pipeline):
     d = make_driver("127.0.0.1:1", sglb_pipeline)
 
     async def scenario():
-        with pytest.raises(DriverError, match="l1: cannot connect to 127.0.0.1:1"):
-            await asyncio.wait_for(d.connect(), 30)
-        with pytest.raises(DriverError, match="l1: not connected"):
+        with pytest.raises(DriverError, match="l1: cannot connect to 127.0.0.1:1") as info:
+            async with d.session():
+                pass
+        assert info.value.is_unreachable and not info.value.is_not_primary
+        with pytest.raises(DriverError, match="l1: not connected") as info:
             await d.read_tx_bytes()
+        assert info.value.is_disconnected
 
     run(scenario())
 
 
-def test_port_status_frame_layout():
-    frame = port_status_frame(7, False, 0x01020304)
-    assert frame[:6] == b"\xff" * 6 and frame[12:14] == b"\x88\xb5"
-    assert frame[14:] == bytes([1, 1, 0, 7, 1, 2, 3, 4])
-    assert port_status_frame(7, True, 1)[15] == 2
+def test_a_second_controller_is_told_it_is_not_primary(switch, sglb_pipeline):
+    address, _, _ = switch
+
+    async def scenario():
+        first = make_driver(address, sglb_pipeline, election_id=20)
+        second = make_driver(address, sglb_pipeline, election_id=10)
+        async with first.session():
+            with pytest.raises(DriverError, match="another controller is primary") as info:
+                async with second.session():
+                    pass
+            assert first.connected and not second.connected
+        return info.value
+
+    err = run(scenario())
+    assert err.is_not_primary and not err.is_unreachable
+
+
+def test_a_refused_write_keeps_finsys_predicates(switch, sglb_pipeline):
+    address, _, _ = switch
+
+    async def scenario():
+        d = make_driver(address, sglb_pipeline)
+        async with d.session():
+            await d.reconcile(desired("l1").desired())
+            stray = TableWrite("ipv4_route", (("hdr.ipv4.dstAddr", (0x0B000000, 8)),),
+                               "no_route", ())
+            with pytest.raises(DriverError, match="l1: write refused") as info:
+                await d._write_plan(Plan(delete=(stray,)))  # not on the switch
+        return info.value
+
+    err = run(scenario())
+    assert isinstance(err.cause, fy.P4ClientError)
+    assert err.is_not_found_only and not err.is_pipeline_missing and not err.is_disconnected

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 from syncmesh.sglb_mapping import TableWrite
+from testsupport import wait_until
 
+from fabricmodel import load
 from topologies.control import ControlOptions, FabricControl
-from topologies.fabric import load
 from topologies.mininet_fabric import FabricNet, NetOptions
 
 pytestmark = [pytest.mark.mininet, pytest.mark.timeout(300)]
@@ -39,15 +40,6 @@ def fabric(tmp_path_factory):
         if control is not None:
             control.stop()
         fnet.stop()
-
-
-def wait_for(pred, timeout=15.0, what="condition"):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{what} not reached within {timeout}s")
 
 
 def ping(fnet, src_ip, dst_ip, count=5, interval=0.1) -> int:
@@ -98,12 +90,12 @@ def test_daemon_killed_and_restarted_during_traffic_resyncs_without_wiping(fabri
     control.stop_daemon("l1")
     time.sleep(1.0)
     control.restart_daemon("l1")
-    wait_for(lambda: control.drivers["l1"].connected and control.drivers["l1"].book.held,
+    wait_until(lambda: control.drivers["l1"].connected and control.drivers["l1"].book.held,
              what="restarted l1 daemon connected")
     out, _ = pinger.communicate(timeout=30)
     received = int(re.search(r"(\d+) received", out).group(1))
     assert received >= 38, out  # the data plane kept forwarding without its daemon
-    wait_for(lambda: sum(control.daemons[s].core.stats.resyncs for s in ("s1", "s2"))
+    wait_until(lambda: sum(control.daemons[s].core.stats.resyncs for s in ("s1", "s2"))
              > resyncs_before, what="spines resynced with the new incarnation")
     assert without_congestion(entities(control, "l1")) == before
     assert rx_packets(control, "l1") >= rx_before  # pipeline not pushed again (counters kept)
@@ -117,8 +109,8 @@ def test_link_flapping_ends_with_every_daemon_and_switch_back_up(fabric):
         time.sleep(0.15)
         fnet.set_link(link, up=True)
         time.sleep(0.15)
-    wait_for(lambda: control.agree(link.name, True), what="all daemons see the link up")
-    wait_for(lambda: all(m == 0b11 for m in profiles(control, "l1").values()),
+    wait_until(lambda: control.agree(link.name, True), what="all daemons see the link up")
+    wait_until(lambda: all(m == 0b11 for m in profiles(control, "l1").values()),
              what="l1 profiles with both paths live")
     assert ping(fnet, "10.0.1.10", "10.0.3.10") == 5
 
@@ -129,17 +121,17 @@ def test_two_links_cut_at_once_leave_one_path_per_rail(fabric):
     try:
         fnet.set_link(a, up=False)
         fnet.set_link(b, up=False)
-        wait_for(lambda: control.agree(a.name, False) and control.agree(b.name, False),
+        wait_until(lambda: control.agree(a.name, False) and control.agree(b.name, False),
                  what="all daemons see both links down")
         # l1 reaches l3 only through s2 (path 1), l2 reaches l4 only through s1 (path 0)
-        wait_for(lambda: profiles(control, "l1").get(3) == 0b10, what="l1 -> l3 via s2 only")
-        wait_for(lambda: profiles(control, "l2").get(4) == 0b01, what="l2 -> l4 via s1 only")
+        wait_until(lambda: profiles(control, "l1").get(3) == 0b10, what="l1 -> l3 via s2 only")
+        wait_until(lambda: profiles(control, "l2").get(4) == 0b01, what="l2 -> l4 via s1 only")
         assert ping(fnet, "10.0.1.10", "10.0.3.10") == 5
         assert ping(fnet, "10.0.2.10", "10.0.4.10") == 5
     finally:
         fnet.set_link(a, up=True)
         fnet.set_link(b, up=True)
-    wait_for(lambda: control.agree(a.name, True) and control.agree(b.name, True),
+    wait_until(lambda: control.agree(a.name, True) and control.agree(b.name, True),
              what="both links back up")
 
 
@@ -154,15 +146,15 @@ def test_switch_restart_is_reprogrammed_by_its_daemon(fabric):
 
     def reprogrammed() -> bool:
         return driver.connected and len(entities(control, "s2")) == want
-    wait_for(reprogrammed, timeout=40, what="s2 reconnected and reprogrammed")
+    wait_until(reprogrammed, timeout=40, what="s2 reconnected and reprogrammed")
     a = fnet.find_link("l1", "s1")
     try:  # force l1 -> l3 through the restarted spine
         fnet.set_link(a, up=False)
-        wait_for(lambda: profiles(control, "l1").get(3) == 0b10, what="l1 -> l3 via s2 only")
+        wait_until(lambda: profiles(control, "l1").get(3) == 0b10, what="l1 -> l3 via s2 only")
         assert ping(fnet, "10.0.1.10", "10.0.3.10") == 5
     finally:
         fnet.set_link(a, up=True)
-    wait_for(lambda: control.agree(a.name, True), what="link back up")
+    wait_until(lambda: control.agree(a.name, True), what="link back up")
 
 
 def test_unauthenticated_and_malformed_messages_change_nothing(fabric):

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fabricmodel import FabricError, leaf_spine, load
 from topologies import analysis
 from topologies.demo import pick_flows
-from topologies.fabric import FabricError, leaf_spine, load
 from topologies.mininet_fabric import FabricNetError, check_names, with_free_addresses
 
 REPO = Path(__file__).resolve().parents[2]

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from testsupport import free_port, stop_process
 
+from fabricmodel import FabricError, load
 from topologies import alltoall
-from topologies.fabric import FabricError, load
 
 REPO = Path(__file__).resolve().parents[2]
 FABRICS = REPO / "topologies" / "fabrics"
@@ -95,14 +95,8 @@ def test_transfers_json_round_trip_and_errors():
         alltoall.transfers_from_json(json.dumps(bad))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_transfers_over_loopback_complete_and_refusals_are_reported():
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "topologies.alltoall", "serve", "--listen",
                                "127.0.0.1", "--port", str(port), "--duration", "60"],
                               cwd=REPO, stdout=subprocess.PIPE, text=True)
@@ -115,8 +109,7 @@ def test_transfers_over_loopback_complete_and_refusals_are_reported():
         start = time.time() + 0.2
         recs = alltoall.send(ts, port, start)
     finally:
-        server.terminate()
-        server.wait(timeout=10)
+        stop_process(server)
     assert [r["id"] for r in recs] == [0, 1, 2, 3]
     for r, n in zip(recs[:3], sizes, strict=True):
         assert "error" not in r, r

@@ -1,4 +1,4 @@
-"""Fabric description: loading, validation errors with locations, generator, dump round trip."""
+"""fabricmodel: loading, validation errors with locations, generator, dump round trip."""
 
 import ipaddress
 import json
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from topologies.fabric import (
+from fabricmodel import (
     Fabric,
     FabricError,
     Role,

@@ -1,0 +1,101 @@
+"""Helpers shared by the tests and the benchmarks: free loopback ports, waiting for a
+condition, stopping processes.
+
+Tests import it as ``testsupport`` (``tests/`` is on pytest's path through
+``tests/conftest.py``); benchmarks put ``tests/`` on ``sys.path`` first. It
+imports nothing of the project, so any test layer can use it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct TCP ports that were free on loopback a moment ago.
+
+    All sockets stay bound until every port is known, so the ports differ;
+    another process may still take one before the caller binds it.
+    """
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            socks.append(s)
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def free_port() -> int:
+    """One TCP port that was free on loopback a moment ago."""
+    return free_ports(1)[0]
+
+
+def wait_until(cond: Callable[[], T], what: str = "condition", timeout: float = 15.0,
+               interval: float = 0.05, check: Callable[[], object] | None = None) -> T:
+    """Poll ``cond`` until it returns something true, and return that.
+
+    ``check`` runs before every poll and may raise to give up early (e.g. the
+    process being waited for died). Fails with an AssertionError naming
+    ``what`` after ``timeout`` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        if check is not None:
+            check()
+        got = cond()
+        if got:
+            return got
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for: {what}")
+        time.sleep(interval)
+
+
+async def async_wait_until(cond: Callable[[], T], what: str = "condition",
+                           timeout: float = 15.0, interval: float = 0.02) -> T:
+    """``wait_until`` for coroutines: the event loop keeps running between polls."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        got = cond()
+        if got:
+            return got
+        if loop.time() >= deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for: {what}")
+        await asyncio.sleep(interval)
+
+
+def stop_processes(procs: Iterable[subprocess.Popen[Any]], sig: int = signal.SIGTERM,
+                   timeout: float = 10.0) -> list[int]:
+    """Send ``sig`` to every process still running, wait up to ``timeout`` seconds
+    for each, kill those that did not stop; return the exit codes."""
+    procs = list(procs)
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(sig)
+    codes = []
+    for p in procs:
+        try:
+            p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        codes.append(p.returncode)
+    return codes
+
+
+def stop_process(proc: subprocess.Popen[Any], sig: int = signal.SIGTERM,
+                 timeout: float = 10.0) -> int:
+    """``stop_processes`` for one process; its exit code."""
+    return stop_processes([proc], sig, timeout)[0]
