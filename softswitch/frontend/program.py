@@ -7,6 +7,7 @@ from typing import Any
 
 from . import ast
 from . import types as t
+from .info import ProgramInfo
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ class Program:
 
     ast: ast.P4Program
     main: MainPackage | None
-    info: Any  # softswitch.frontend.info.ProgramInfo
+    info: ProgramInfo
     error_type: t.ErrorType
     match_kind_type: t.MatchKindType
     types: dict[str, t.P4Type] = field(default_factory=dict)  # top-level named types

@@ -91,7 +91,7 @@ def test_absolute_name_and_hidden():
 
 def test_p4info_can_be_built_from_info():
     p4info = pytest.importorskip("softswitch.p4info")
-    out = p4info.build_p4info(compile_file(PROGRAMS / "frontend_constructs.p4").info)
+    out = p4info.p4info_from_program_info(compile_file(PROGRAMS / "frontend_constructs.p4").info)
     names = sorted(t.preamble.name for t in out.tables)
     assert names == ["Ing.acl", "Ing.ecmp", "Ing.l2", "Ing.prof_t"]
 
