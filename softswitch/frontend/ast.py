@@ -53,6 +53,7 @@ diagnostic, so no unchecked tree ever reaches the engine):
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -797,3 +798,67 @@ class P4Program(Node):
     """All top-level declarations in source order (includes first)."""
 
     decls: list[Declaration] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- helpers over nodes
+
+
+def expr_text(e: Expression) -> str:
+    """The source-like text of an expression (p4c's P4Info key names)."""
+    if isinstance(e, PathExpr):
+        return ("." if e.absolute else "") + e.name
+    if isinstance(e, MemberExpr):
+        if isinstance(e.expr, TypeNameExpr):
+            return f"{_type_ref_text(e.expr.type_ref)}.{e.member}"
+        return f"{expr_text(e.expr)}.{e.member}"
+    if isinstance(e, IndexExpr):
+        return f"{expr_text(e.expr)}[{expr_text(e.index)}]"
+    if isinstance(e, SliceExpr):
+        return f"{expr_text(e.expr)}[{expr_text(e.hi)}:{expr_text(e.lo)}]"
+    if isinstance(e, CallExpr):
+        return f"{expr_text(e.callee)}(" + ", ".join(expr_text(a.value) for a in e.args) + ")"
+    if isinstance(e, IntLiteral):
+        return e.text or str(e.value)
+    if isinstance(e, BoolLiteral):
+        return "true" if e.value else "false"
+    if isinstance(e, CastExpr) and e.type_ref is not None:
+        return f"({_type_ref_text(e.type_ref)})({expr_text(e.expr)})"
+    if isinstance(e, CastExpr):
+        return expr_text(e.expr)
+    if isinstance(e, BinaryExpr):
+        return f"{expr_text(e.left)} {e.op} {expr_text(e.right)}"
+    if isinstance(e, UnaryExpr):
+        return f"{e.op}{expr_text(e.operand)}"
+    return "?"
+
+
+def _type_ref_text(t: TypeRef) -> str:
+    if isinstance(t, NamedTypeRef):
+        return t.name
+    if isinstance(t, BaseTypeRef):
+        return t.name
+    if isinstance(t, BitsTypeRef):
+        w = t.width.value if isinstance(t.width, IntLiteral) else "?"
+        return f"{'int' if t.signed else 'bit'}<{w}>"
+    return "?"
+
+
+def iter_nodes(node: Any) -> Iterable[Node]:
+    """All AST nodes below `node` (depth-first), for tools and tests."""
+    stack = [node]
+    seen: set[int] = set()
+    while stack:
+        n = stack.pop()
+        if isinstance(n, list | tuple):
+            stack.extend(reversed(n))
+            continue
+        if not isinstance(n, Node) or id(n) in seen:
+            continue
+        seen.add(id(n))
+        yield n
+        for k, v in vars(n).items():
+            if k in ("decl", "target", "type", "owner", "action", "field", "resolved",
+                     "const_value", "loc", "params", "type_args", "blocks"):
+                continue
+            if isinstance(v, Node | list | tuple):
+                stack.append(v)
