@@ -1,4 +1,7 @@
-"""The v1model switch: builds the runtime objects, runs packets as BMv2 simple_switch does.
+"""The v1model switch: runs packets as BMv2 simple_switch does, and its control-plane API.
+
+The program's runtime objects (generated code, tables, externs) come from
+`builder.build_program`.
 
 Pipeline order (BMv2 simple_switch): parser -> verifyChecksum -> ingress ->
 clone I2E (the original packet parsed again) -> digests -> resubmit ->
@@ -15,20 +18,15 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from . import runtime
 from .errors import CompileError, PacketDropped, PacketTooShort, ParserReject, SwitchError
 from .externs import (
-    CounterArray,
-    MeterArray,
     MeterCell,
-    RegisterArray,
     ReplicationEngine,
     check_meter_config,
 )
-from .hashes import HashEngine, hash_result
-from .match import Exact, Lpm, Optional, Range, Ternary
-from .runtime import ExitSignal, HeaderStack, PacketContext, PacketOut
-from .tables import ActionProfile, ActionSpec, Entry, KeySpec, Table
+from .hashes import HashEngine
+from .runtime import ExitSignal, PacketContext, PacketOut
+from .tables import ActionProfile, Entry, Table
 
 log = logging.getLogger("softswitch.engine")
 
@@ -51,53 +49,6 @@ class Digest(NamedTuple):
 
     name: str
     fields: tuple
-
-
-def _copy_value(v):
-    return v.copy() if hasattr(v, "copy") else v
-
-
-def _mk(cls, items, valid):
-    obj = cls()
-    for name, value in items:
-        setattr(obj, "f_" + name, value)
-    if valid:
-        obj._v = True
-    return obj
-
-
-def _div(a: int, b: int) -> int:
-    if b == 0:
-        return 0
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
-
-
-def _mod(a: int, b: int) -> int:
-    if b == 0:
-        return 0
-    return a - _div(a, b) * b
-
-
-def _shl(a: int, b: int, w: int) -> int:
-    return 0 if b >= w else a << b
-
-
-def _sat(v: int, w: int) -> int:
-    lo, hi = -(1 << (w - 1)), (1 << (w - 1)) - 1
-    return lo if v < lo else hi if v > hi else v
-
-
-def _hash(P, algo, base, packed, nbits, max_value):
-    return hash_result(P.sw.hashes.compute_packed(algo, packed, nbits), base, max_value)
-
-
-def _csum(P, algo, packed, nbits, payload):
-    return P.sw.hashes.compute_packed(algo, packed, nbits, payload)
-
-
-def _sel(P, profile, packed, nbits):
-    return P.sw.hashes.compute_packed(profile.algorithm, packed, nbits)
 
 
 def _default_clock() -> Callable[[], int]:
@@ -126,188 +77,30 @@ class Switch:
         self.on_digest: Callable[[Digest], None] | None = None
         self._digests: deque[Digest] = deque()
         self.stats = {"in": {}, "out": {}, "dropped": {}}
-        from .codegen import Codegen  # the front end is only needed once a program is compiled
+        # imported here: the front end is only needed once a program is compiled
+        from .builder import build_program
 
-        gen = Codegen(program)
-        try:
-            source = gen.compile()
-        except CompileError:
-            raise
-        self.source = source
-        self.gen = gen
-        ns = self._namespace()
-        self.tables: dict[str, Table] = {}
-        self.registers: dict[str, RegisterArray] = {}
-        self.counters: dict[str, CounterArray] = {}
-        self.meters: dict[str, MeterArray] = {}
-        self.profiles: dict[str, ActionProfile] = {}
-        self.direct: dict[str, tuple[str, str]] = {}  # direct resource name -> (kind, unit)
-        self._build_externs(gen, ns)
-        code = compile(source, f"<softswitch:{getattr(program, 'source_file', 'program')}>", "exec")
-        exec(code, ns)
-        self.ns = ns
-        self._build_tables(gen, ns)
-        self.value_sets: dict[str, ValueSet] = {}
-        for decl, g in gen.value_sets:
-            vs = ValueSet(decl.fqname or decl.name, decl.size_value)
-            ns[g] = vs
-            self.value_sets[vs.name] = vs
-        self._run_parser = ns["RUN_parser"]
-        self._run_verify_checksum = ns["RUN_verify_checksum"]
-        self._run_ingress = ns["RUN_ingress"]
-        self._run_egress = ns["RUN_egress"]
-        self._run_compute_checksum = ns["RUN_compute_checksum"]
-        self._run_deparser = ns["RUN_deparser"]
-        self._new_headers = ns["new_headers"]
-        self._new_meta = ns["new_meta"]
-        self._new_sm = ns["new_sm"]
-        self._field_lists = ns["FIELD_LISTS"]
-
-    # ------------------------------------------------------------------ building
-
-    def _namespace(self) -> dict:
-        return {
-            "__builtins__": __builtins__,
-            "_Stack": HeaderStack,
-            "_Exit": ExitSignal,
-            "_Reject": ParserReject,
-            "_TooShort": PacketTooShort,
-            "_Drop": PacketDropped,
-            "_rb": runtime.read_bits,
-            "_fb": int.from_bytes,
-            "_mk": _mk,
-            "_aggf": runtime.agg_fields,
-            "_div": _div,
-            "_mod": _mod,
-            "_shl": _shl,
-            "_sat": _sat,
-            "_hash": _hash,
-            "_csum": _csum,
-            "_sel": _sel,
-            "_log": runtime.log_msg,
-            "_random": runtime.random_value,
-            "_cp": _copy_value,
-            "_into": runtime.assign_into,
-            "_dyn": runtime.pack_dynamic,
-            "_REJECT": None,
-        }
-
-    def _build_externs(self, gen: Any, ns: dict) -> None:
-        for info in gen.externs:
-            a = info.args
-            tn = info.type_name
-            if tn == "register":
-                from .codegen import rt
-
-                t = rt(info.type_args[0]) if info.type_args else None
-                width = getattr(t, "width", 32) if t is not None else 32
-                signed = bool(getattr(t, "signed", False))
-                obj = RegisterArray(info.name, int(a[0]), width, signed)
-                self.registers[info.name] = obj
-                ns[info.gname + "_v"] = obj.values
-            elif tn == "counter":
-                obj = CounterArray(info.name, int(a[0]), str(a[1]))
-                self.counters[info.name] = obj
-                ns[info.gname + "_p"] = obj.packets
-                ns[info.gname + "_b"] = obj.bytes
-            elif tn == "meter":
-                obj = MeterArray(info.name, int(a[0]), str(a[1]))
-                self.meters[info.name] = obj
-            elif tn in ("direct_counter", "direct_meter"):
-                obj = _DirectSpec(info.name, tn, str(a[0]))
-            elif tn == "action_profile":
-                obj = ActionProfile(info.name, False, int(a[0] or 0))
-                self.profiles[info.name] = obj
-            elif tn == "action_selector":
-                obj = ActionProfile(info.name, True, int(a[1] or 0), algorithm=str(a[0]))
-                self.profiles[info.name] = obj
-            else:
-                raise CompileError(getattr(info.decl, "loc", "?"), f"unsupported extern {tn}")
-            ns[info.gname] = obj
-
-    def _build_tables(self, gen: Any, ns: dict) -> None:
-        action_fns_global = {a.name: ns[a.gname] for a in gen.actions}
-        action_specs = {a.name: ActionSpec(a.name, tuple(a.params)) for a in gen.actions}
-        for info in gen.tables:
-            d = info.decl
-            keys = [KeySpec(n, k, w) for n, k, w in info.keys]
-            specs, scopes, fns = [], {}, {}
-            for aname, ref, fname in info.actions:
-                specs.append(action_specs[aname])
-                fns[aname] = ns[fname]
-                names = {a.name for a in ref.annotations}
-                if "defaultonly" in names:
-                    scopes[aname] = "default_only"
-                elif "tableonly" in names:
-                    scopes[aname] = "table_only"
-            default = ("NoAction", ())
-            if d.default_action is not None:
-                ref = d.default_action
-                ainfo = gen.action_by_decl.get((id(ref.action), _prefix_of(gen, info))) or gen.action_by_decl.get(
-                    (id(ref.action), "")
-                )
-                default = (ainfo.name, self._const_action_args(ref))
-                if ainfo.name not in fns:
-                    fns[ainfo.name] = ns[ainfo.gname]
-            elif "NoAction" in action_fns_global:
-                fns.setdefault("NoAction", action_fns_global["NoAction"])
-            if default[0] not in action_specs:
-                action_specs.setdefault(default[0], ActionSpec(default[0], ()))
-            if default[0] not in {s.name for s in specs}:
-                specs.append(action_specs[default[0]])
-                scopes.setdefault(default[0], "default_only")
-            profile = ns[info.profile] if info.profile else None
-            dc = ns[info.direct_counter] if info.direct_counter else None
-            dm = ns[info.direct_meter] if info.direct_meter else None
-            table = Table(
-                info.name,
-                keys,
-                specs,
-                scopes,
-                default=default,
-                const_default=d.default_action_const,
-                is_const=d.entries is not None and d.entries_const,
-                size=d.size_value or 1024,
-                profile=profile,
-                with_counter=dc is not None,
-                with_meter=dm is not None,
-            )
-            table.bind(fns)
-            if dc is not None:
-                self.direct[dc.name] = ("counter", info.name)
-            if dm is not None:
-                self.direct[dm.name] = ("meter", info.name)
-                table.meter_unit = dm.unit
-            ns[info.gname] = table
-            self.tables[info.name] = table
-            if d.entries:
-                self._add_const_entries(table, info, d.entries)
-
-    def _const_action_args(self, ref: Any) -> tuple[int, ...]:
-        call = ref.call
-        params = ref.action.params
-        values = []
-        if call is not None and call.bound_args:
-            for p, a in zip(params, call.bound_args, strict=False):
-                if not p.direction:
-                    values.append(_const_int(a) & _mask_of(p))
-        else:
-            data = [p for p in params if not p.direction]
-            for p, a in zip(data, ref.args, strict=False):
-                values.append(_const_int(a.value) & _mask_of(p))
-        return tuple(values)
-
-    def _add_const_entries(self, table: Table, info: Any, entries: list) -> None:
-        n = len(entries)
-        for i, ent in enumerate(entries):
-            ks = ent.keyset
-            items = ks.items if isinstance(ks, _ast().ListExpr) else [ks]
-            if len(table.match_keys) == 1 and not isinstance(ks, _ast().ListExpr):
-                items = [ks]
-            keys = [_keyset_value(item, spec) for item, spec in zip(items, table.match_keys, strict=False)]
-            aname = next(a for a, ref, _ in info.actions if ref.action is ent.action.action)
-            prio = ent.priority_value if ent.priority_value is not None else n - i
-            table.add(keys, aname, self._const_action_args(ent.action), prio, const_ok=True)
+        built = build_program(program)
+        self.source = built.source  # the generated Python (docs/softswitch-engine.md)
+        self.gen = built.gen
+        self.ns = built.ns
+        self.tables = built.tables
+        self.registers = built.registers
+        self.counters = built.counters
+        self.meters = built.meters
+        self.profiles = built.profiles
+        self.direct = built.direct  # direct resource name -> (kind, table)
+        self.value_sets = built.value_sets
+        self._run_parser = built.entry("RUN_parser")
+        self._run_verify_checksum = built.entry("RUN_verify_checksum")
+        self._run_ingress = built.entry("RUN_ingress")
+        self._run_egress = built.entry("RUN_egress")
+        self._run_compute_checksum = built.entry("RUN_compute_checksum")
+        self._run_deparser = built.entry("RUN_deparser")
+        self._new_headers = built.ns["new_headers"]
+        self._new_meta = built.ns["new_meta"]
+        self._new_sm = built.ns["new_sm"]
+        self._field_lists = built.ns["FIELD_LISTS"]
 
     # ------------------------------------------------------------------ packets
 
@@ -766,96 +559,5 @@ for _name in [n for n in vars(Switch) if n.startswith(("table_", "direct_", "ap_
     setattr(Switch, _name, _refuse_malformed(getattr(Switch, _name)))
 
 
-class ValueSet:
-    """A parser value set: up to `size` (value, mask) members matched by select."""
-
-    def __init__(self, name: str, size: int) -> None:
-        self.name = name
-        self.size = size
-        self.members: list[tuple[Any, Any]] = []
-
-    def set(self, members) -> None:
-        """Replace the members: each a value or a (value, mask) pair (tuples for multi-key selects)."""
-        members = list(members)
-        if self.size and len(members) > self.size:
-            raise SwitchError("RESOURCE_EXHAUSTED", f"{self.name}: more than {self.size} members")
-        out = []
-        for m in members:
-            if isinstance(m, tuple) and len(m) == 2 and not isinstance(m[0], tuple) and isinstance(m[1], int) and m != ():
-                out.append(m)
-            else:
-                out.append((m, None))
-        self.members = out
-
-    def match(self, value) -> bool:
-        """True when `value` equals (under mask) one member."""
-        for v, m in self.members:
-            if m is None:
-                if value == v:
-                    return True
-            elif isinstance(value, int) and value & m == v & m:
-                return True
-        return False
-
-
-class _DirectSpec:
-    """A direct_counter / direct_meter declaration (its cells live in table entries)."""
-
-    def __init__(self, name: str, kind: str, unit: str) -> None:
-        self.name = name
-        self.kind = kind
-        self.unit = unit
-
-
 def _bump(d: dict, key: int) -> None:
     d[key] = d.get(key, 0) + 1
-
-
-def _ast():
-    from softswitch.frontend import ast
-
-    return ast
-
-
-def _prefix_of(gen: Any, info: Any) -> str:
-    for (_decl_id, prefix), ti in gen.table_by_decl.items():
-        if ti is info:
-            return prefix
-    return ""
-
-
-def _mask_of(param: Any) -> int:
-    """All-ones mask of an action parameter's width (negative constants become two's complement)."""
-    from softswitch.frontend.types import bit_width
-
-    w = bit_width(param.type) if param.type is not None else 0
-    return (1 << w) - 1 if w else -1
-
-
-def _const_int(e: Any) -> int:
-    v = e.const_value if e is not None else 0
-    if isinstance(v, bool):
-        return int(v)
-    if not isinstance(v, int):
-        raise CompileError(getattr(e, "loc", "?"), "action argument is not a compile-time constant")
-    return v
-
-
-def _keyset_value(item: Any, spec: KeySpec):
-    """MatchValue of one const-entry keyset element for a key of the given kind."""
-    A = _ast()
-    w = spec.width
-    full = (1 << w) - 1
-    kind = spec.match_kind
-    if isinstance(item, A.DefaultExpr | A.DontCareExpr):
-        return {"exact": Ternary(0, 0), "lpm": Lpm(0, 0), "ternary": Ternary(0, 0), "range": Range(0, full), "optional": Optional(None)}[kind]
-    if isinstance(item, A.MaskExpr):
-        v, m = _const_int(item.value) & full, _const_int(item.mask) & full
-        if kind == "lpm":
-            plen = bin(m).count("1")
-            return Lpm(v & m, plen)
-        return Ternary(v & m, m)
-    if isinstance(item, A.RangeExpr):
-        return Range(_const_int(item.lo), _const_int(item.hi))
-    v = _const_int(item) & full
-    return {"exact": Exact(v), "lpm": Lpm(v, w), "ternary": Ternary(v, full), "range": Range(v, v), "optional": Optional(v)}[kind]
