@@ -11,7 +11,6 @@ import random as _random
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .bits import read_bits
 from .errors import PacketDropped, PacketTooShort, ParserReject, SwitchError
 from .hashes import hash_result
 
@@ -33,6 +32,19 @@ __all__ = [
     "namespace",
     "read_bits",
 ]
+
+
+def read_bits(data: bytes, bitpos: int, width: int) -> int:
+    """Read `width` bits starting at bit `bitpos` (network order); PacketTooShort past the end."""
+    end_bit = bitpos + width
+    if end_bit > len(data) * 8:
+        raise PacketTooShort(f"need {end_bit} bits, packet has {len(data) * 8}")
+    if width == 0:
+        return 0
+    start = bitpos >> 3
+    end = (end_bit + 7) >> 3
+    value = int.from_bytes(data[start:end], "big")
+    return (value >> (end * 8 - end_bit)) & ((1 << width) - 1)
 
 
 class ExitSignal(Exception):

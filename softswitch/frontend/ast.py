@@ -40,14 +40,25 @@ diagnostic, so no unchecked tree ever reaches the engine):
   optional parameter). For actions called in a table's `actions` list only the
   directional parameters are bound; action-data parameters come from the table.
   `.type_args` holds the resolved explicit or inferred type arguments (e.g. the
-  header type of `lookahead<T>()`).
+  header type of `lookahead<T>()`), and `.params` the parameters with those
+  types substituted (a generic extern instantiated with fewer type arguments
+  than it declares, `register<bit<32>>(N)`, has the rest inferred per call).
 * Table properties are parsed into `TableDecl` fields (keys, actions,
   default_action, entries, size, implementation, counters, meters); unknown
-  properties are errors.
+  properties are errors. A default action or const entry's action is an
+  `ActionRef` whose `.call` is a `CallExpr` (kind ACTION) binding every
+  parameter; the property's own expression mirrors it. A property given as a
+  constructor call (`implementation = action_profile(64);`) becomes an
+  `Instantiation` inserted into the control's `locals` just before the table
+  (named after the table, or by `@name` on the property); the property is
+  then a `PathExpr` to it.
+* A select case on a value set has a `PathExpr` keyset whose `.decl` is the
+  `ValueSetDecl` and whose `.type` is a `SetType`.
 * `Program.main` names the six blocks of the `V1Switch` instantiation (see
   softswitch.frontend.program).
 * Declarations that own control-plane objects (`TableDecl`, `ActionDecl`,
-  `Instantiation`, `ValueSetDecl`) have `.fqname`: the name P4Info uses.
+  `Instantiation`, `ValueSetDecl`) have `.fqname`: the name P4Info uses, and
+  `.owner`: the enclosing control or parser (None at top level).
 """
 
 from __future__ import annotations

@@ -40,7 +40,3 @@ class Program:
     types: dict[str, t.P4Type] = field(default_factory=dict)  # top-level named types
     source_file: str = ""
     warnings: list[Any] = field(default_factory=list)
-
-    def declarations(self, kind: type) -> list[Any]:
-        """All top-level declarations of the given AST class."""
-        return [d for d in self.ast.decls if isinstance(d, kind)]

@@ -104,10 +104,8 @@ class CodegenBase(ABC):
         self.prefix = ""  # instance prefix of the control being compiled
         self.prefix_fq: str | None = None  # control-plane name prefix of a sub-control instance
         self.block_fq = ""  # name of the top-level block being compiled
-        self.in_action = False
         self.fn_outs: list[tuple[str, str]] = []  # scalar out params of the current function
         self.value_sets: list[tuple[Any, str]] = []
-        self.field_lists: dict[int, list[tuple[str, str]]] = {}
         self.agg_params: set[str] = set()  # frame slots holding aggregates (never rebound)
         self.deferred: list[Emitter] = []  # functions, emitted before the code that calls them
         self.sub_blocks: dict[tuple[int, str], str] = {}  # (instance, prefix) -> global name
@@ -143,7 +141,7 @@ class CodegenBase(ABC):
         """Reduce an exact integer result to the representation of type t."""
 
     @abstractmethod
-    def assign(self, lhs: A.Expression, value: str, vtype: T.P4Type | None = None) -> None:
+    def assign(self, lhs: A.Expression, value: str) -> None:
         """Emit code storing `value` (already a Python expression) into lvalue `lhs`."""
 
     @abstractmethod
@@ -249,7 +247,7 @@ class CodegenBase(ABC):
         """Emit the control's actions, tables and `def CTL(P, <params>)`; returns its name."""
 
     @abstractmethod
-    def register_instance(self, d: A.Instantiation, subs: list[Any]) -> None:
+    def register_instance(self, d: A.Instantiation) -> None:
         """Record an extern instance (or compile a sub-control/parser instance)."""
 
     @abstractmethod

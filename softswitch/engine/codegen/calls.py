@@ -108,8 +108,7 @@ class CallCode(CodegenBase):
                 args.append(self.expr(a))
         return args, outs
 
-    def finish_call(self, code: str, outs: list[tuple[A.Expression, int]], want_value: bool,
-                    node: Any) -> str:
+    def finish_call(self, code: str, outs: list[tuple[A.Expression, int]], want_value: bool) -> str:
         if not outs:
             return code
         # out arguments are written back before the statement that uses the result
@@ -123,7 +122,7 @@ class CallCode(CodegenBase):
         info = self.action_info(c.target, c)
         args, outs = self.bind_call(c, c.target.params, skip_data=False)
         code = f"{info.gname}(P, F{''.join(', ' + a for a in args)})"
-        return self.finish_call(code, outs, want_value, c)
+        return self.finish_call(code, outs, want_value)
 
     def call_function(self, c: A.CallExpr, want_value: bool) -> str:
         gname = self.functions.get(id(c.target))
@@ -131,7 +130,7 @@ class CallCode(CodegenBase):
             gname = self.compile_function(c.target)
         args, outs = self.bind_call(c, c.target.params, skip_data=False)
         code = f"{gname}(P, F{''.join(', ' + a for a in args)})"
-        return self.finish_call(code, outs, want_value, c)
+        return self.finish_call(code, outs, want_value)
 
     def call_extern_function(self, c: A.CallExpr) -> str:
         name = c.target.name

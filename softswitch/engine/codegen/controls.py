@@ -120,10 +120,9 @@ class ControlCode(CodegenBase):
         saved = (self.prefix, self.prefix_fq)
         self.prefix, self.prefix_fq = prefix, prefix_fq
         frame, _ = self.frame_class(decl.params, decl.locals)
-        subs: list[Any] = []
         for d in decl.locals:
             if isinstance(d, A.Instantiation):
-                self.register_instance(d, subs)
+                self.register_instance(d)
         for d in decl.locals:
             if isinstance(d, A.ActionDecl):
                 self.compile_action(d)
@@ -163,7 +162,7 @@ class ControlCode(CodegenBase):
         self.prefix, self.prefix_fq = saved
         return gname
 
-    def register_instance(self, d: A.Instantiation, subs: list[Any]) -> None:
+    def register_instance(self, d: A.Instantiation) -> None:
         """Record an extern instance (or compile a sub-control/parser instance)."""
         t = d.type
         base = t.base if isinstance(t, T.SpecializedType) else t
@@ -171,7 +170,7 @@ class ControlCode(CodegenBase):
             decl = base.decl
             key = (id(d), self.prefix)
             sub_prefix = f"{self.prefix}/{d.name}"
-            sub_fq = f"{self.prefix_fq or self.current_block_fq()}.{d.name}"
+            sub_fq = f"{self.prefix_fq or self.block_fq}.{d.name}"
             if isinstance(decl, A.ControlDecl):
                 self.sub_blocks[key] = self.compile_control(decl, sub_prefix, sub_fq)
             elif isinstance(decl, A.ParserDecl):
@@ -187,9 +186,6 @@ class ControlCode(CodegenBase):
         info = ExternInfo(d, gname, self.fq(d), base.name, args, targs)
         self.externs.append(info)
         self.extern_by_decl[(id(d), self.prefix)] = info
-
-    def current_block_fq(self) -> str:
-        return self.block_fq
 
     def call_subcontrol(self, c: A.CallExpr) -> str:
         inst = c.target

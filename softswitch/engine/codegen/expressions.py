@@ -214,7 +214,7 @@ class ExpressionCode(CodegenBase):
         valid = isinstance(t, T.HeaderType)
         return f"_mk({cls}, ({args}{',' if len(items) == 1 else ''}), {valid})"
 
-    def assign(self, lhs: A.Expression, value: str, vtype: T.P4Type | None = None) -> None:
+    def assign(self, lhs: A.Expression, value: str) -> None:
         """Emit code storing `value` (already a Python expression) into lvalue `lhs`."""
         e = self.out
         if isinstance(lhs, A.DontCareExpr):

@@ -165,10 +165,9 @@ class ParserCode(CodegenBase):
         saved = (self.prefix, self.prefix_fq)
         self.prefix, self.prefix_fq = prefix, prefix_fq
         frame, _ = self.frame_class(decl.params, decl.locals)
-        subs: list[Any] = []
         for d in decl.locals:
             if isinstance(d, A.Instantiation):
-                self.register_instance(d, subs)
+                self.register_instance(d)
             if isinstance(d, A.ValueSetDecl):
                 g = self.fresh("VS_")
                 self.names[id(d)] = g

@@ -56,9 +56,6 @@ class Codegen(ValueCode, ExpressionCode, PackingCode, StatementCode, CallCode, P
         main = self.program.main
         if main is None:
             raise CompileError(self.program.source_file, "the program has no V1Switch main package")
-        self.deferred = []
-        self.sub_blocks = {}
-        self.state_names = {}
         # top-level actions and extern instances are shared by every control
         main_inst = getattr(main, "instantiation", None)
         for d in self.program.ast.decls:
@@ -67,7 +64,7 @@ class Codegen(ValueCode, ExpressionCode, PackingCode, StatementCode, CallCode, P
             elif isinstance(d, A.Instantiation) and d is not main_inst:
                 t = d.type.base if isinstance(d.type, T.SpecializedType) else d.type
                 if isinstance(t, T.ExternType):
-                    self.register_instance(d, [])
+                    self.register_instance(d)
         blocks = {}
         for role in ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser"):
             decl = getattr(main, role)
@@ -76,7 +73,6 @@ class Codegen(ValueCode, ExpressionCode, PackingCode, StatementCode, CallCode, P
                 blocks[role] = self.compile_parser(decl, role, None)
             else:
                 blocks[role] = self.compile_control(decl, role, None)
-        self.blocks = blocks
         params = main.parser.params
         hdr_t = rt(params[1].type)
         meta_t = rt(params[2].type)

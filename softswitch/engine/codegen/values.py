@@ -20,8 +20,6 @@ def rt(t: T.P4Type) -> T.P4Type:
     t = T.strip_newtype(t)
     if isinstance(t, T.EnumType) and t.underlying is not None:
         return t.underlying
-    if isinstance(t, T.SpecializedType):
-        return t
     return t
 
 

@@ -43,7 +43,6 @@ class CheckerBase(ABC):
         self._current_fn: Any = None  # function/action/control being checked
         self._synthesized: list[tuple[A.TableDecl, A.Instantiation]] = []  # anonymous instances
         self._in_parser = False
-        self._writes_allowed = True
         for st in ("accept", "reject"):
             self.global_scope.declare(st, BuiltinState(name=st, loc=A.NOWHERE))
 

@@ -165,8 +165,7 @@ class OperatorChecks(CheckerBase):
         if isinstance(ls, T.InfInt) and isinstance(rs, T.Bits | T.EnumType | T.InfInt):
             target = rt if not isinstance(rs, T.EnumType) else rs.underlying
             if target is not None:
-                e.left = self.coerce(e.left, rt if not isinstance(rs, T.EnumType) else rt,
-                                     e.left.loc)
+                e.left = self.coerce(e.left, rt, e.left.loc)
                 return rt
         if isinstance(rs, T.InfInt) and isinstance(ls, T.Bits | T.EnumType):
             e.right = self.coerce(e.right, lt, e.right.loc)

@@ -41,19 +41,3 @@ class Scope:
                 return s.names[name]
             s = s.parent
         return []
-
-    def root(self) -> Scope:
-        """The outermost (global) scope."""
-        s = self
-        while s.parent is not None:
-            s = s.parent
-        return s
-
-    def enclosing(self, kind: str) -> Any:
-        """The owner of the nearest enclosing scope of `kind`, or None."""
-        s: Scope | None = self
-        while s is not None:
-            if s.kind == kind:
-                return s.owner
-            s = s.parent
-        return None
