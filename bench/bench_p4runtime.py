@@ -32,9 +32,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from testsupport import stop_process  # noqa: E402
 
+from softswitch.p4info import p4info_from_program  # noqa: E402
 from softswitch.p4runtime.device import Device  # noqa: E402
 from softswitch.p4runtime.pipeline_loader import (  # noqa: E402
-    build_p4info,
     device_config_from_file,
     load_program,
 )
@@ -66,7 +66,7 @@ def bench_writes() -> None:
     import queue
 
     blob = device_config_from_file(PROG)
-    p4info = build_p4info(load_program(blob))
+    p4info = p4info_from_program(load_program(blob))
     server = P4RuntimeServer(Device(device_id=1), "127.0.0.1:0").start()
     channel = grpc.insecure_channel(server.address)
     out: queue.Queue = queue.Queue()
@@ -229,7 +229,7 @@ def bench_namespaces() -> None:
     try:
         setup()
         blob = device_config_from_file(PROG)
-        (tmp / "p.txtpb").write_text(p4info_text(build_p4info(load_program(blob))))
+        (tmp / "p.txtpb").write_text(p4info_text(p4info_from_program(load_program(blob))))
         (tmp / "p.cfg").write_bytes(blob)
         cmd = [sys.executable, "-m", "softswitch.runner", str(PROG), "--grpc-addr", "127.0.0.1:0",
                "--device-id", "1", "--ready-file", str(tmp / "ready"), "--log-level", "warning"]

@@ -101,9 +101,9 @@ def run_p4info(prog: str, ref: str) -> dict:
         program = _compile(prog)
     except Exception as exc:
         return _rejection(exc)
-    from softswitch.p4info import build_p4info
+    from softswitch.p4info import p4info_from_program_info
 
-    ours = build_p4info(program.info)
+    ours = p4info_from_program_info(program.info)
     theirs = text_format.Parse(Path(ref).read_text(), p4i.P4Info())
     diffs = _differences(_canonical(ours), _canonical(theirs))
     if not diffs:

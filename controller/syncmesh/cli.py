@@ -134,7 +134,8 @@ def _one_line(text: object) -> str:
 def _pipeline(path: Path, out_dir: Path) -> PipelineFiles:
     """Check and compile the program to push; every problem becomes one located line."""
     from softswitch.frontend import P4Error, compile_file
-    from softswitch.p4runtime.pipeline_loader import build_p4info, load_program
+    from softswitch.p4info import p4info_from_program
+    from softswitch.p4runtime.pipeline_loader import load_program
 
     from .p4runtime_driver import compile_pipeline
 
@@ -143,7 +144,7 @@ def _pipeline(path: Path, out_dir: Path) -> PipelineFiles:
     try:
         compile_file(str(path))  # the front end locates errors in the file itself
         files = compile_pipeline(path, out_dir)
-        info = build_p4info(load_program(files.device_config.read_bytes()))  # cached
+        info = p4info_from_program(load_program(files.device_config.read_bytes()))  # cached
     except P4Error as e:
         errors = [d for d in e.diagnostics if d.severity == "error"] or e.diagnostics
         d = errors[0]

@@ -124,9 +124,8 @@ class PipelineFiles:
 
 def compile_pipeline(program: Path, out_dir: Path | None = None) -> PipelineFiles:
     """Compile ``program`` with the software target's front end into P4Info + device config."""
-    from softswitch.p4info import p4info_text
+    from softswitch.p4info import p4info_from_program, p4info_text
     from softswitch.p4runtime.pipeline_loader import (
-        build_p4info,
         device_config_from_file,
         load_program,
     )
@@ -135,7 +134,7 @@ def compile_pipeline(program: Path, out_dir: Path | None = None) -> PipelineFile
     out.mkdir(parents=True, exist_ok=True)
     blob = device_config_from_file(program)
     files = PipelineFiles(out / f"{program.stem}.p4info.txtpb", out / f"{program.stem}.p4cfg")
-    files.p4info.write_text(p4info_text(build_p4info(load_program(blob))))
+    files.p4info.write_text(p4info_text(p4info_from_program(load_program(blob))))
     files.device_config.write_bytes(blob)
     return files
 

@@ -267,18 +267,95 @@ def _split(children, *types):
     return annots, ch
 
 
-_BINOPS = {
-    "binop_lor": "||", "binop_land": "&&", "binop_eq": "==", "binop_ne": "!=",
-    "binop_lt": "<", "binop_gt": ">", "binop_le": "<=", "binop_ge": ">=",
-    "binop_bor": "|", "binop_bxor": "^", "binop_band": "&", "binop_shl": "<<",
-    "binop_shr": ">>", "binop_add": "+", "binop_sub": "-", "binop_concat": "++",
-    "binop_addsat": "|+|", "binop_subsat": "|-|", "binop_mul": "*", "binop_div": "/",
-    "binop_mod": "%",
-}
-_UNOPS = {"unop_not": "!", "unop_cpl": "~", "unop_neg": "-", "unop_pos": "+"}
+class _OperatorRules:
+    """Builders of p4.lark's operator rules, one per operator (its precedence levels).
+
+    Mixed into _Builder, whose `L` maps a rule's position to the source location.
+    """
+
+    def _binary(self, meta, ch, op: str) -> A.BinaryExpr:
+        return A.BinaryExpr(loc=self.L(meta), op=op, left=ch[0], right=ch[1])
+
+    def _unary(self, meta, ch, op: str) -> A.UnaryExpr:
+        return A.UnaryExpr(loc=self.L(meta), op=op, operand=ch[0])
+
+    def binop_lor(self, meta, ch):
+        return self._binary(meta, ch, "||")
+
+    def binop_land(self, meta, ch):
+        return self._binary(meta, ch, "&&")
+
+    def binop_eq(self, meta, ch):
+        return self._binary(meta, ch, "==")
+
+    def binop_ne(self, meta, ch):
+        return self._binary(meta, ch, "!=")
+
+    def binop_lt(self, meta, ch):
+        return self._binary(meta, ch, "<")
+
+    def binop_gt(self, meta, ch):
+        return self._binary(meta, ch, ">")
+
+    def binop_le(self, meta, ch):
+        return self._binary(meta, ch, "<=")
+
+    def binop_ge(self, meta, ch):
+        return self._binary(meta, ch, ">=")
+
+    def binop_bor(self, meta, ch):
+        return self._binary(meta, ch, "|")
+
+    def binop_bxor(self, meta, ch):
+        return self._binary(meta, ch, "^")
+
+    def binop_band(self, meta, ch):
+        return self._binary(meta, ch, "&")
+
+    def binop_shl(self, meta, ch):
+        return self._binary(meta, ch, "<<")
+
+    def binop_shr(self, meta, ch):
+        return self._binary(meta, ch, ">>")
+
+    def binop_add(self, meta, ch):
+        return self._binary(meta, ch, "+")
+
+    def binop_sub(self, meta, ch):
+        return self._binary(meta, ch, "-")
+
+    def binop_concat(self, meta, ch):
+        return self._binary(meta, ch, "++")
+
+    def binop_addsat(self, meta, ch):
+        return self._binary(meta, ch, "|+|")
+
+    def binop_subsat(self, meta, ch):
+        return self._binary(meta, ch, "|-|")
+
+    def binop_mul(self, meta, ch):
+        return self._binary(meta, ch, "*")
+
+    def binop_div(self, meta, ch):
+        return self._binary(meta, ch, "/")
+
+    def binop_mod(self, meta, ch):
+        return self._binary(meta, ch, "%")
+
+    def unop_not(self, meta, ch):
+        return self._unary(meta, ch, "!")
+
+    def unop_cpl(self, meta, ch):
+        return self._unary(meta, ch, "~")
+
+    def unop_neg(self, meta, ch):
+        return self._unary(meta, ch, "-")
+
+    def unop_pos(self, meta, ch):
+        return self._unary(meta, ch, "+")
 
 
-class _Builder(Transformer):
+class _Builder(_OperatorRules, Transformer):
     """Turns the lark tree into ast nodes, mapping positions to the original files.
 
     Every rule method takes (meta, children); `_call_userfunc` calls it directly
@@ -857,20 +934,3 @@ class _Priority:
     def __init__(self, expr):
         self.expr = expr
 
-
-def _make_binop(op):
-    def f(self, meta, ch):
-        return A.BinaryExpr(loc=self.L(meta), op=op, left=ch[0], right=ch[1])
-    return f
-
-
-def _make_unop(op):
-    def f(self, meta, ch):
-        return A.UnaryExpr(loc=self.L(meta), op=op, operand=ch[0])
-    return f
-
-
-for _rule, _op in _BINOPS.items():
-    setattr(_Builder, _rule, _make_binop(_op))
-for _rule, _op in _UNOPS.items():
-    setattr(_Builder, _rule, _make_unop(_op))

@@ -40,6 +40,7 @@ class Device:
         make_switch: Callable[[Any], Any] | None = None,
         clock_ns: Callable[[], int] = time.monotonic_ns,
     ) -> None:
+        from softswitch.p4info import p4info_from_program
         from softswitch.p4runtime import pipeline_loader as loader
 
         self.device_id = device_id
@@ -48,7 +49,7 @@ class Device:
         self.pipeline: Pipeline | None = None
         self.saved: Pipeline | None = None
         self._load_program = load_program or loader.load_program
-        self._build_p4info = build_p4info or loader.build_p4info
+        self._build_p4info = build_p4info or p4info_from_program
         self._make_switch = make_switch or (lambda prog: loader.make_switch(prog, cpu_port))
         self.clock_ns = clock_ns
         # Wired by the gRPC layer and the runner.
@@ -77,9 +78,9 @@ class Device:
         schema.check_same_ids(config.p4info)
         cookie = config.cookie.cookie if config.HasField("cookie") else None
         p4info = config.p4info if (config.p4info.tables or config.p4info.actions) else ours
-        pipeline = Pipeline(p4info, bytes(config.p4_device_config), cookie, program, Schema(p4info))
-        pipeline.switch = switch_call(self._make_switch, program)  # can the engine run it?
-        return pipeline
+        schema = Schema(p4info)
+        switch = switch_call(self._make_switch, program)  # can the engine run it?
+        return Pipeline(p4info, bytes(config.p4_device_config), cookie, program, schema, switch)
 
     def set_pipeline(self, action: int, config: p4r.ForwardingPipelineConfig) -> None:
         """SetForwardingPipelineConfig actions (spec 15.1)."""

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from finsy.proto import p4i, p4r
 
 from softswitch.p4runtime.digests import DigestBatcher
 from softswitch.p4runtime.errors import from_switch_error
 from softswitch.p4runtime.schema import Schema
+
+if TYPE_CHECKING:
+    from softswitch.engine import Switch
+    from softswitch.frontend import Program
 
 
 @dataclass
@@ -20,9 +24,9 @@ class Pipeline:
     p4info: p4i.P4Info
     device_config: bytes
     cookie: int | None
-    program: Any
+    program: Program
     schema: Schema
-    switch: Any = None
+    switch: Switch
     # Controller metadata and meter configs kept for read-back, keyed by (table id, handle).
     entry_metadata: dict[tuple[int, int], bytes] = field(default_factory=dict)
     direct_meter_cfg: dict[tuple[int, int], p4r.MeterConfig] = field(default_factory=dict)

@@ -13,9 +13,13 @@ import hashlib
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from softswitch.p4runtime.errors import invalid
+
+if TYPE_CHECKING:
+    from softswitch.engine import Switch
+    from softswitch.frontend import Program
 
 ARTEFACT_MAGIC = "// softswitch device config v1"
 
@@ -59,12 +63,12 @@ def unwrap_device_config(data: bytes) -> bytes:
     return found if found is not None else data
 
 
-_COMPILED: OrderedDict[bytes, Any] = OrderedDict()
+_COMPILED: OrderedDict[bytes, Program] = OrderedDict()
 _CACHE_SIZE = 4
 _CACHE_LOCK = threading.Lock()
 
 
-def load_program(device_config: bytes) -> Any:
+def load_program(device_config: bytes) -> Program:
     """Compile a device config into a Program, or INVALID_ARGUMENT naming the first errors.
 
     The last few programs are cached by content: controllers push the same config again
@@ -84,7 +88,7 @@ def load_program(device_config: bytes) -> Any:
     return program
 
 
-def _compile(raw: bytes) -> Any:
+def _compile(raw: bytes) -> Program:
     from softswitch.frontend import P4Error, compile_source
 
     try:
@@ -102,14 +106,7 @@ def _compile(raw: bytes) -> Any:
         raise invalid(f"p4_device_config does not compile: {shown}") from exc
 
 
-def build_p4info(program: Any):
-    """P4Info (protobuf) of a compiled program."""
-    from softswitch.p4info import build_p4info as build
-
-    return build(program.info)
-
-
-def make_switch(program: Any, cpu_port: int) -> Any:
+def make_switch(program: Program, cpu_port: int) -> Switch:
     """A fresh engine Switch running `program`, or INVALID_ARGUMENT if the engine cannot run it."""
     from softswitch.engine import CompileError, Switch
 
@@ -120,7 +117,8 @@ def make_switch(program: Any, cpu_port: int) -> Any:
 
 
 def device_config_from_file(
-    path: str | Path, include_dirs: tuple[str, ...] = (), defines: dict | None = None
+    path: str | Path, include_dirs: tuple[str, ...] = (),
+    defines: dict[str, str | None] | None = None,
 ) -> bytes:
     """The preprocessed, self-contained program text to use as p4_device_config."""
     from softswitch.frontend.diagnostics import Reporter

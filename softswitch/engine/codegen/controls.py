@@ -1,0 +1,384 @@
+"""Code generation: controls, actions, functions and tables (P4_16 spec sections 13, 14).
+
+A control becomes `def CTL_n(P, <params>)` with a frame object `F` holding its
+parameters and control-level variables; sub-control and sub-parser instances are
+compiled once per instance path. Every action and function becomes
+`def A_n(P, F, ...)`, every table a runtime `Table` (built by
+`softswitch.engine.builder`) plus `def TA_T_n(P, F)` that looks it up and runs
+the action.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, cast
+
+from softswitch.frontend import ast as A
+from softswitch.frontend import types as T
+
+from .base import ActionInfo, CodegenBase, Emitter, ExternInfo, TableInfo
+from .values import is_agg, rt, width_of
+
+
+class ControlCode(CodegenBase):
+    """Controls, actions, functions, instances and table apply functions; control-plane names."""
+
+    def fq(self, decl: Any) -> str:
+        """Fully-qualified control-plane name of a control/parser-local declaration."""
+        if self.prefix_fq is not None:
+            return f"{self.prefix_fq}.{decl.name}"
+        if decl.fqname:
+            return str(decl.fqname)
+        return f"{self.block_fq}.{decl.name}" if self.block_fq else decl.name
+
+    def action_name_of(self, decl: A.ActionDecl) -> str:
+        return self.action_info(decl, decl).name
+
+    def action_info(self, decl: A.ActionDecl, node: Any) -> ActionInfo:
+        key = (id(decl), self.prefix if decl.owner is not None else "")
+        info = self.action_by_decl.get(key)
+        if info is None:
+            raise self.err(node, f"action {decl.name} not found")
+        return info
+
+    def compile_action(self, decl: A.ActionDecl) -> ActionInfo:
+        """Emit `def A(P, F, <directional params>, <action data>)`."""
+        key = (id(decl), self.prefix if decl.owner is not None else "")
+        if key in self.action_by_decl:
+            return self.action_by_decl[key]
+        gname = self.fresh("A_")
+        name = self.fq(decl) if decl.owner is not None else (decl.fqname or decl.name)
+        params = [(p.name, width_of(p.type)) for p in decl.params if not p.direction]
+        info = ActionInfo(decl, name, gname, params)
+        self.action_by_decl[key] = info
+        self.actions.append(info)
+        self.emit_callable(gname, decl.params, decl.body)
+        return info
+
+    def compile_function(self, decl: A.FunctionDecl) -> str:
+        gname = self.fresh("FN_")
+        self.functions[id(decl)] = gname
+        saved = (self.out, self.fn_outs)
+        self.out = Emitter()
+        self.emit_callable(gname, decl.params, decl.body)
+        text = self.out
+        self.out, self.fn_outs = saved
+        self.deferred.append(text)
+        return gname
+
+    def emit_callable(self, gname: str, params: list[A.Param], body: A.BlockStmt) -> None:
+        e = self.out
+        locals_ = []
+        outs = []
+        for p in params:
+            local = self.fresh(f"a_{p.name}_")
+            self.names[id(p)] = local
+            locals_.append(local)
+            if p.direction in ("out", "inout") and not is_agg(p.type):
+                outs.append((local, p.name))
+        e(f"def {gname}(P, F{''.join(', ' + x for x in locals_)}):")
+        e.indent()
+        saved = self.fn_outs
+        self.fn_outs = outs
+        for p, local in zip(params, locals_, strict=True):
+            if p.direction == "out":
+                e(f"{local} = {self.default_value(p.type)}")
+            pt = rt(p.type) if p.type is not None else None
+            if not p.direction and isinstance(pt, T.Bits) and pt.signed:
+                # action data arrives unsigned from the control plane
+                e(f"{local} = {self.wrap(local, pt)}")
+        self.block(body.stmts)
+        if outs:
+            e(f"return (None, {', '.join(o for o, _ in outs)})")
+        self.fn_outs = saved
+        e.dedent()
+        e("")
+
+    def frame_class(self, params: list[A.Param], locals_: list[Any]) -> tuple[str, list[str]]:
+        """A frame class holding a block's parameters and control-level variables."""
+        slots = []
+        for p in params:
+            # aggregates (never rebound, aliased by alias_params) and scalars get distinct slots
+            acc = f"p_{p.name}" if is_agg(p.type) else f"s_{p.name}"
+            self.names[id(p)] = f"F.{acc}"
+            slots.append(acc)
+            if is_agg(p.type):
+                self.agg_params.add(acc)
+        for d in locals_:
+            if isinstance(d, A.VariableDecl):
+                acc = self.fresh(f"l_{d.name}_")
+                self.names[id(d)] = f"F.{acc}"
+                slots.append(acc)
+        name = self.fresh("FR")
+        self.class_src(f"class {name}:")
+        self.class_src(f"    __slots__ = {tuple(slots)!r}")
+        self.class_src("")
+        return name, slots
+
+    def compile_control(self, decl: A.ControlDecl, prefix: str, prefix_fq: str | None) -> str:
+        """Emit the control's actions, tables and `def CTL(P, <params>)`; returns its name."""
+        saved = (self.prefix, self.prefix_fq)
+        self.prefix, self.prefix_fq = prefix, prefix_fq
+        frame, _ = self.frame_class(decl.params, decl.locals)
+        for d in decl.locals:
+            if isinstance(d, A.Instantiation):
+                self.register_instance(d)
+        for d in decl.locals:
+            if isinstance(d, A.ActionDecl):
+                self.compile_action(d)
+        for d in decl.locals:
+            if isinstance(d, A.TableDecl):
+                self.compile_table(d)
+        gname = self.fresh("CTL_")
+        pnames = [f"a{i}" for i in range(len(decl.params))]
+        e = self.out
+        e(f"def {gname}(P{''.join(', ' + p for p in pnames)}):")
+        e.indent()
+        scalar_outs = any(p.direction in ("out", "inout") and not is_agg(p.type) for p in decl.params)
+        if not decl.body.stmts and not scalar_outs and not any(isinstance(d, A.VariableDecl) for d in decl.locals):
+            # an empty apply block (common for egress and the checksum controls): nothing to run
+            e("return None")
+            e.dedent()
+            e("")
+            self.prefix, self.prefix_fq = saved
+            return gname
+        e(f"F = {frame}()")
+        for p, a in zip(decl.params, pnames, strict=True):
+            e(f"{self.names[id(p)]} = {a}")
+        for d in decl.locals:
+            if isinstance(d, A.VariableDecl):
+                acc = self.names[id(d)]
+                e(f"{acc} = {self.value_copy(d.init) if d.init is not None else self.default_value(d.type)}")
+        # scalar inout params are handed back to the caller (copy-out) as (None, outs...)
+        outs = [(self.names[id(p)], p.name) for p in decl.params if p.direction in ("out", "inout") and not is_agg(p.type)]
+        saved_outs = self.fn_outs
+        self.fn_outs = outs
+        self.block(decl.body.stmts)
+        self.fn_outs = saved_outs
+        if outs:
+            e(f"return (None, {', '.join(o for o, _ in outs)})")
+        e.dedent()
+        e("")
+        self.prefix, self.prefix_fq = saved
+        return gname
+
+    def register_instance(self, d: A.Instantiation) -> None:
+        """Record an extern instance (or compile a sub-control/parser instance)."""
+        t = d.type
+        base = t.base if isinstance(t, T.SpecializedType) else t
+        if isinstance(base, T.ControlType | T.ParserType):
+            decl = base.decl
+            key = (id(d), self.prefix)
+            sub_prefix = f"{self.prefix}/{d.name}"
+            sub_fq = f"{self.prefix_fq or self.block_fq}.{d.name}"
+            if isinstance(decl, A.ControlDecl):
+                self.sub_blocks[key] = self.compile_control(decl, sub_prefix, sub_fq)
+            elif isinstance(decl, A.ParserDecl):
+                self.sub_blocks[key] = self.compile_parser(decl, sub_prefix, sub_fq)
+            else:
+                raise self.err(d, f"cannot instantiate {base}")
+            return
+        if not isinstance(base, T.ExternType):
+            raise self.err(d, f"unsupported instantiation of {base}")
+        gname = self.fresh("X_")
+        args = [a.const_value if a is not None else None for a in d.bound_args]
+        targs = list(t.args) if isinstance(t, T.SpecializedType) else []
+        info = ExternInfo(d, gname, self.fq(d), base.name, args, targs)
+        self.externs.append(info)
+        self.extern_by_decl[(id(d), self.prefix)] = info
+
+    def call_subcontrol(self, c: A.CallExpr) -> str:
+        inst = c.target
+        gname = self.sub_blocks.get((id(inst), self.prefix))
+        if gname is None:
+            raise self.err(c, "control instance not found")
+        params = inst.type.decl.params if hasattr(inst.type, "decl") else []
+        args, outs = self.bind_call(c, params, skip_data=False)
+        code = f"{gname}(P{''.join(', ' + a for a in args)})"
+        if outs:
+            tmp = self.fresh("_r")
+            self.out(f"{tmp} = {code}")
+            for lv, pos in outs:
+                self.assign(lv, f"{tmp}[{pos}]")
+            return ""
+        return code
+
+    def call_subparser(self, c: A.CallExpr) -> str:
+        inst = c.target
+        gname = self.sub_blocks.get((id(inst), self.prefix))
+        if gname is None:
+            raise self.err(c, "parser instance not found")
+        params = inst.type.decl.params if hasattr(inst.type, "decl") else []
+        args, outs = self.bind_call(c, params, skip_data=False)
+        if outs:
+            raise self.err(c, "sub-parser with scalar out arguments is not supported")
+        return f"{gname}(P{''.join(', ' + a for a in args)})"
+
+    def compile_table(self, d: A.TableDecl) -> TableInfo:
+        gname = self.fresh("T_")
+        name = self.fq(d)
+        keys = []
+        key_exprs = []
+        sel_exprs = []
+        for k in d.keys:
+            w = width_of(k.expr.type)
+            keys.append((k.name, k.match_kind, w))
+            code = self.expr(k.expr)
+            kt = rt(k.expr.type)
+            if isinstance(kt, T.BoolType):
+                code = f"(1 if {code} else 0)"
+            elif isinstance(kt, T.Bits) and kt.signed:
+                code = f"({code} & {hex((1 << kt.width) - 1)})"  # the control plane speaks unsigned
+            if k.match_kind == "selector":
+                sel_exprs.append((code, w))
+            else:
+                key_exprs.append(code)
+        actions = []
+        for ref in d.actions:
+            ainfo = self.action_info(ref.action, ref)
+            fn = ainfo.gname
+            dir_params = [p for p in ref.action.params if p.direction]
+            if dir_params:
+                call = ref.call
+                bound = call.bound_args if call is not None else []
+                wrapper = self.fresh("W_")
+                args = []
+                outs: list[tuple[A.Expression, int]] = []
+                for p, a in zip(ref.action.params, bound, strict=False):
+                    if not p.direction:
+                        continue
+                    if a is None:
+                        args.append(self.default_value(p.type))
+                        continue
+                    if p.direction in ("out", "inout") and not is_agg(p.type):
+                        outs.append((a, len(outs) + 1))
+                        args.append(self.expr(a) if p.direction == "inout" else self.default_value(p.type))
+                    else:
+                        args.append(self.expr(a))
+                e = self.out
+                e(f"def {wrapper}(P, F, *d):")
+                e.indent()
+                e(f"_r = {fn}(P, F, {''.join(x + ', ' for x in args)}*d)")
+                for lv, pos in outs:
+                    self.assign(lv, f"_r[{pos}]")
+                e.dedent()
+                e("")
+                fn = wrapper
+            actions.append((ainfo.name, ref, fn))
+        info = TableInfo(d, name, gname, keys, actions)
+        impl = d.implementation
+        if impl is not None:
+            if isinstance(impl, A.PathExpr):
+                info.profile = self.extern_info(impl.decl, impl).gname
+            else:
+                # inline constructor: an anonymous profile owned by the table
+                pg = self.fresh("X_")
+                ctor = cast(A.CallExpr, impl)
+                ctor_args = [a.const_value if a is not None else None for a in ctor.bound_args]
+                tname = "action_selector" if len(ctor_args) >= 3 else "action_profile"
+                self.externs.append(ExternInfo(impl, pg, self.impl_name(d), tname, ctor_args))
+                info.profile = pg
+        for prop, attr in ((d.counters, "direct_counter"), (d.meters, "direct_meter")):
+            if prop is not None:
+                if isinstance(prop, A.PathExpr):
+                    setattr(info, attr, self.extern_info(prop.decl, prop).gname)
+                else:
+                    raise self.err(prop, "direct resources must be declared as instances")
+        self.tables.append(info)
+        self.table_by_decl[(id(d), self.prefix)] = info
+        self.emit_table_apply(info, key_exprs, sel_exprs)
+        return info
+
+    def direct_meter_targets(self, info: TableInfo) -> list[A.Expression]:
+        """Destinations of `<direct meter>.read(dest)` in the table's actions (first of each kind)."""
+        meter = info.decl.meters.decl if isinstance(info.decl.meters, A.PathExpr) else None
+        found: list[A.Expression] = []
+        seen: set[str] = set()
+        for _, ref, _ in info.actions:
+            for call in _calls_in(ref.action.body):
+                if call.kind is A.CallKind.EXTERN_METHOD and call.target is meter and call.method == "read":
+                    dest = call.bound_args[0]
+                    # a destination naming an action parameter cannot be written outside the action
+                    if dest is None or _mentions_params(dest, ref.action.params):
+                        continue
+                    code = self.expr(dest)
+                    if code not in seen:
+                        seen.add(code)
+                        found.append(dest)
+        return found
+
+    def impl_name(self, d: A.TableDecl) -> str:
+        info = getattr(self.program, "info", None)
+        for tinfo in getattr(info, "tables", []) or []:
+            if getattr(tinfo, "name", None) == self.fq(d):
+                impl = getattr(tinfo, "implementation", None)
+                if impl:
+                    return str(impl)
+        return self.fq(d) + "_profile"
+
+    def emit_table_apply(self, info: TableInfo, key_exprs: list[str], sel_exprs: list[tuple[str, int]]) -> None:
+        e = self.out
+        g = info.gname
+        e(f"def TA_{g}(P, F):")
+        e.indent()
+        key = "(" + "".join(k + ", " for k in key_exprs) + ")"
+        e(f"_e = {g}.lookup({key})")
+        e("if _e is None:")
+        e(f"    {g}.default_fn(P, F, *{g}.default_args)")
+        e(f"    return (False, {g}.default_action)")
+        if info.direct_counter:
+            e("_e.packets += 1")
+            e("_e.bytes += P.length")
+        if info.direct_meter:
+            # BMv2 executes the direct meter on every hit, before the action, and writes the
+            # colour to the destination of the program's read() whatever action runs
+            amount = f"(1 if {info.direct_meter}.unit == 'packets' else P.length)"
+            e(f"P.dm = _e.meter.execute({amount}, P.now) if _e.meter is not None else 0")
+            for dest in self.direct_meter_targets(info):
+                self.assign(dest, self.wrap("P.dm", dest.type))
+        if info.profile:
+            pg = info.profile
+            e("if _e.member is not None:")
+            e(f"    _name, _args, _fn = {pg}.members[_e.member]")
+            e("else:")
+            e.indent()
+            e(f"_g = {pg}.groups[_e.group]")
+            e("if not _g:")
+            e(f"    {g}.default_fn(P, F, *{g}.default_args)")
+            e(f"    return (False, {g}.default_action)")
+            packed, nbits = self.packed(sel_exprs)
+            e(f"_name, _args, _fn = {pg}.members[_g[_sel(P, {pg}, {packed}, {nbits}) % len(_g)]]")
+            e.dedent()
+            e("_fn(P, F, *_args)")
+            e("return (True, _name)")
+        else:
+            e("_e.fn(P, F, *_e.args)")
+            e("return (True, _e.action)")
+        e.dedent()
+        e("")
+
+
+def _walk(node: Any) -> Iterator[A.Node]:
+    """Every AST node below `node` (dataclass fields, lists), depth first."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, list):
+            stack.extend(n)
+            continue
+        if not isinstance(n, A.Node):
+            continue
+        yield n
+        for name in getattr(n, "__dataclass_fields__", {}):
+            if name in ("decl", "target", "type", "field", "action", "loc", "owner", "resolved"):
+                continue  # references, not children
+            stack.append(getattr(n, name))
+
+
+def _calls_in(node: Any) -> list[A.CallExpr]:
+    return [n for n in _walk(node) if isinstance(n, A.CallExpr)]
+
+
+def _mentions_params(expr: Any, params: list[Any]) -> bool:
+    ids = {id(p) for p in params}
+    return any(isinstance(n, A.PathExpr) and id(n.decl) in ids for n in _walk(expr))
