@@ -21,6 +21,7 @@
  */
 
 #include <core.p4>
+#define V1MODEL_VERSION 20200408
 #include <v1model.p4>
 
 #include "include/constants.p4"

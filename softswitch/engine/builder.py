@@ -100,6 +100,8 @@ def _build_externs(built: BuiltProgram) -> None:
         elif tn == "action_selector":
             obj = ActionProfile(info.name, True, int(a[1] or 0), algorithm=str(a[0]))
             built.profiles[info.name] = obj
+        elif tn == "Checksum16":
+            obj = None  # stateless: get() computes the checksum of its argument
         else:
             raise CompileError(getattr(info.decl, "loc", "?"), f"unsupported extern {tn}")
         ns[info.gname] = obj

@@ -19,10 +19,11 @@ from .check.operators import OperatorChecks
 from .check.statements import StatementChecks
 from .check.tables import TableChecks
 from .check.type_decls import TypeDeclChecks
+from .check.v1model import VERSION_CONSTANT, V1ModelChecks
 
 
 class Checker(TypeDeclChecks, BlockChecks, TableChecks, StatementChecks, ExpressionChecks,
-              OperatorChecks, CallChecks):
+              OperatorChecks, CallChecks, V1ModelChecks):
     """Checks one parsed program; results are annotations on the AST plus diagnostics."""
 
     def check(self, prog: A.P4Program) -> None:
@@ -85,6 +86,8 @@ class Checker(TypeDeclChecks, BlockChecks, TableChecks, StatementChecks, Express
         elif isinstance(d, A.ConstantDecl):
             self.constant_decl(d, g)
             self.declare(g, d.name, d)
+            if d.name == VERSION_CONSTANT:
+                self.v1model_version(d)
         elif isinstance(d, A.Instantiation):
             self.instantiation(d, g)
             if d.fqname is None:

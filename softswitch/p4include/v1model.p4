@@ -1,16 +1,21 @@
 /* v1model.p4 for the softswitch target: the v1model architecture
- * (BMv2 simple_switch) declarations. Written for this project; names and
- * signatures are those of the v1model architecture so that a program compiles
- * unchanged with p4c --arch v1model. */
+ * (BMv2 simple_switch) declarations. Written for this project; the names,
+ * signatures, annotations, include guard and version logic are those of
+ * p4c's v1model.p4, so that a program compiles the same way with either.
+ *
+ * Versions: a program may `#define V1MODEL_VERSION N` before including this
+ * file; without it the version is 20180101, the first one, as with p4c.
+ * From 20200408 on, counter, meter and register take their index type as a
+ * type parameter (`register<T, I>`); before, indexes are bit<32>. The
+ * compiler checks __v1model_version: 20180101 <= N <= 20200408. */
 
-#ifndef SOFTSWITCH_V1MODEL_P4
-#define SOFTSWITCH_V1MODEL_P4
+#ifndef _V1_MODEL_P4_
+#define _V1_MODEL_P4_
 
 #include "core.p4"
 
-#define V1MODEL_VERSION 20200408
-#ifndef __V1MODEL_VERSION
-#define __V1MODEL_VERSION V1MODEL_VERSION
+#ifndef V1MODEL_VERSION
+#define V1MODEL_VERSION 20180101
 #endif
 
 /* Extra match kinds of v1model. */
@@ -20,12 +25,25 @@ match_kind {
     selector   /* fields hashed by an action selector */
 }
 
+/* The version the program was compiled for, checked by the compiler. */
+const bit<32> __v1model_version = V1MODEL_VERSION;
+
+#if V1MODEL_VERSION >= 20200408
+typedef bit<9>  PortId_t;
+#endif
+
 /* Intrinsic metadata of a packet (see the simple_switch documentation). */
 @metadata @name("standard_metadata")
 struct standard_metadata_t {
+#if V1MODEL_VERSION >= 20200408
+    PortId_t ingress_port;
+    PortId_t egress_spec;                   /* set by ingress: output port */
+    PortId_t egress_port;                   /* read in egress: actual port */
+#else
     bit<9>  ingress_port;
-    bit<9>  egress_spec;                    /* set by ingress: output port */
-    bit<9>  egress_port;                    /* read in egress: actual port */
+    bit<9>  egress_spec;
+    bit<9>  egress_port;
+#endif
     bit<32> instance_type;                  /* normal, clone, resubmit, ... */
     bit<32> packet_length;                  /* bytes */
     @alias("queueing_metadata.enq_timestamp")
@@ -61,10 +79,18 @@ enum MeterType {
     bytes
 }
 
-/* Array of counters indexed from the data plane. */
-extern counter<I> {
+/* Array of counters indexed from the data plane; an index >= size counts nothing. */
+extern counter
+#if V1MODEL_VERSION >= 20200408
+<I>
+#endif
+{
     counter(bit<32> size, CounterType type);
+#if V1MODEL_VERSION >= 20200408
     void count(in I index);
+#else
+    void count(in bit<32> index);
+#endif
 }
 
 /* One counter per entry of the table it is attached to. */
@@ -78,9 +104,18 @@ extern direct_counter {
 #define V1MODEL_METER_COLOR_YELLOW 1
 #define V1MODEL_METER_COLOR_RED    2
 
-extern meter<I> {
+extern meter
+#if V1MODEL_VERSION >= 20200408
+<I>
+#endif
+{
     meter(bit<32> size, MeterType type);
+    /* result: 0 green, 1 yellow, 2 red */
+#if V1MODEL_VERSION >= 20200408
     void execute_meter<T>(in I index, out T result);
+#else
+    void execute_meter<T>(in bit<32> index, out T result);
+#endif
 }
 
 /* One meter per entry of the table it is attached to. */
@@ -90,11 +125,24 @@ extern direct_meter<T> {
 }
 
 /* Array of `size` values of type T, readable and writable by the data plane. */
-extern register<T, I> {
+#if V1MODEL_VERSION >= 20200408
+extern register<T, I>
+#else
+extern register<T>
+#endif
+{
     register(bit<32> size);
     @noSideEffects
+#if V1MODEL_VERSION >= 20200408
     void read(out T result, in I index);
+#else
+    void read(out T result, in bit<32> index);
+#endif
+#if V1MODEL_VERSION >= 20200408
     void write(in I index, in T value);
+#else
+    void write(in bit<32> index, in T value);
+#endif
 }
 
 /* A pool of action invocations shared by the entries of a table. */
@@ -119,6 +167,10 @@ enum HashAlgorithm {
     xor16
 }
 
+/* Old form of mark_to_drop, on the standard metadata of the running block. */
+@deprecated("Please use mark_to_drop(standard_metadata) instead.")
+extern void mark_to_drop();
+
 /* Drop the packet at the end of the current pipeline (egress_spec = 511). */
 @pure
 extern void mark_to_drop(inout standard_metadata_t standard_metadata);
@@ -137,6 +189,14 @@ enum CloneType {
     E2E
 }
 
+/* The checksum extern of early P4_16 programs: the 16-bit one's complement
+ * checksum of `data`. */
+@deprecated("Please use verify_checksum/update_checksum instead.")
+extern Checksum16 {
+    Checksum16();
+    bit<16> get<D>(in D data);
+}
+
 /* Set standard_metadata.checksum_error when the checksum of `data` is not `checksum`. */
 extern void verify_checksum<T, O>(in bool condition, in T data, in O checksum, HashAlgorithm algo);
 
@@ -151,16 +211,28 @@ extern void verify_checksum_with_payload<T, O>(in bool condition, in T data, in 
 @noSideEffects
 extern void update_checksum_with_payload<T, O>(in bool condition, in T data, inout O checksum, HashAlgorithm algo);
 
+/* Clone the packet to the given clone session. */
+extern void clone(in CloneType type, in bit<32> session);
+
+/* Old form of resubmit: `data` names the metadata fields to keep. */
+@deprecated("Please use 'resubmit_preserving_field_list' instead")
+extern void resubmit<T>(in T data);
+
 /* Re-run ingress on the original packet, keeping the user metadata fields
  * annotated @field_list(index). */
 extern void resubmit_preserving_field_list(bit<8> index);
+
+/* Old form of recirculate: `data` names the metadata fields to keep. */
+@deprecated("Please use 'recirculate_preserving_field_list' instead")
+extern void recirculate<T>(in T data);
 
 /* Send the deparsed packet back to the parser after egress, keeping the
  * user metadata fields annotated @field_list(index). */
 extern void recirculate_preserving_field_list(bit<8> index);
 
-/* Clone the packet to the given clone session. */
-extern void clone(in CloneType type, in bit<32> session);
+/* Old form of clone with metadata: `data` names the fields to keep. */
+@deprecated("Please use 'clone_preserving_field_list' instead")
+extern void clone3<T>(in CloneType type, in bit<32> session, in T data);
 
 /* Clone, keeping the user metadata fields annotated @field_list(index). */
 extern void clone_preserving_field_list(in CloneType type, in bit<32> session, bit<8> index);
@@ -211,4 +283,4 @@ package V1Switch<H, M>(Parser<H, M> p,
                        Deparser<H> dep
                        );
 
-#endif
+#endif  /* _V1_MODEL_P4_ */

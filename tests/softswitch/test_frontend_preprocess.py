@@ -125,17 +125,6 @@ const bit<8> BAD = 8w1 + 16w2;
     assert (d.file, d.line, d.col) == ("m.p4", 8, 20)
 
 
-def test_version_macros_are_defined():
-    src = """#include <v1model.p4>
-#if __V1MODEL_VERSION >= 20200408 && V1MODEL_VERSION == __V1MODEL_VERSION
-const bit<8> NEW = 1;
-#endif
-header h_t { bit<8> a; }
-struct hs { h_t h; }
-""" + MAIN_TAIL
-    assert constants(compile_source(src, filename="m.p4"))["NEW"] == 1
-
-
 def test_missing_file():
     with pytest.raises(P4Error) as ei:
         compile_file("does/not/exist.p4")

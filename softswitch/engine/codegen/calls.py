@@ -140,6 +140,8 @@ class CallCode(CodegenBase):
             s = self.expr(b[0]) if b and b[0] is not None else "P.sm"
             e(f"{s}.f_egress_spec = 511")
             return f"{s}.f_mcast_grp = 0"
+        if name == "static_assert":
+            return ""  # evaluated by the front end
         if name == "verify":
             return f"if not {self.expr(b[0])}: raise _Reject({self.expr(b[1])})"
         if name == "hash":
@@ -248,6 +250,9 @@ class CallCode(CodegenBase):
             self.assign(b[1], self.wrap(f"{g}.execute({i}, P.length, P.now)", b[1].type))
             e.dedent()
             return ""
+        if tn == "Checksum16" and meth == "get":
+            # v1model's deprecated extern: the 16-bit one's complement checksum (csum16)
+            return f"_csum(P, 'csum16', {self.calc_args(self.flatten_calc(b[0]))}, b'')"
         if tn == "direct_meter" and meth == "read":
             self.assign(b[0], self.wrap("P.dm", b[0].type))
             return ""

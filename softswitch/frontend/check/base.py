@@ -54,6 +54,13 @@ class CheckerBase(ABC):
         """Report a construct the softswitch does not support."""
         self.r.unsupported(loc, what)
 
+    def warn_deprecated(self, d: A.Declaration, loc: A.Loc) -> None:
+        """A warning for a use of a declaration annotated `@deprecated("why")`, as p4c gives."""
+        ann = A.find_annotation(d.annotations, "deprecated")
+        if ann is not None:
+            why = ann.string_arg()
+            self.r.warning(loc, f"'{d.name}' is deprecated" + (f": {why}" if why else ""))
+
     def declare(self, scope: Scope, name: str, decl: Any, overload: bool = False) -> None:
         """Declare `name` in `scope`; a second declaration is an error unless overloadable."""
         existing = scope.names.get(name)

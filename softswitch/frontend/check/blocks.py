@@ -30,6 +30,8 @@ class BlockChecks(CheckerBase):
         if t is POISON:
             return
         if isinstance(base, T.ExternType):
+            if base.decl is not None:
+                self.warn_deprecated(base.decl, d.loc)
             ctors = [c for c in base.constructors if len(c.params) == len(d.args)]
             if not ctors:
                 self.err(d.loc, f"no constructor of '{base.name}' takes {len(d.args)} argument(s)")

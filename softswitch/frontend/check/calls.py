@@ -76,11 +76,32 @@ class CallChecks(CheckerBase):
         d = cands[-1] if len(cands) == 1 else max(cands, key=lambda c: len(c.type.params))
         e.kind, e.target, e.method = A.CallKind.EXTERN_FUNCTION, d, d.name
         self.generic_call(e, d.type, scope, {})
+        self.warn_deprecated(d, e.loc)
+        if d.name == "static_assert":
+            self.static_assert(e)
         if d.name == "digest":
             self.digest_calls.append(e)
         if d.name == "verify" and not self._in_parser:
             self.err(e.loc, "verify() may only be called in a parser")
         return e
+
+    def static_assert(self, e: A.CallExpr) -> None:
+        """core.p4's `static_assert(check[, message])`: evaluated here, at compile time.
+
+        A false or non-constant condition is an error (with the message given);
+        otherwise the call is the constant `true`, so it may initialise a constant.
+        """
+        e.const_value = True  # also after an error: one message, not a second one
+        check = e.bound_args[0] if e.bound_args else None
+        if check is None or check.type is POISON:
+            return
+        message = e.bound_args[1] if len(e.bound_args) > 1 else None
+        text = message.const_value if message is not None else None
+        if not isinstance(check.const_value, bool):
+            self.err(check.loc, "static_assert needs a compile-time condition")
+        elif not check.const_value:
+            self.err(e.loc, f"static_assert failed: {text}" if isinstance(text, str)
+                     else "static_assert failed")
 
     def method_call(self, e: A.CallExpr, callee: A.MemberExpr, scope: Scope) -> A.CallExpr:
         base = callee.expr

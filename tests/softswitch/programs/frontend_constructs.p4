@@ -1,6 +1,7 @@
 // Exercises every construct the softswitch front end supports (parsed and checked by
 // tests/softswitch/test_frontend_*.py; not meant as a forwarding program).
 #include <core.p4>
+#define V1MODEL_VERSION 20200408
 #include <v1model.p4>
 
 #define MAX_HOPS 4
