@@ -151,6 +151,11 @@ class CheckerBase(ABC):
     # ---- calls.py
 
     @abstractmethod
+    def order_args(self, args: list[A.Argument], params: list[T.Param], loc: A.Loc,
+                   what: str) -> list[A.Argument | None]:
+        """Match positional or named arguments to parameters (spec 8.20); Abort on error."""
+
+    @abstractmethod
     def bind_args(self, args: list[A.Argument], params: list[T.Param], scope: Scope,
                   loc: A.Loc, what: str) -> list[A.Expression | None]:
         """Check arguments against non-generic parameters; returns them in parameter order."""

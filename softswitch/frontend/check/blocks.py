@@ -11,9 +11,9 @@ from typing import Any, cast
 
 from .. import ast as A
 from .. import types as T
-from .base import CheckerBase
+from .base import Abort, CheckerBase
 from .scope import Scope
-from .typeops import POISON, same_type, substitute
+from .typeops import POISON, arity_ok, same_type, substitute
 
 
 class BlockChecks(CheckerBase):
@@ -32,7 +32,7 @@ class BlockChecks(CheckerBase):
         if isinstance(base, T.ExternType):
             if base.decl is not None:
                 self.warn_deprecated(base.decl, d.loc)
-            ctors = [c for c in base.constructors if len(c.params) == len(d.args)]
+            ctors = [c for c in base.constructors if arity_ok(c.params, d.args)]
             if not ctors:
                 self.err(d.loc, f"no constructor of '{base.name}' takes {len(d.args)} argument(s)")
                 return
@@ -55,12 +55,16 @@ class BlockChecks(CheckerBase):
             self.err(d.loc, f"cannot instantiate {t}")
 
     def package_instance(self, d: A.Instantiation, pkg: T.PackageType, scope: Scope) -> None:
-        if len(d.args) != len(pkg.params):
-            self.err(d.loc, f"package '{pkg.name}' takes {len(pkg.params)} argument(s), "
-                            f"got {len(d.args)}")
+        """A package instance: arguments bound to the parameters by name or position (8.20)."""
+        try:
+            ordered = self.order_args(d.args, pkg.params, d.loc, f"package '{pkg.name}'")
+        except Abort:
             return
         blocks: list[A.ParserDecl | A.ControlDecl | None] = []
-        for arg, p in zip(d.args, pkg.params, strict=True):
+        for arg, p in zip(ordered, pkg.params, strict=True):
+            if arg is None:  # an optional parameter left out
+                blocks.append(None)
+                continue
             v = arg.value
             if not (isinstance(v, A.CallExpr) and isinstance(v.callee, A.TypeNameExpr)):
                 self.err(v.loc, f"argument '{p.name}' must instantiate a parser or control")
@@ -93,7 +97,7 @@ class BlockChecks(CheckerBase):
                 self.match_block_signature(decl, proto, v.loc)
             blocks.append(decl)
         d.fqname = d.name
-        d.bound_args = [a.value for a in d.args]
+        d.bound_args = [a.value if a is not None else None for a in ordered]
         if self.main_inst is None and d.name == "main":
             self.main_inst = d
             d.blocks = blocks  # type: ignore[attr-defined]

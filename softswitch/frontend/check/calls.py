@@ -14,7 +14,7 @@ from .. import types as T
 from ..ast import expr_text
 from .base import Abort, CheckerBase, Expected
 from .scope import Scope
-from .typeops import POISON, contains_typevar, same_type, substitute
+from .typeops import POISON, arity_ok, contains_typevar, same_type, substitute
 
 
 class CallChecks(CheckerBase):
@@ -69,7 +69,7 @@ class CallChecks(CheckerBase):
 
     def extern_call(self, e: A.CallExpr, overloads: list[A.ExternFunctionDecl],
                     scope: Scope) -> A.CallExpr:
-        cands = [d for d in overloads if d.type is not None and _arity_ok(d.type.params, e.args)]
+        cands = [d for d in overloads if d.type is not None and arity_ok(d.type.params, e.args)]
         if not cands:
             self.err(e.loc, f"no overload of '{overloads[0].name}' takes {len(e.args)} argument(s)")
             raise Abort
@@ -158,7 +158,7 @@ class CallChecks(CheckerBase):
         if isinstance(ext, T.ExternType):
             env = {tv.name: a for tv, a in zip(ext.type_params, spec.args if spec else [],
                                                  strict=False)}
-            methods = [m for m in ext.methods_named(mem) if _arity_ok(m.params, e.args)]
+            methods = [m for m in ext.methods_named(mem) if arity_ok(m.params, e.args)]
             if not methods:
                 self.err(e.loc, f"no overload of '{ext.name}.{mem}' takes {len(e.args)} argument(s)")
                 raise Abort
@@ -286,7 +286,8 @@ class CallChecks(CheckerBase):
 
     def order_args(self, args: list[A.Argument], params: list[T.Param], loc: A.Loc,
                    what: str) -> list[A.Argument | None]:
-        """Match positional/named arguments to parameters (spec 6.8.1)."""
+        """Match positional or named arguments to parameters (spec 8.20): all named or
+        none, each parameter at most once, omitted ones need a default or @optional."""
         out: list[A.Argument | None] = [None] * len(params)
         named = any(a.name for a in args)
         if named and not all(a.name for a in args):
@@ -333,14 +334,6 @@ class CallChecks(CheckerBase):
             self.check_direction(v, p, scope)
             out.append(v)
         return out
-
-
-def _arity_ok(params: list[T.Param], args: list[A.Argument]) -> bool:
-    if any(a.name for a in args):
-        names = {p.name for p in params}
-        return all(a.name in names for a in args)
-    required = sum(1 for p in params if not p.optional and p.default is None)
-    return required <= len(args) <= len(params)
 
 
 def _is_unsized(e: A.Expression) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import ast as A
 from .. import types as T
 
 
@@ -101,3 +102,12 @@ def fold(op: str, a: int, b: int, t: T.P4Type) -> int:
         "%": lambda: a % b, "&": lambda: a & b, "|": lambda: a | b, "^": lambda: a ^ b,
     }[op]()
     return wrap(result, t) if isinstance(t, T.Bits) else result
+
+
+def arity_ok(params: list[T.Param], args: list[A.Argument]) -> bool:
+    """Whether a call with `args` can bind to `params` (overload resolution by arity/names)."""
+    if any(a.name for a in args):
+        names = {p.name for p in params}
+        return all(a.name in names for a in args)
+    required = sum(1 for p in params if not p.optional and p.default is None)
+    return required <= len(args) <= len(params)
