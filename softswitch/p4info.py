@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast
 if TYPE_CHECKING:
     from finsy.proto import p4i
 
-    from softswitch.frontend.info import DirectInfo, ProgramInfo
+    from softswitch.frontend.info import ActionInfo, DefaultActionInfo, DirectInfo, ProgramInfo
     from softswitch.frontend.program import Program
 
     _MatchType: TypeAlias = p4i.MatchField.MatchType.ValueType
@@ -239,6 +239,7 @@ def p4info_from_program_info(info: ProgramInfo) -> p4i.P4Info:
 
     out = p4i.P4Info()
     out.pkg_info.arch = "v1model"
+    action_by_name = {a.name: a for a in info.actions}
     direct_of: dict[str | None, list[int]] = {}
     for prefix, directs in ((DIRECT_COUNTER, info.direct_counters),
                             (DIRECT_METER, info.direct_meters)):
@@ -266,6 +267,9 @@ def p4info_from_program_info(info: ProgramInfo) -> p4i.P4Info:
         default = t.default_action
         if default is not None and default.const:
             msg.const_default_action_id = ident(ACTION, default.name)
+        if default is not None:
+            _initial_default_action(msg.initial_default_action, ident(ACTION, default.name),
+                                    default, action_by_name.get(default.name))
         if t.implementation:
             msg.implementation_id = ident(ACTION_PROFILE, t.implementation)
         msg.direct_resource_ids.extend(direct_of.get(name, []))
@@ -280,7 +284,7 @@ def p4info_from_program_info(info: ProgramInfo) -> p4i.P4Info:
         amsg = out.actions.add()
         _fill_preamble(amsg.preamble, name, ident(ACTION, name), aliases[name], a)
         for i, prm in enumerate(a.params, start=1):
-            p = amsg.params.add(id=i, name=prm.name, bitwidth=prm.bitwidth)
+            p = amsg.params.add(id=_explicit_id(prm) or i, name=prm.name, bitwidth=prm.bitwidth)
             p.annotations.extend(_other_annotations(prm))
 
     for ap in profiles:
@@ -349,6 +353,19 @@ def p4info_from_program_info(info: ProgramInfo) -> p4i.P4Info:
             member = struct.members.add(name=f.name)
             member.type_spec.bitstring.bit.bitwidth = f.bitwidth
     return out
+
+
+def _initial_default_action(msg: p4i.Table.InitialDefaultAction, action_id: int,
+                            default: DefaultActionInfo, action: ActionInfo | None) -> None:
+    """The table's default action with its arguments, each a big-endian byte string of its
+    parameter's width (p4c's stringRepr; ids from @id or the 1-based position)."""
+    msg.action_id = action_id
+    params = action.params if action is not None else ()
+    for i, (value, prm) in enumerate(zip(default.args, params, strict=False), start=1):
+        arg = msg.arguments.add()
+        arg.param_id = _explicit_id(prm) or i
+        width = max(prm.bitwidth, 1)
+        arg.value = (int(value) & ((1 << width) - 1)).to_bytes((width + 7) // 8, "big")
 
 
 def _table_of(direct: DirectInfo) -> str:

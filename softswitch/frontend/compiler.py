@@ -10,6 +10,7 @@ from . import ast as A
 from .checker import Checker
 from .diagnostics import P4Error, Reporter
 from .info import build_info
+from .linemarkers import apply_markers, strip_markers
 from .parser import parse
 from .preprocess import Preprocessed, display_name, preprocess
 from .program import MainPackage, Program
@@ -55,8 +56,10 @@ def _compile(text, filename, include_dirs, defines, base_dir) -> Program:
         return ""
 
     reporter = Reporter(line_source)
+    text, markers = strip_markers(text)
     pre = preprocess(text, filename, reporter, include_dirs=tuple(include_dirs),
                      defines=defines, base_dir=base_dir or os.getcwd())
+    pre = apply_markers(pre, filename, markers)
     holder["pre"] = pre
     reporter.raise_if_errors()
     tree = parse(pre, reporter)

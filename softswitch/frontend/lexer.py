@@ -127,10 +127,6 @@ def tokenize(text: str) -> list[Tok]:
         elif kind == "ident":
             if value in ("in", "out", "inout"):
                 toks.append(Tok("DIRECTION", value, pos, line, col))
-            elif value == "type" and toks and toks[-1].kind not in (";", "}", "{", "ANNOTATION"):
-                # `type` only starts a declaration; elsewhere it is a name (v1model's
-                # `counter(bit<32> size, CounterType type)`)
-                toks.append(Tok("IDENT", value, pos, line, col))
             elif value in KEYWORDS:
                 toks.append(Tok(value, value, pos, line, col))
             elif value == "_":
@@ -217,8 +213,30 @@ def _is_declaration_context(toks: list[Tok], name_index: int) -> bool:
                          "TYPE_IDENT", "abstract")
 
 
+_TYPE_DECL_START = {";", "}", "{", "ANNOTATION"}
+_NEWTYPE_FOLLOWERS = {"IDENT", "bit", "int", "varbit", "bool", "tuple", "string", "error"}
+
+
+def _names_not_keywords(toks: list[Tok]) -> None:
+    """`state` and `type` are names where they cannot start their declaration (p4c's
+    grammar allows them as names: `nonTypeName`), e.g. `CounterType type`, `bit<8> state;`."""
+    n = len(toks)
+    for i, t in enumerate(toks):
+        if t.kind == "state":
+            # `state NAME {` declares a parser state
+            if not (i + 2 < n and toks[i + 1].kind == "IDENT" and toks[i + 2].kind == "{"):
+                t.kind = "IDENT"
+        elif t.kind == "type":
+            # `type T NAME;` declares a new type, at the start of a declaration
+            prev = toks[i - 1].kind if i > 0 else ";"
+            nxt = toks[i + 1].kind if i + 1 < n else ";"
+            if prev not in _TYPE_DECL_START or nxt not in _NEWTYPE_FOLLOWERS:
+                t.kind = "IDENT"
+
+
 def _classify(toks: list[Tok]) -> None:
     """Apply type names, generic identifiers, context keywords and `>>` splitting in place."""
+    _names_not_keywords(toks)
     names = type_names(toks)
     n = len(toks)
     for i, t in enumerate(toks):

@@ -153,8 +153,10 @@ class BlockChecks(CheckerBase):
                 for stmt in st.stmts:
                     self.stmt(stmt, ss)
                 if st.transition is None:
-                    self.err(st.loc, f"state '{st.name}' has no transition")
-                elif isinstance(st.transition, A.SelectExpr):
+                    # a state without a transition statement goes to reject (spec 13.5)
+                    self.r.warning(st.loc, f"{st.name}: implicit transition to 'reject'")
+                    st.transition = A.PathExpr(loc=st.loc, name="reject")
+                if isinstance(st.transition, A.SelectExpr):
                     self.select(st.transition, ss)
                 else:  # the grammar allows a state name or a select
                     self.state_ref(cast(A.PathExpr, st.transition), ss)

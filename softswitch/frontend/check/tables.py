@@ -90,12 +90,31 @@ class TableChecks(CheckerBase):
                 d.meters = self.table_extern_prop(prop, scope, ("direct_meter",), d, owner)
         if not d.actions and "actions" not in seen:
             self.err(d.loc, f"table '{d.name}' has no 'actions' property")
+        elif "default_action" not in seen:
+            self.implicit_default_action(d, scope)
         has_selector = any(k.match_kind == "selector" for k in d.keys)
         impl_name = _extern_name(d.implementation)
         if has_selector and impl_name != "action_selector":
             self.err(d.loc, f"table '{d.name}' has 'selector' keys but no action_selector")
         if impl_name == "action_selector" and not has_selector:
             self.err(d.loc, f"table '{d.name}' uses an action_selector but has no 'selector' key")
+
+    def implicit_default_action(self, d: A.TableDecl, scope: Scope) -> None:
+        """A table without `default_action` has `NoAction` as its (non-const) default, listed
+        as `@defaultonly` when not in its actions (spec 14.2.1.3; p4c's CreateBuiltins)."""
+        found = self.global_scope.lookup("NoAction")
+        if not found or not isinstance(found[-1], A.ActionDecl):
+            self.err(d.loc, "Declaration of the action NoAction not found; did you include "
+                            "core.p4?")
+            return
+        if not any(r.name.name == "NoAction" for r in d.actions):
+            ref = A.ActionRef(loc=d.loc, name=A.PathExpr(loc=d.loc, name="NoAction", absolute=True),
+                              annotations=[A.Annotation(loc=d.loc, name="defaultonly")])
+            self.action_ref(ref, scope, bind_all=False)
+            d.actions.append(ref)
+        default = A.PathExpr(loc=d.loc, name="NoAction", absolute=True)
+        d.default_action = self.action_call_prop(default, scope, d, "default_action")
+        d.default_action_const = False
 
     def table_extern_prop(self, prop: A.TableProperty, scope: Scope, kinds: tuple[str, ...],
                           table: A.TableDecl, owner: Any) -> A.Expression:
