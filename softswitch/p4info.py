@@ -204,9 +204,8 @@ def p4info_from_program_info(info: ProgramInfo) -> p4i.P4Info:
     from finsy.proto import p4i
 
     tables = list(info.tables)
-    used_actions = {ref.name for t in tables for ref in t.actions}
     profiles = list(info.action_profiles)
-    actions = [a for a in info.actions if a.name in used_actions]
+    actions = list(info.actions)  # the used ones (frontend/liveness.py), as p4c lists them
     groups: list[tuple[int, list[_Described]]] = [
         (TABLE, list(tables)),
         (ACTION, list(actions)),

@@ -64,8 +64,8 @@ def build_program(program: Program) -> BuiltProgram:
     code = compile(source, f"<softswitch:{getattr(program, 'source_file', 'program')}>", "exec")
     exec(code, built.ns)
     _build_tables(built)
-    for decl, g in gen.value_sets:
-        vs = ValueSet(decl.fqname or decl.name, decl.size_value)
+    for decl, g, name in gen.value_sets:
+        vs = ValueSet(name, decl.size_value)
         built.ns[g] = vs
         built.value_sets[vs.name] = vs
     return built

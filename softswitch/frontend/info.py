@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import ast as A
+from . import names
 from . import types as T
+from .liveness import Liveness
 
 
 @dataclass(frozen=True)
@@ -245,15 +247,15 @@ def _action_args(ref: A.ActionRef | None) -> tuple[int, ...]:
 
 
 class _InstancePaths:
-    """Where each parser/control runs: p4c names the objects of a sub-control instance
-    by the path of instances (`MyIngress.acl1.t`), those of the six top-level blocks
-    by the block's declaration name (`MyIngress.t`)."""
+    """Where each used parser/control runs: the instance paths (names.py) of its instances,
+    starting at the main package's blocks; unused instances (liveness.py) are not followed."""
 
-    def __init__(self, main_blocks: list[Any]):
+    def __init__(self, main_blocks: list[Any], live: Liveness):
         self.prefixes: dict[int, list[str]] = {}
+        self.live = live
         for b in main_blocks:
             if b is not None:
-                self._visit(b, b.name, 0)
+                self._visit(b, names.block_path(b), 0)
 
     def _visit(self, decl: Any, prefix: str, depth: int) -> None:
         paths = self.prefixes.setdefault(id(decl), [])
@@ -261,47 +263,44 @@ class _InstancePaths:
             return
         paths.append(prefix)
         for d in getattr(decl, "locals", []):
-            if not isinstance(d, A.Instantiation):
+            if not isinstance(d, A.Instantiation) or d not in self.live:
                 continue
             t = d.type.base if isinstance(d.type, T.SpecializedType) else d.type
             sub = getattr(t, "decl", None)
-            if isinstance(sub, A.ParserDecl | A.ControlDecl) and d.fqname:
-                self._visit(sub, prefix + "." + _local_part(d.fqname, decl), depth + 1)
+            if isinstance(sub, A.ParserDecl | A.ControlDecl):
+                self._visit(sub, names.instance_path(prefix, d), depth + 1)
 
-    def names(self, fqname: str, owner: Any) -> list[tuple[str | None, str]]:
-        """(instance prefix, P4Info name) for every instance of the owning block."""
+    def names(self, decl: Any) -> list[tuple[str | None, str]]:
+        """(instance path, P4Info name) for every instance of the block declaring `decl`."""
+        owner = getattr(decl, "owner", None)
         if owner is None:
-            return [(None, fqname)]
+            return [(None, names.name_in(decl, None))]
         out: list[tuple[str | None, str]] = []
-        for p in self.prefixes.get(id(owner)) or [owner.name]:
-            name = self.name_at(fqname, owner, p)
+        for p in self.prefixes.get(id(owner), []):
+            name = names.name_in(decl, p)
             if all(name != n for _, n in out):
                 out.append((p, name))
         return out
 
     @staticmethod
-    def name_at(fqname: str, owner: Any, prefix: str | None) -> str:
-        """The name of an object of `owner` inside the instance at `prefix`."""
-        if owner is None or prefix is None:
-            return fqname
-        head = owner.name + "."
-        return prefix + "." + fqname[len(head):] if fqname.startswith(head) else fqname
-
-
-def _local_part(fqname: str, owner: Any) -> str:
-    head = owner.name + "."
-    return fqname[len(head):] if fqname.startswith(head) else fqname
+    def name_at(decl: Any, prefix: str | None) -> str:
+        """The name of `decl` inside the instance at `prefix`."""
+        if getattr(decl, "owner", None) is None:
+            prefix = None
+        return names.name_in(decl, prefix)
 
 
 def build_info(checker, tree: A.P4Program, reporter) -> ProgramInfo:
     """Collect the control-plane surface from a checked program."""
-    paths = _InstancePaths(getattr(checker.main_inst, "blocks", []) or [])
+    blocks = getattr(checker.main_inst, "blocks", []) or []
+    live = Liveness(blocks)
+    paths = _InstancePaths(blocks, live)
     tables: list[TableInfo] = []
     direct_counter_table: dict[str, str] = {}
     direct_meter_table: dict[str, str] = {}
     profile_tables: dict[str, list[str]] = {}
     for t in checker.tables:
-        if _hidden(t):
+        if _hidden(t) or t not in live:
             continue
         keys = tuple(
             KeyInfo(k.name, k.match_kind, _width(k.expr.type), tuple(k.annotations))
@@ -310,9 +309,9 @@ def build_info(checker, tree: A.P4Program, reporter) -> ProgramInfo:
         impl = _decl_of(t.implementation)
         dc = _decl_of(t.counters)
         dm = _decl_of(t.meters)
-        for prefix, tname in paths.names(t.fqname, t.owner):
+        for prefix, tname in paths.names(t):
             def at(d: Any, prefix=prefix) -> str:
-                return paths.name_at(d.fqname, getattr(d, "owner", None), prefix)
+                return paths.name_at(d, prefix)
 
             refs = []
             for r in t.actions:
@@ -351,11 +350,11 @@ def build_info(checker, tree: A.P4Program, reporter) -> ProgramInfo:
     actions: list[ActionInfo] = []
     seen_actions: set[str] = set()
     for a in checker.actions:
-        if _hidden(a):
+        if _hidden(a) or a not in live:
             continue
         params = tuple(FieldInfo(p.name, _width(p.type), tuple(p.annotations))
                        for p in a.params if p.direction == "")
-        for _, name in paths.names(a.fqname, a.owner):
+        for _, name in paths.names(a):
             if name not in seen_actions:
                 seen_actions.add(name)
                 actions.append(ActionInfo(name, tuple(a.annotations), params))
@@ -366,7 +365,7 @@ def build_info(checker, tree: A.P4Program, reporter) -> ProgramInfo:
             continue
         kind, targs = _extern_base(inst)
         ann = tuple(inst.annotations)
-        for _, name in paths.names(inst.fqname, inst.owner):
+        for _, name in paths.names(inst):
             if kind == "action_profile":
                 profiles.append(ActionProfileInfo(name, ann, tuple(profile_tables.get(name, [])),
                                                   False, int(_ctor_arg(inst, 0) or 0)))
@@ -427,9 +426,11 @@ def build_info(checker, tree: A.P4Program, reporter) -> ProgramInfo:
 
     value_sets = []
     for vs in checker.value_sets:
+        if vs not in live:
+            continue
         et = vs.type.element if isinstance(vs.type, T.SetType) else None
         fields = _fields_of(et) if et is not None else ()
-        for _, name in paths.names(vs.fqname, vs.owner):
+        for _, name in paths.names(vs):
             value_sets.append(ValueSetInfo(name, tuple(vs.annotations), vs.size_value, fields))
 
     info = ProgramInfo(

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from softswitch.frontend import compile_file, compile_source
+from softswitch.frontend import P4Error, compile_file, compile_source
 
 PROGRAMS = Path(__file__).parent / "programs"
 
@@ -96,21 +96,33 @@ def test_p4info_can_be_built_from_info():
     assert names == ["Ing.acl", "Ing.ecmp", "Ing.l2", "Ing.prof_t"]
 
 
-def test_inline_table_implementation_becomes_a_named_instance():
-    src = (PROGRAMS / "basic_router.p4").read_text().replace(
+def _router_with_inline_profile(annotation: str) -> str:
+    return (PROGRAMS / "basic_router.p4").read_text().replace(
         "        size = 1024;\n",
-        "        size = 1024;\n        implementation = action_profile(32w64);\n").replace(
-        "            hdr.ipv4.dstAddr: lpm;\n",
-        "            hdr.ipv4.dstAddr: lpm;\n").replace(
-        "        default_action = drop();\n", "")
-    prog = compile_source(src, filename="r.p4")
+        f"        size = 1024;\n        {annotation}implementation = action_profile(32w64);\n"
+    ).replace("        default_action = drop();\n", "")
+
+
+def test_inline_table_implementation_becomes_a_named_instance():
+    # p4c names it by the property's @name, without the control's prefix
+    # (p4c's getTableImplementationName; its testdata action_profile-bmv2.p4)
+    prog = compile_source(_router_with_inline_profile('@name("ap") '), filename="r.p4")
     (ap,) = prog.info.action_profiles
     assert (ap.name, ap.size, ap.tables, ap.with_selector) == (
-        "MyIngress.ipv4_lpm", 64, ("MyIngress.ipv4_lpm",), False)
-    assert prog.info.table("MyIngress.ipv4_lpm").implementation == "MyIngress.ipv4_lpm"
+        "ap", 64, ("MyIngress.ipv4_lpm",), False)
+    assert prog.info.table("MyIngress.ipv4_lpm").implementation == "ap"
     # the instance is a local of the control, just before its table
     names = [type(d).__name__ + ":" + d.name for d in prog.main.ingress.locals]
     assert names.index("Instantiation:ipv4_lpm") == names.index("TableDecl:ipv4_lpm") - 1
+
+
+def test_inline_table_implementation_without_a_name_is_an_error():
+    # P4Runtime cannot name it: p4c --p4runtime-files rejects it with this message
+    with pytest.raises(P4Error) as ei:
+        compile_source(_router_with_inline_profile(""), filename="r.p4")
+    assert [d.message for d in ei.value.diagnostics if d.severity == "error"] == [
+        "Table 'MyIngress.ipv4_lpm' has an anonymous table property 'implementation' with no "
+        "name annotation, which is not supported by P4Runtime"]
 
 
 def _router_with_two_acl_instances() -> str:
@@ -145,14 +157,29 @@ def test_sub_control_instances_named_by_instance_path():
     assert "MyIngress.acl1.deny" in [a.name for a in info.actions]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "FINDINGS.md #17: front-end/engine naming mismatch: for `@name(\"second\") Acl() acl2;` "
-    "Program.info (and so P4Info) names the instance's objects MyIngress.second.*, the engine "
-    "MyIngress.acl2.*, so P4Runtime writes to MyIngress.second.acl find no table"))
 def test_engine_names_sub_control_objects_as_program_info():
+    """FINDINGS.md #17: the engine and Program.info name the objects of an instance renamed
+    with @name alike (softswitch.frontend.names), so P4Runtime finds MyIngress.second.acl."""
     from softswitch.engine import Switch
 
     prog = compile_source(_router_with_two_acl_instances(), filename="sub.p4")
     sw = Switch(prog)
-    assert sorted(sw.tables) == sorted(t.name for t in prog.info.tables)
+    assert set(t.name for t in prog.info.tables) <= set(sw.tables)
     assert sorted(sw.counters) == sorted(c.name for c in prog.info.counters)
+    assert "MyIngress.second.acl" in sw.tables
+
+
+def test_directly_applied_controls_are_named_after_their_type():
+    # `c1.apply()` on a control type (spec 15.1): an instance named as p4c's
+    # InstantiateDirectCalls names it, so its objects are MyIngress.Acl.*
+    src = _router_with_two_acl_instances().replace(
+        "        acl1.apply(hdr, standard_metadata);\n", "        Acl.apply(hdr, standard_metadata);\n")
+    from softswitch.engine import Switch
+
+    prog = compile_source(src, filename="sub.p4")
+    # acl1 is no longer applied: unused, so its objects are not listed (as p4c drops them)
+    assert [t.name for t in prog.info.tables] == [
+        "MyIngress.second.acl", "MyIngress.Acl.acl", "MyIngress.ipv4_lpm"]
+    assert "MyIngress.Acl.deny" in [a.name for a in prog.info.actions]
+    sw = Switch(prog)
+    assert set(t.name for t in prog.info.tables) <= set(sw.tables)

@@ -105,7 +105,7 @@ class CodegenBase(ABC):
         self.prefix_fq: str | None = None  # control-plane name prefix of a sub-control instance
         self.block_fq = ""  # name of the top-level block being compiled
         self.fn_outs: list[tuple[str, str]] = []  # scalar out params of the current function
-        self.value_sets: list[tuple[Any, str]] = []
+        self.value_sets: list[tuple[Any, str, str]] = []  # (decl, global, control-plane name)
         self.agg_params: set[str] = set()  # frame slots holding aggregates (never rebound)
         self.deferred: list[Emitter] = []  # functions, emitted before the code that calls them
         self.sub_blocks: dict[tuple[int, str], str] = {}  # (instance, prefix) -> global name

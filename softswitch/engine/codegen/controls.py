@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any, cast
 
 from softswitch.frontend import ast as A
+from softswitch.frontend import names
 from softswitch.frontend import types as T
 
 from .base import ActionInfo, CodegenBase, Emitter, ExternInfo, TableInfo
@@ -24,12 +25,9 @@ class ControlCode(CodegenBase):
     """Controls, actions, functions, instances and table apply functions; control-plane names."""
 
     def fq(self, decl: Any) -> str:
-        """Fully-qualified control-plane name of a control/parser-local declaration."""
-        if self.prefix_fq is not None:
-            return f"{self.prefix_fq}.{decl.name}"
-        if decl.fqname:
-            return str(decl.fqname)
-        return f"{self.block_fq}.{decl.name}" if self.block_fq else decl.name
+        """Control-plane name of a control/parser-local declaration in the instance being
+        compiled: the same rules as Program.info's (softswitch.frontend.names)."""
+        return names.name_in(decl, self.prefix_fq or self.block_fq or None)
 
     def action_name_of(self, decl: A.ActionDecl) -> str:
         return self.action_info(decl, decl).name
@@ -170,7 +168,7 @@ class ControlCode(CodegenBase):
             decl = base.decl
             key = (id(d), self.prefix)
             sub_prefix = f"{self.prefix}/{d.name}"
-            sub_fq = f"{self.prefix_fq or self.block_fq}.{d.name}"
+            sub_fq = names.instance_path(self.prefix_fq or self.block_fq, d)
             if isinstance(decl, A.ControlDecl):
                 self.sub_blocks[key] = self.compile_control(decl, sub_prefix, sub_fq)
             elif isinstance(decl, A.ParserDecl):

@@ -171,7 +171,7 @@ class ParserCode(CodegenBase):
             if isinstance(d, A.ValueSetDecl):
                 g = self.fresh("VS_")
                 self.names[id(d)] = g
-                self.value_sets.append((d, g))
+                self.value_sets.append((d, g, self.fq(d)))
         state_names = {}
         for st in decl.states:
             state_names[id(st)] = self.fresh(f"S_{st.name}_")

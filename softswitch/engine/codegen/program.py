@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from softswitch.frontend import ast as A
+from softswitch.frontend import names
 from softswitch.frontend import types as T
 
 from ..errors import CompileError
@@ -68,7 +69,7 @@ class Codegen(ValueCode, ExpressionCode, PackingCode, StatementCode, CallCode, P
         blocks = {}
         for role in ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser"):
             decl = getattr(main, role)
-            self.block_fq = decl.name
+            self.block_fq = names.block_path(decl)
             if role == "parser":
                 blocks[role] = self.compile_parser(decl, role, None)
             else:

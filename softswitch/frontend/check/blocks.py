@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from .. import ast as A
+from .. import names
 from .. import types as T
 from .base import Abort, CheckerBase
 from .scope import Scope
@@ -275,18 +276,9 @@ class BlockChecks(CheckerBase):
             self.unsupported(d.loc, f"{type(d).__name__} here")
 
     def fqname(self, d: A.Declaration, owner: Any) -> str:
-        """P4Info name: @name overrides (leading '.' = absolute), else Owner.local."""
-        ann = A.find_annotation(d.annotations, "name")
-        name = ann.string_arg() if ann is not None else None
-        if name:
-            if name.startswith("."):
-                return name[1:]
-            base = name
-        else:
-            base = d.name
-        if owner is None:
-            return base
-        return f"{owner.name}.{base}"
+        """P4Info name in the owner's first instance: @name overrides (leading '.' =
+        absolute), else Owner.local (names.py)."""
+        return names.name_in(d, names.block_path(owner) if owner is not None else None)
 
     def var_decl(self, d: A.VariableDecl, scope: Scope) -> None:
         t = self.resolve(d.type_ref, scope)

@@ -148,6 +148,11 @@ class CallChecks(CheckerBase):
         ext = spec.base if spec else bt
         if isinstance(ext, T.ParserType) and mem == "apply":
             decl = ext.decl
+            if inst is decl and isinstance(decl, A.ParserDecl | A.ControlDecl):
+                inst = self.direct_instance(decl, e.loc, scope)
+                if inst is None:
+                    raise Abort
+                base.decl = inst
             e.kind = A.CallKind.PARSER_APPLY if isinstance(decl, A.ParserDecl) and not isinstance(
                 ext, T.ControlType) else A.CallKind.CONTROL_APPLY
             e.target = inst
@@ -190,6 +195,32 @@ class CallChecks(CheckerBase):
             return e
         self.err(e.loc, f"{bt} has no method '{mem}'")
         raise Abort
+
+    def direct_instance(self, decl: A.ParserDecl | A.ControlDecl, loc: A.Loc,
+                        scope: Scope) -> A.Instantiation | None:
+        """`T.apply(...)` on a parser/control type: an instance of T declared in the enclosing
+        block, as if written there (spec 15.1 "direct type invocation"); named as p4c's
+        InstantiateDirectCalls names it: `T_inst`, with `@name("T")`."""
+        s: Scope | None = scope
+        while s is not None and s.kind not in ("parser", "control"):
+            s = s.parent
+        block = s.owner if s is not None else None
+        if not isinstance(block, A.ParserDecl | A.ControlDecl) or s is None:
+            self.err(loc, f"'{decl.name}.apply' may only be called in a parser or control")
+            return None
+        name, n = f"{decl.name}_inst", 0
+        while s.lookup(name):
+            name, n = f"{decl.name}_inst_{n}", n + 1
+        inst = A.Instantiation(
+            loc=loc, name=name, owner=block,
+            annotations=[A.Annotation(loc=loc, name="name", text=f'"{decl.name}"',
+                                      args=[decl.name])],
+            type_ref=A.NamedTypeRef(loc=loc, name=decl.name))
+        self.instantiation(inst, s)
+        inst.fqname = self.fqname(inst, block)
+        self.declare(s, name, inst)
+        block.locals.append(inst)
+        return inst
 
     def check_extract(self, e: A.CallExpr) -> None:
         if not e.bound_args or e.bound_args[0] is None:

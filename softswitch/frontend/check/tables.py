@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import ast as A
+from .. import names
 from .. import types as T
 from ..ast import expr_text
 from .base import CheckerBase
@@ -121,9 +122,17 @@ class TableChecks(CheckerBase):
         e: A.Expression = prop.value
         if isinstance(e, A.CallExpr) and isinstance(e.callee, A.TypeNameExpr):
             # an anonymous instance (`implementation = action_profile(128);`): declared here
-            # as a local of the control, named like p4c: @name on the property, else the
-            # table's name
-            inst = A.Instantiation(loc=e.loc, name=table.name, annotations=list(prop.annotations),
+            # as a local of the control; p4c names it by the property's own name, @name or
+            # else the property name, without the control's prefix
+            if A.find_annotation(prop.annotations, "name") is None:
+                self.err(prop.loc, f"Table '{table.fqname}' has an anonymous table property "
+                                   f"'{prop.name}' with no name annotation, which is not "
+                                   f"supported by P4Runtime")
+            cp_name = names.local_name(prop)
+            annotations = [a for a in prop.annotations if a.name != "name"]
+            annotations.append(A.Annotation(loc=prop.loc, name="name", text=f'".{cp_name}"',
+                                            args=[f".{cp_name}"]))
+            inst = A.Instantiation(loc=e.loc, name=table.name, annotations=annotations,
                                    type_ref=e.callee.type_ref, args=e.args, owner=owner)
             self.instantiation(inst, scope)
             if inst.type is POISON or inst.type is None:
