@@ -270,15 +270,16 @@ class _InstancePaths:
             if isinstance(sub, A.ParserDecl | A.ControlDecl):
                 self._visit(sub, names.instance_path(prefix, d), depth + 1)
 
-    def names(self, decl: Any) -> list[tuple[str | None, str]]:
-        """(instance path, P4Info name) for every instance of the block declaring `decl`."""
+    def names(self, decl: Any, merge: bool = False) -> list[tuple[str | None, str]]:
+        """(instance path, P4Info name) for every instance of the block declaring `decl`;
+        with `merge`, instances giving the same name (an absolute `@name`) count once."""
         owner = getattr(decl, "owner", None)
         if owner is None:
             return [(None, names.name_in(decl, None))]
         out: list[tuple[str | None, str]] = []
         for p in self.prefixes.get(id(owner), []):
             name = names.name_in(decl, p)
-            if all(name != n for _, n in out):
+            if not merge or all(name != n for _, n in out):
                 out.append((p, name))
         return out
 
@@ -354,7 +355,7 @@ def build_info(checker, tree: A.P4Program, reporter) -> ProgramInfo:
             continue
         params = tuple(FieldInfo(p.name, _width(p.type), tuple(p.annotations))
                        for p in a.params if p.direction == "")
-        for _, name in paths.names(a):
+        for _, name in paths.names(a, merge=True):
             if name not in seen_actions:
                 seen_actions.add(name)
                 actions.append(ActionInfo(name, tuple(a.annotations), params))
@@ -444,7 +445,31 @@ def build_info(checker, tree: A.P4Program, reporter) -> ProgramInfo:
                   info.value_sets):
         for obj in group:
             info.by_name.setdefault(obj.name, obj)
+    _unique_names(info, reporter, tree)
     return info
+
+
+_KINDS = (("tables", "table"), ("action_profiles", "action profile"), ("counters", "counter"),
+          ("direct_counters", "direct counter"), ("meters", "meter"),
+          ("direct_meters", "direct meter"), ("registers", "register"),
+          ("value_sets", "value set"))
+
+
+def _unique_names(info: ProgramInfo, reporter, tree: A.P4Program) -> None:
+    """Every object of a kind needs a name of its own in P4Info: p4c's errors when two
+    (e.g. two instances of a control with an `@name(".t")` table) get the same one."""
+    duplicates = 0
+    where = tree.decls[-1].loc if tree.decls else A.NOWHERE
+    for field_name, kind in _KINDS:
+        seen: set[str] = set()
+        for obj in getattr(info, field_name):
+            if obj.name in seen:
+                duplicates += 1
+                reporter.error(where, f"Name '{obj.name}' is used for multiple {kind} objects "
+                                      f"in the P4Info message")
+            seen.add(obj.name)
+    if duplicates:
+        reporter.error(where, f"Found {duplicates} duplicate name(s) in the P4Info")
 
 
 def _decl_of(e: A.Expression | None) -> Any:

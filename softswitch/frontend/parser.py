@@ -204,7 +204,7 @@ def parse_annotation(text: str, loc: A.Loc) -> A.Annotation:
         return A.Annotation(loc=loc, name=name)
     body = rest[1:-1]
     args: list | None = []
-    for item in _split_top_level(body):
+    for item in split_top_level(body):
         item = item.strip()
         if not item:
             continue
@@ -226,7 +226,9 @@ def parse_annotation(text: str, loc: A.Loc) -> A.Annotation:
     return A.Annotation(loc=loc, name=name, text=body, args=args)
 
 
-def _split_top_level(body: str) -> list[str]:
+def split_top_level(body: str) -> list[str]:
+    """The comma-separated items of an annotation body (commas inside brackets or strings
+    do not separate)."""
     parts, depth, cur, i = [], 0, [], 0
     while i < len(body):
         c = body[i]

@@ -39,6 +39,7 @@ class CheckerBase(ABC):
         self.instances: list[A.Instantiation] = []
         self.value_sets: list[A.ValueSetDecl] = []
         self.digest_calls: list[A.CallExpr] = []
+        self.action_cp_names: dict[str, A.ActionDecl] = {}  # absolute control-plane names
         # where the walk is
         self._current_fn: Any = None  # function/action/control being checked
         self._synthesized: list[tuple[A.TableDecl, A.Instantiation]] = []  # anonymous instances
@@ -60,6 +61,16 @@ class CheckerBase(ABC):
         if ann is not None:
             why = ann.string_arg()
             self.r.warning(loc, f"'{d.name}' is deprecated" + (f": {why}" if why else ""))
+
+    def no_table_apply_in(self, args: list[A.Expression | None]) -> None:
+        """Action arguments are evaluated as part of the action on BMv2: p4c-bm2-ss rejects
+        a table applied in one."""
+        for a in args:
+            applied = next((n for n in A.iter_nodes(a) if isinstance(n, A.CallExpr)
+                            and n.kind is A.CallKind.TABLE_APPLY), None)
+            if applied is not None:
+                self.err(applied.loc, f"{A.expr_text(applied)}: table invocation in action "
+                                      f"argument")
 
     def declare(self, scope: Scope, name: str, decl: Any, overload: bool = False) -> None:
         """Declare `name` in `scope`; a second declaration is an error unless overloadable."""

@@ -163,6 +163,9 @@ class BlockChecks(CheckerBase):
                     self.state_ref(cast(A.PathExpr, st.transition), ss)
         finally:
             self._in_parser = prev
+        start = next((st for st in d.states if st.name == "start"), None)
+        if start is not None and not _reaches_an_end(start):
+            self.err(d.loc, f"parser {d.name}: Parser never reaches accept or reject state")
 
     def state_ref(self, p: A.PathExpr, scope: Scope) -> None:
         found = scope.lookup(p.name)
@@ -305,6 +308,7 @@ class BlockChecks(CheckerBase):
     def action_decl(self, d: A.ActionDecl, scope: Scope, owner: Any = None) -> None:
         d.owner = owner
         d.fqname = self.fqname(d, owner)
+        self.unique_action_name(d, owner)
         s = Scope(scope, kind="action", owner=d)
         ps = self.params(d.params, scope, "action")
         seen_data = False
@@ -325,6 +329,20 @@ class BlockChecks(CheckerBase):
             self.block(d.body, s)
         finally:
             self._current_fn = prev
+
+    def unique_action_name(self, d: A.ActionDecl, owner: Any) -> None:
+        """Two actions may not share an absolute control-plane name (p4c's
+        DuplicateActionControlPlaneNameCheck: `@name(".x")` twice, or `@name(".C.x")` for
+        an action `x` of control `C`)."""
+        ann = A.find_annotation(d.annotations, "name")
+        text = ann.string_arg() if ann is not None else None
+        local = text or d.name
+        key = local if local.startswith(".") else \
+            "." + (f"{owner.name}." if owner is not None else "") + local
+        other = self.action_cp_names.get(key)
+        if other is not None and other is not d:
+            self.err(d.loc, f"{local}: conflicting control plane name: {key}")
+        self.action_cp_names.setdefault(key, d)
 
     def function_decl(self, d: A.FunctionDecl) -> None:
         if d.type_params:
@@ -354,4 +372,23 @@ def _always_returns(st: A.Statement | None) -> bool:
         return any(_always_returns(s) for s in st.stmts)
     if isinstance(st, A.IfStmt):
         return _always_returns(st.then) and _always_returns(st.otherwise)
+    return False
+
+
+def _reaches_an_end(start: A.ParserState) -> bool:
+    """Whether `accept` or `reject` can be reached from `start` by explicit transitions
+    (p4c's RemoveUnreachableStates: a parser that never ends is an error)."""
+    seen: set[int] = set()
+    todo = [start]
+    while todo:
+        st = todo.pop()
+        if id(st) in seen:
+            continue
+        seen.add(id(st))
+        if st.name in ("accept", "reject"):
+            return True
+        t = st.transition
+        targets = [c.state for c in t.cases] if isinstance(t, A.SelectExpr) else [t]
+        todo.extend(p.decl for p in targets if isinstance(p, A.PathExpr)
+                    and isinstance(p.decl, A.ParserState))
     return False

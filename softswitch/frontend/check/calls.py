@@ -65,6 +65,7 @@ class CallChecks(CheckerBase):
         e.params = d.type.params
         e.bound_args = self.bind_args(e.args, e.params, scope, e.loc, f"action '{d.name}'")
         e.type = T.VOID
+        self.no_table_apply_in(e.bound_args)
         return e
 
     def extern_call(self, e: A.CallExpr, overloads: list[A.ExternFunctionDecl],
@@ -274,6 +275,12 @@ class CallChecks(CheckerBase):
         e.bound_args = bound
         e.params = [T.Param(p.name, p.direction, substitute(p.type, env), p.optional, p.default,
                             p.decl) for p in m.params]
+        for p, a in zip(m.params, bound, strict=True):
+            if p.direction in ("out", "inout") and a is not None and _struct_in_param(a) \
+                    and e.kind in (A.CallKind.EXTERN_METHOD, A.CallKind.EXTERN_FUNCTION):
+                # p4c's BMv2 mid end flattens struct parameters and cannot write a struct back
+                self.err(a.loc, f"{expr_text(a)}: writing to a structure is not supported on "
+                                f"this target")
         if not e.type_args:
             e.type_args = [env.get(tv.name, tv) for tv in m.type_params]
         for tv in m.type_params:
@@ -369,3 +376,12 @@ class CallChecks(CheckerBase):
 
 def _is_unsized(e: A.Expression) -> bool:
     return isinstance(e, A.IntLiteral) and e.width is None
+
+
+def _struct_in_param(e: A.Expression) -> bool:
+    """A struct-typed field of a block's parameter, e.g. `meta.pair` (not a local)."""
+    if not isinstance(T.strip_newtype(e.type), T.StructType) or not isinstance(e, A.MemberExpr):
+        return False
+    while isinstance(e, A.MemberExpr):
+        e = e.expr
+    return isinstance(e, A.PathExpr) and isinstance(e.decl, A.Param)

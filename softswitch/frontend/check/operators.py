@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .. import ast as A
 from .. import types as T
+from ..ast import expr_text
 from .base import Abort, CheckerBase, Expected
 from .scope import Scope
 from .typeops import POISON, castable, fold, same_type, wrap
@@ -121,6 +122,13 @@ class OperatorChecks(CheckerBase):
             raise Abort
         if isinstance(rt, T.Bits) and rt.signed:
             self.err(e.right.loc, "shift amount must be unsigned")
+            raise Abort
+        if isinstance(e.right.type, T.NewType) and e.right.const_value is None:
+            # spec 8.5: the amount is a bit<S> or a constant; a `type` over bit<S> is neither
+            self.err(e.right.loc, f"{expr_text(e.right)}: The right operand of shift must be "
+                                  f"either an expression of type bit<S> or a compile-time known "
+                                  f"value that is a non-negative integer, but is "
+                                  f"{e.right.type}")
             raise Abort
         if not isinstance(rt, T.Bits | T.InfInt):
             self.err(e.right.loc, f"shift amount must be an integer, not {e.right.type}")

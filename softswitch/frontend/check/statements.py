@@ -91,6 +91,10 @@ class StatementChecks(CheckerBase):
             self.err(st.loc, "return with a value outside a function")
 
     def switch(self, st: A.SwitchStmt, scope: Scope) -> None:
+        if isinstance(self._current_fn, A.ActionDecl):
+            # BMv2 actions are lists of primitives: p4c-bm2-ss rejects a switch in one
+            self.err(st.loc, "SwitchStatement: switch statements not supported in actions on "
+                             "this target")
         st.expr = self.expr(st.expr, scope)
         t = st.expr.type
         seen: set[Any] = set()

@@ -16,6 +16,7 @@ from .. import types as T
 from ..ast import expr_text
 from .base import CheckerBase
 from .scope import Scope
+from .table_rules import check_entry_key, key_name
 from .typeops import POISON
 
 _TABLE_PROPS = {"key", "actions", "default_action", "entries", "size", "implementation",
@@ -37,6 +38,9 @@ class TableChecks(CheckerBase):
                 self.err(prop.loc, f"duplicate table property '{prop.name}'")
                 continue
             seen.add(prop.name)
+            if prop.name == "entries" and "key" not in seen and any(
+                    q.name == "key" for q in d.properties):
+                self.err(prop.loc, "Entries list must be after table key")
             if prop.name not in _TABLE_PROPS:
                 self.err(prop.loc, f"unknown table property '{prop.name}'")
                 continue
@@ -57,7 +61,11 @@ class TableChecks(CheckerBase):
                     if k.match_kind not in self.match_kind_type.members:
                         self.err(k.loc, f"unknown match kind '{k.match_kind}'")
                     ann = A.find_annotation(k.annotations, "name")
-                    k.name = (ann.string_arg() if ann else None) or expr_text(k.expr)
+                    name = (ann.string_arg() if ann else None) or key_name(k.expr)
+                    if name is None:
+                        self.err(k.expr.loc, f"{expr_text(k.expr)}: Complex key expression "
+                                             f"requires a @name annotation")
+                    k.name = name or expr_text(k.expr)
                     key_types.append(k.expr.type)
             elif prop.name == "actions":
                 d.actions = prop.value
@@ -175,6 +183,7 @@ class TableChecks(CheckerBase):
                 else:
                     call.bound_args = self.bind_args(ref.args, dir_params, scope, ref.loc,
                                                      f"action '{act.name}'")
+                    self.no_table_apply_in(call.bound_args)
             call.params = dir_params
         else:
             call.bound_args = self.bind_args(ref.args, params, scope, ref.loc, f"action '{act.name}'")
@@ -198,10 +207,15 @@ class TableChecks(CheckerBase):
             # the property's own expression mirrors the call built for the engine
             e.kind, e.target, e.method = ref.call.kind, ref.call.target, ref.call.method
             e.params, e.bound_args, e.type = ref.call.params, ref.call.bound_args, T.VOID
-        listed = [r.action for r in table.actions]
-        if ref.action not in listed:
+        listed = [r for r in table.actions if r.action is ref.action]
+        if not listed:
             self.err(ref.loc, f"{what} '{ref.action.name}' is not in the actions of "
                               f"table '{table.name}'")
+        elif what == "default_action" and A.find_annotation(listed[0].annotations, "tableonly"):
+            self.err(ref.loc, "default_action: Action marked with tableonly used as default "
+                              "action")
+        elif what == "entry action" and A.find_annotation(listed[0].annotations, "defaultonly"):
+            self.err(ref.loc, "Entry: Action marked with defaultonly used in table")
         if ref.call is not None:
             for p, a in zip(ref.call.params, ref.call.bound_args, strict=False):
                 if p.direction == "" and a is not None and a.const_value is None \
@@ -215,6 +229,10 @@ class TableChecks(CheckerBase):
             self.err(en.loc, f"table '{table.name}' has entries but no key")
             return
         en.keyset = self.keyset(en.keyset, key_types, scope)
+        items = en.keyset.items if isinstance(en.keyset, A.ListExpr) else [en.keyset]
+        if len(items) == len(table.keys):
+            for item, k in zip(items, table.keys, strict=True):
+                check_entry_key(item, k.match_kind, k.expr.type, self.err, self.r.warning)
         e = A.CallExpr(loc=en.action.loc, callee=en.action.name, args=en.action.args) \
             if en.action.has_args else en.action.name
         ref = self.action_call_prop(e, scope, table, "entry action")

@@ -7,10 +7,12 @@ and block-type declarations get their type; constants are folded.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .. import ast as A
 from .. import types as T
+from ..parser import split_top_level
 from .base import CheckerBase
 from .scope import Scope, TypeParamDecl
 from .typeops import POISON, wrap
@@ -144,11 +146,25 @@ class TypeDeclChecks(CheckerBase):
         ut = self.resolve(d.type_ref, scope)
         if d.newtype and ut is not POISON:
             d.type = T.NewType(d.name, ut, decl=d)
-            if not isinstance(ut, T.Bits | T.BoolType):
+            # a new type over bit<W>, int<W>, bool or another such `type` (spec 7.6.2)
+            if not isinstance(T.strip_newtype(ut), T.Bits | T.BoolType):
                 self.unsupported(d.loc, f"'type' over {ut} (only bit<W>, int<W>, bool)")
         else:
             d.type = ut
         self.types[d.name] = d.type
+        ann = A.find_annotation(d.annotations, "p4runtime_translation")
+        if ann is not None:
+            self.p4runtime_translation(ann)
+
+    def p4runtime_translation(self, ann: A.Annotation) -> None:
+        """`@p4runtime_translation("uri", T)`: T is bit<W> (W an integer), string, or an
+        integer width, as p4c's annotation parser requires."""
+        parts = [p.strip() for p in split_top_level(ann.text or "")]
+        if len(parts) != 2 or not (parts[0].startswith('"') and parts[0].endswith('"')):
+            self.err(ann.loc, "@p4runtime_translation needs a string and a type")
+        elif not re.fullmatch(r"bit\s*<\s*\d+\s*>|string|\d+", parts[1]):
+            self.err(ann.loc, f"@p4runtime_translation: syntax error, unexpected {parts[1]}, "
+                              f"expecting bit<W>, string or an integer")
 
     def _type_params(self, names: list[str], scope: Scope) -> tuple[Scope, list[T.TypeVar]]:
         s = Scope(scope, kind="generic")
