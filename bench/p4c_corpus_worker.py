@@ -28,11 +28,16 @@ def _first_line(text: str) -> str:
 
 
 def _compile(prog: str):
-    """Front end and engine build; returns the program or raises."""
+    """Front end and engine build; returns the program or raises.
+
+    A program without a main package is accepted with a warning by p4c, which then writes
+    no BMv2 JSON; softswitch likewise accepts it and has nothing to build.
+    """
     from softswitch import Switch, compile_file
 
     program = compile_file(prog, include_dirs=(str(Path(prog).parent),))
-    Switch(program)
+    if program.main is not None:
+        Switch(program)
     return program
 
 

@@ -99,7 +99,7 @@ def check_main(argv: Sequence[str]) -> int:
         return 1
     for w in prog.warnings:
         print(w, file=sys.stderr)
-    if not args.front_end_only:
+    if not args.front_end_only and prog.main is not None:  # without main: nothing to build
         problem = _engine_problem(prog)
         if problem is not None:
             print(problem, file=sys.stderr)

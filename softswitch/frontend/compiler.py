@@ -81,8 +81,10 @@ def _compile(text, filename, include_dirs, defines, base_dir) -> Program:
 def _main_package(checker: Checker, tree: A.P4Program, reporter: Reporter) -> MainPackage | None:
     inst = checker.main_inst
     if inst is None:
+        # p4c accepts such a program with this warning (and writes no BMv2 JSON for it); there
+        # is nothing to run, so the engine refuses to build it
         loc = tree.decls[-1].loc if tree.decls else A.Loc("<string>", 1, 1)
-        reporter.error(loc, "no top-level 'main' package instantiation (e.g. V1Switch(...) main;)")
+        reporter.warning(loc, "Program does not contain a `main' module")
         return None
     pkg = inst.type.base if hasattr(inst.type, "base") else inst.type
     if getattr(pkg, "name", None) != "V1Switch":

@@ -160,10 +160,17 @@ def test_package_block_signature_checked():
     assert (e.line, e.col) == (13, 20)  # at `C()` in the V1Switch instantiation
 
 
-def test_missing_main():
-    src = PRELUDE + PARSER
-    e = only(errors_of(src))
-    assert e.message.startswith("no top-level 'main' package instantiation")
+def test_missing_main_is_a_warning_and_nothing_to_run():
+    # p4c: "[--Wwarn=missing] warning: Program does not contain a `main' module", and no
+    # BMv2 JSON; softswitch accepts the program and refuses to build a switch from it
+    from softswitch.engine import Switch
+    from softswitch.engine.errors import CompileError
+
+    prog = compile_source(PRELUDE + PARSER, filename="t.p4")
+    assert prog.main is None
+    assert [w.message for w in prog.warnings] == ["Program does not contain a `main' module"]
+    with pytest.raises(CompileError, match="no V1Switch main package"):
+        Switch(prog)
 
 
 def test_duplicate_declarations_and_fields():
