@@ -277,6 +277,8 @@ def p4info_from_program_info(info: ProgramInfo) -> p4i.P4Info:
             msg.is_const_table = True
         if t.entries:
             msg.has_initial_entries = True  # p4c (P4Runtime 1.4+) marks tables with `entries`
+        if t.idle_timeout:
+            msg.idle_timeout_behavior = p4i.Table.IdleTimeoutBehavior.NOTIFY_CONTROL
 
     for a in actions:
         name = a.name

@@ -302,9 +302,10 @@ def _parse_args(op: str, rest: str) -> tuple:
 def _resolve_key_name(table, name: str) -> str:
     names = [k.name for k in table.match_keys]
     if name not in names:
-        for alias in (".$valid$", ".valid"):  # BMv2 JSON / p4c STF spellings of a validity key
+        # other spellings of a validity key (P4Info's, which the table uses, is `h.$valid$`)
+        for alias in (".valid", ".isValid()"):
             if name.endswith(alias):
-                name = name[: -len(alias)] + ".isValid()"
+                name = name[: -len(alias)] + ".$valid$"
                 break
     if name in names:
         return name

@@ -759,7 +759,8 @@ class TableEntry(Node):
     action: ActionRef
     priority: Expression | None = None
     annotations: list[Annotation] = field(default_factory=list)
-    priority_value: int | None = None
+    priority_value: int | None = None  # the engine's: higher wins, in BMv2's matching order
+    const: bool = False  # written `const` in a non-const entries list (spec 14.2.1.4)
 
 
 @dataclass(eq=False, kw_only=True, repr=False)
@@ -787,6 +788,7 @@ class TableDecl(Declaration):
     implementation: Expression | None = None  # PathExpr or constructor CallExpr
     counters: Expression | None = None
     meters: Expression | None = None
+    support_timeout: bool = False  # P4Info idle_timeout_behavior NOTIFY_CONTROL
     properties: list[TableProperty] = field(default_factory=list)
     owner: Any = None  # ControlDecl
     type: Any = None

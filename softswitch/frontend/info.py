@@ -83,6 +83,7 @@ class TableInfo:
     direct_counter: str | None
     direct_meter: str | None
     entries: tuple[EntryInfo, ...] = ()
+    idle_timeout: bool = False  # `support_timeout = true`
 
 
 @dataclass(frozen=True)
@@ -346,7 +347,8 @@ def build_info(checker, tree: A.P4Program, reporter) -> ProgramInfo:
                 is_const=bool(t.entries) and t.entries_const,
                 implementation=at(impl) if impl is not None else None,
                 direct_counter=at(dc) if dc is not None else None,
-                direct_meter=at(dm) if dm is not None else None, entries=entries))
+                direct_meter=at(dm) if dm is not None else None, entries=entries,
+                idle_timeout=t.support_timeout))
 
     actions: list[ActionInfo] = []
     seen_actions: set[str] = set()

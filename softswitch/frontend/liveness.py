@@ -9,7 +9,9 @@ writes lists what is left; `Program.info` does the same with this module.
 
 The walk starts at the main package's blocks and follows references: a table
 applied, an action called or listed by a used table, a sub-parser or sub-control
-instance applied, a function called, a value set selected on.
+instance applied, a function called, a value set selected on. P4Info is written
+after p4c's mid end, which inlines the actions an action calls: an action used
+only that way is not listed.
 """
 
 from __future__ import annotations
@@ -69,7 +71,11 @@ class Liveness:
                     self._walk(ref.call.bound_args)
             self._walk([en.keyset for en in d.entries or []])
             self._walk([d.implementation, d.counters, d.meters])
-        elif isinstance(d, A.ActionDecl | A.FunctionDecl):
+        elif isinstance(d, A.ActionDecl):
+            # p4c's mid end inlines the actions an action calls and then drops them, unless
+            # something else uses them
+            self._walk(d.body, inlining=True)
+        elif isinstance(d, A.FunctionDecl):
             self._walk(d.body)
         elif isinstance(d, A.Instantiation):
             self._walk(d.bound_args)
@@ -85,8 +91,9 @@ class Liveness:
                 if not isinstance(getattr(t, "decl", None), A.ParserDecl | A.ControlDecl):
                     self._mark(d)  # extern instances are never removed
 
-    def _walk(self, node: Any) -> None:
+    def _walk(self, node: Any, inlining: bool = False) -> None:
         stack = [node]
+        inlined: set[int] = set()
         while stack:
             n = stack.pop()
             if isinstance(n, list | tuple):
@@ -94,8 +101,14 @@ class Liveness:
                 continue
             if not isinstance(n, A.Node):
                 continue
-            if isinstance(n, A.PathExpr | A.CallExpr):
-                self._mark(n.decl if isinstance(n, A.PathExpr) else n.target)
+            target = n.decl if isinstance(n, A.PathExpr) else \
+                n.target if isinstance(n, A.CallExpr) else None
+            if inlining and isinstance(target, A.ActionDecl):
+                if id(target) not in inlined:  # its body is part of the caller's
+                    inlined.add(id(target))
+                    stack.append(target.body)
+            elif target is not None:
+                self._mark(target)
             elif isinstance(n, A.SwitchCase):
                 self._mark(n.action)
             elif isinstance(n, A.DeclStmt):

@@ -736,13 +736,19 @@ class _Builder(_OperatorRules, Transformer):
 
     def entry(self, meta, ch):
         annots, ch = _split(ch)
+        const = bool(ch) and isinstance(ch[0], _EntryConst)
+        if const:
+            ch.pop(0)
         prio = None
         if ch and isinstance(ch[0], _Priority):
             prio = ch.pop(0).expr
         if len(ch) > 2 and isinstance(ch[2], _Annots):
             annots = annots + list(ch[2])
         return A.TableEntry(loc=self.L(meta), keyset=ch[0], action=ch[1], priority=prio,
-                            annotations=annots)
+                            annotations=annots, const=const)
+
+    def entry_const(self, meta, ch):
+        return _EntryConst()
 
     def entry_priority(self, meta, ch):
         v = ch[1]
@@ -930,6 +936,10 @@ class _CtorParams(list):
 class _Transition:
     def __init__(self, expr):
         self.expr = expr
+
+
+class _EntryConst:
+    """Marker: an entry written `const` in a non-const `entries` list."""
 
 
 class _Priority:

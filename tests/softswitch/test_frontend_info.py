@@ -31,7 +31,7 @@ def test_basic_router_info():
 def test_tables_keys_scopes_and_resources(info):
     l2 = info.table("Ing.l2")
     assert [(k.name, k.match_kind, k.bitwidth) for k in l2.keys] == [
-        ("dmac", "exact", 48), ("hdr.vlan.vid", "ternary", 12), ("hdr.vlan.isValid()", "exact", 1)]
+        ("dmac", "exact", 48), ("hdr.vlan.vid", "ternary", 12), ("hdr.vlan.$valid$", "exact", 1)]
     assert [(a.name, a.scope) for a in l2.actions] == [
         ("Ing.fwd", "table_and_default"), ("Ing.drop", "default_only"),
         ("Ing.learn", "table_only"), ("NoAction", "table_and_default")]
@@ -39,8 +39,10 @@ def test_tables_keys_scopes_and_resources(info):
     acl = info.table("Ing.acl")
     assert acl.default_action.const and acl.is_const and acl.direct_meter == "Ing.dm"
     assert [k.name for k in acl.keys][-1] == "hdr.ipv4.dst[31:24]"
+    # BMv2 matches const entries in order (rank 1, 2, 3) except @priority(N) (rank N, lower
+    # wins); the engine's priorities are the reverse (higher wins): 6 - rank
     assert [(e.action, e.args, e.priority) for e in acl.entries] == [
-        ("Ing.set_color", (3,), None), ("Ing.set_color", (4,), 5), ("NoAction", (), 7)]
+        ("Ing.set_color", (3,), 5), ("Ing.set_color", (4,), 1), ("NoAction", (), 3)]
     assert info.table("Ing.ecmp").implementation == "Ing.sel"
 
 

@@ -229,6 +229,8 @@ def test_tables_switch_hit_miss_exit_return():
 
 
 def test_const_entries_with_priorities():
+    # BMv2's order: entry i has rank i, or N with @priority(N); lower ranks win. The engine's
+    # priority_value is higher-wins: (largest rank + 1) - rank
     locals_ = """
       action a1(bit<8> v) { meta.x = v; }
       table t {
@@ -236,13 +238,13 @@ def test_const_entries_with_priorities():
         actions = { a1; NoAction; }
         const entries = {
           (0x0800 &&& 0xFFFF, 1): a1(5);
-          @priority(3) (_, 2): a1(6);
-          priority = 9: (0x86DD, _): NoAction();
+          @priority(9) (_, 2): a1(6);
+          (0x86DD, 3): NoAction();
         }
       }"""
     p = prog(ingress_locals=locals_, ingress="t.apply();")
     table = next(d for d in p.main.ingress.locals if isinstance(d, A.TableDecl))
-    assert [e.priority_value for e in table.entries] == [None, 3, 9]
+    assert [e.priority_value for e in table.entries] == [9, 1, 7]
     assert [e.action.action.name for e in table.entries] == ["a1", "a1", "NoAction"]
     assert table.entries[0].action.call.bound_args[0].const_value == 5
     info = p.info.table("I.t")

@@ -224,8 +224,8 @@ class BlockChecks(CheckerBase):
             ks.type = T.DONTCARE
             return ks
         if isinstance(ks, A.MaskExpr):
-            ks.value = self.const_operand(ks.value, kt, scope)
-            ks.mask = self.const_operand(ks.mask, kt, scope)
+            ks.value = self.const_operand(ks.value, kt, scope, enum_bits=True)
+            ks.mask = self.const_operand(ks.mask, kt, scope, enum_bits=True)
             ks.type = T.SetType(kt)
             return ks
         if isinstance(ks, A.RangeExpr):
@@ -239,9 +239,14 @@ class BlockChecks(CheckerBase):
         return self.const_operand(e, kt, scope, checked=True)
 
     def const_operand(self, e: A.Expression, t: T.P4Type, scope: Scope,
-                      checked: bool = False) -> A.Expression:
+                      checked: bool = False, enum_bits: bool = False) -> A.Expression:
         if not checked:
             e = self.expr(e, scope, t)
+        st = T.strip_newtype(t)
+        if enum_bits and isinstance(st, T.EnumType) and st.underlying is not None \
+                and not same_type(T.strip_newtype(e.type), st):
+            # a mask on a serializable enum key is a value of its underlying type (p4c)
+            t = st.underlying
         e = self.coerce(e, t, e.loc)
         if e.const_value is None and e.type is not POISON:
             self.err(e.loc, "keyset value must be a compile-time constant")

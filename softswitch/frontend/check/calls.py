@@ -292,6 +292,13 @@ class CallChecks(CheckerBase):
 
     def bind_one(self, a: A.Expression, p: T.Param, pt: T.P4Type, scope: Scope,
                  env: dict[str, T.P4Type]) -> A.Expression:
+        if isinstance(a, A.DontCareExpr) and p.direction == "out":
+            t = env.get(pt.name) if isinstance(pt, T.TypeVar) else pt
+            if t is None:
+                self.err(a.loc, f"cannot infer the type of '_' for argument '{p.name}'")
+                a.type = POISON
+                return a
+            return self.dont_care(a, t, scope)
         if isinstance(pt, T.TypeVar):
             a = self.expr(a, scope)
             at = a.type
@@ -368,10 +375,39 @@ class CallChecks(CheckerBase):
             if a is None:
                 out.append(None)
                 continue
+            if isinstance(a.value, A.DontCareExpr) and p.direction == "out":
+                out.append(self.dont_care(a.value, p.type, scope))
+                continue
             v = self.coerce(self.expr(a.value, scope, p.type), p.type, a.value.loc)
             self.check_direction(v, p, scope)
             out.append(v)
         return out
+
+    def dont_care(self, a: A.DontCareExpr, t: T.P4Type, scope: Scope) -> A.Expression:
+        """`_` as an out argument (spec 8.20): the value is dropped. A scalar stays `_` (the
+        engine skips the write); an aggregate, which the callee fills in place (e.g.
+        `pkt.extract<H>(_)`), becomes a fresh variable of the enclosing parser or control,
+        as p4c's RemoveDontcareArgs declares one."""
+        a.type = t
+        if not isinstance(T.strip_newtype(t), T.StructLike | T.HeaderStack):
+            return a
+        s: Scope | None = scope
+        while s is not None and s.kind not in ("parser", "control"):
+            s = s.parent
+        block = s.owner if s is not None else None
+        if s is None or not isinstance(block, A.ParserDecl | A.ControlDecl):
+            self.unsupported(a.loc, "'_' for an aggregate outside a parser or control")
+            return a
+        name, n = "dontcare", 0
+        while s.lookup(name):
+            name, n = f"dontcare_{n}", n + 1
+        var = A.VariableDecl(loc=a.loc, name=name, type_ref=A.BaseTypeRef(loc=a.loc, name="_"))
+        var.type = t
+        s.declare(name, var)
+        block.locals.append(var)
+        ref = A.PathExpr(loc=a.loc, name=name, decl=var)
+        ref.type = t
+        return ref
 
 
 def _is_unsized(e: A.Expression) -> bool:

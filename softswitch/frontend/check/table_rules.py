@@ -140,3 +140,83 @@ def _shown(item: A.Expression, text: str | None) -> str:
     if isinstance(item, A.RangeExpr):
         return f"{_int(item.lo)} .. {_int(item.hi)}"
     return text or "?"
+
+
+def _needs_priority(match_kind: str) -> bool:
+    return match_kind not in ("exact", "lpm")  # p4c treats unknown match kinds as needing one
+
+
+def entry_priorities(table: A.TableDecl, largest_wins: bool, delta: int,
+                     error: Report, warning: Report) -> None:
+    """Priorities of a table's initial entries (spec 14.2.1.4, p4c's EntryPriorities), then
+    `priority_value` for the engine (higher wins) in the order BMv2 matches them.
+
+    `priority=` is for non-const `entries` only; the entries without one get the previous
+    priority +/- `priority_delta`, and entries out of order are sorted. BMv2 then matches
+    in that order, except for entries with `@priority(N)`, which it gives priority N
+    instead of their position (lower wins there).
+    """
+    entries = table.entries or []
+    if not entries:
+        return
+    explicit = [en for en in entries if en.priority is not None]
+    if table.entries_const and explicit:
+        error(explicit[0].loc, "Table with 'const' entries cannot have priorities")
+        explicit = []
+    if not any(_needs_priority(k.match_kind) for k in table.keys):
+        if explicit:
+            error(explicit[0].loc, "key match type does not require priorities, but some are "
+                                   "specified")
+        order = list(entries)
+    elif explicit:
+        order = _ordered_by_priority(entries, largest_wins, delta, error, warning)
+    else:
+        order = list(entries)
+    ranks: list[int] = []
+    for i, en in enumerate(order, start=1):
+        ann = A.find_annotation(en.annotations, "priority")
+        value = ann.args[0] if ann is not None and ann.args and isinstance(ann.args[0], int) \
+            else None
+        if ann is not None and value is None:
+            error(ann.loc, "Invalid priority value; must be constant.")
+        ranks.append(value if value is not None else i)
+    top = max(ranks) + 1
+    for en, rank in zip(order, ranks, strict=True):
+        en.priority_value = top - rank
+
+
+def _ordered_by_priority(entries: list[A.TableEntry], largest_wins: bool, delta: int,
+                         error: Report, warning: Report) -> list[A.TableEntry]:
+    """p4c's priorities for a list where some entries give one; the list sorted by them."""
+    if entries[0].priority is None:
+        error(entries[0].loc, "entry must have a priority")
+        return list(entries)
+    given: list[int] = []
+    current = 0
+    previous = 0
+    out_of_order = False
+    used: dict[int, A.TableEntry] = {}
+    for i, en in enumerate(entries):
+        if en.priority is not None:
+            value = _int(en.priority)
+            if value is None or value < 0:
+                error(en.priority.loc, f"{A.expr_text(en.priority)} must be a constant")
+                return list(entries)
+            current = value
+        if current in used:
+            warning(en.loc, f"entries have the same priority {current}")
+        used.setdefault(current, en)
+        if i > 0 and not out_of_order and (current > previous if largest_wins
+                                           else current < previous):
+            warning(en.loc, f"entries with priorities {previous} and {current} are out of order")
+            out_of_order = True
+        given.append(current)
+        previous = current
+        current = current - delta if largest_wins else current + delta
+        if current < 0:
+            error(en.loc, "Overflow in priority computation")
+            return list(entries)
+    pairs = list(zip(given, entries, strict=True))
+    if out_of_order:
+        pairs.sort(key=lambda p: -p[0] if largest_wins else p[0])
+    return [en for _, en in pairs]

@@ -16,11 +16,12 @@ from .. import types as T
 from ..ast import expr_text
 from .base import CheckerBase
 from .scope import Scope
-from .table_rules import check_entry_key, key_name
+from .table_rules import check_entry_key, entry_priorities, key_name
 from .typeops import POISON
 
 _TABLE_PROPS = {"key", "actions", "default_action", "entries", "size", "implementation",
-                "counters", "meters", "support_timeout", "idle_timeout"}
+                "counters", "meters", "support_timeout", "largest_priority_wins",
+                "priority_delta"}
 
 
 class TableChecks(CheckerBase):
@@ -42,10 +43,8 @@ class TableChecks(CheckerBase):
                     q.name == "key" for q in d.properties):
                 self.err(prop.loc, "Entries list must be after table key")
             if prop.name not in _TABLE_PROPS:
-                self.err(prop.loc, f"unknown table property '{prop.name}'")
-                continue
-            if prop.name in ("support_timeout", "idle_timeout"):
-                self.unsupported(prop.loc, f"table property '{prop.name}'")
+                # p4c-bm2-ss ignores a property v1model does not define, with this warning
+                self.r.warning(prop.loc, f"Unknown table property: {prop.name}")
                 continue
             if prop.name == "key":
                 d.keys = prop.value
@@ -76,6 +75,7 @@ class TableChecks(CheckerBase):
                         if ref.action.name in names:
                             self.err(ref.loc, f"action '{ref.action.name}' listed twice")
                         names.add(ref.action.name)
+        largest_wins, priority_delta = True, 1
         for prop in d.properties:
             if prop.name == "default_action" and prop.name in seen:
                 d.default_action = self.action_call_prop(prop.value, scope, d, "default_action")
@@ -83,10 +83,17 @@ class TableChecks(CheckerBase):
             elif prop.name == "entries":
                 d.entries = prop.value
                 d.entries_const = prop.const
-                if not prop.const:
-                    self.unsupported(prop.loc, "non-const table entries")
                 for en in d.entries:
                     self.table_entry(en, d, key_types, scope)
+            elif prop.name == "support_timeout":
+                d.support_timeout = self.bool_property(prop, scope)
+            elif prop.name == "largest_priority_wins":
+                largest_wins = self.bool_property(prop, scope)
+            elif prop.name == "priority_delta":
+                delta = self.const_int(prop.value, scope, "priority_delta")
+                if delta is not None and delta <= 0:
+                    self.err(prop.value.loc, f"{delta} must be a positive value")
+                priority_delta = delta if delta is not None and delta > 0 else 1
             elif prop.name == "size":
                 d.size = prop.value
                 d.size_value = self.const_int(prop.value, scope, "table size")
@@ -97,6 +104,7 @@ class TableChecks(CheckerBase):
                 d.counters = self.table_extern_prop(prop, scope, ("direct_counter",), d, owner)
             elif prop.name == "meters":
                 d.meters = self.table_extern_prop(prop, scope, ("direct_meter",), d, owner)
+        entry_priorities(d, largest_wins, priority_delta, self.err, self.r.warning)
         if not d.actions and "actions" not in seen:
             self.err(d.loc, f"table '{d.name}' has no 'actions' property")
         elif "default_action" not in seen:
@@ -239,14 +247,17 @@ class TableChecks(CheckerBase):
         if ref is not None:
             ref.annotations = en.action.annotations
             en.action = ref
-        prio = en.priority
-        ann = A.find_annotation(en.annotations, "priority")
-        if prio is not None:
-            en.priority_value = self.const_int(prio, scope, "priority")
-        elif ann is not None and ann.args and isinstance(ann.args[0], int):
-            en.priority_value = ann.args[0]
-        elif ann is not None:
-            self.err(ann.loc, "@priority needs an integer")
+        if en.priority is not None:
+            self.const_int(en.priority, scope, "priority")
+
+    def bool_property(self, prop: A.TableProperty, scope: Scope) -> bool:
+        """A table property whose value is a compile-time bool (`support_timeout = true`)."""
+        e = prop.value = self.expr(prop.value, scope, T.BOOL)
+        if not isinstance(e.const_value, bool):
+            if e.type is not POISON:
+                self.err(e.loc, f"table property '{prop.name}' must be a boolean constant")
+            return False
+        return e.const_value
 
 
 def _extern_name(e: A.Expression | None) -> str | None:

@@ -120,7 +120,7 @@ control Ing(inout headers hdr, inout meta_t meta, inout standard_metadata_t sm) 
     const entries = {
       (0x0A000000 &&& 0xFF000000, 80 .. 90, 1, 10): color(3);
       @priority(5) (_, _, _, 11): color(4);
-      priority = 7: (0x0B000000 &&& 0xFF000000, 1 .. 2, _, _): NoAction();
+      (0x0B000000 &&& 0xFF000000, 1 .. 2, _, 12): NoAction();
     }
   }
   table ecmp {
