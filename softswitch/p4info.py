@@ -170,7 +170,9 @@ def _fill_preamble(pre: p4i.Preamble, name: str, ident: int, alias: str, obj: _D
         n = _ann_name(a)
         if n in ("name", "id"):
             continue
-        if n == "brief":
+        if getattr(a, "structured", False):
+            _add_structured(pre.structured_annotations, a)
+        elif n == "brief":
             pre.doc.brief = str(_ann_arg(a) or "")
         elif n == "description":
             pre.doc.description = str(_ann_arg(a) or "")
@@ -179,8 +181,38 @@ def _fill_preamble(pre: p4i.Preamble, name: str, ident: int, alias: str, obj: _D
 
 
 def _other_annotations(obj: _Described) -> list[str]:
-    """Annotations that P4Info keeps as text (all but @name and @id)."""
-    return [str(a) for a in obj.annotations if _ann_name(a) not in ("name", "id")]
+    """Annotations that P4Info keeps as text (all but @name, @id and structured ones)."""
+    return [str(a) for a in obj.annotations
+            if _ann_name(a) not in ("name", "id") and not getattr(a, "structured", False)]
+
+
+def _structured_of(obj: _Described, out: Any) -> None:
+    """Structured annotations (`@x[...]`) of `obj` into a `structured_annotations` field."""
+    for a in obj.annotations:
+        if getattr(a, "structured", False):
+            _add_structured(out, a)
+
+
+def _add_structured(out: Any, a: Any) -> None:
+    """One `@name[...]` as p4info.proto's StructuredAnnotation (values already folded)."""
+    msg = out.add(name=a.name)
+
+    def fill(expr_msg: Any, e: Any) -> None:
+        v = e.const_value
+        if isinstance(v, bool):
+            expr_msg.bool_value = v
+        elif isinstance(v, int):
+            expr_msg.int64_value = v
+        elif isinstance(v, str):
+            expr_msg.string_value = v
+
+    if a.kv:
+        for key, e in a.kv:
+            fill(msg.kv_pair_list.kv_pairs.add(key=key).value, e)
+    else:
+        msg.expression_list.SetInParent()
+        for e in a.exprs:
+            fill(msg.expression_list.expressions.add(), e)
 
 
 # p4info.proto enum values (the protobuf module is imported only when a P4Info is built)
@@ -239,6 +271,10 @@ def p4info_from_program_info(info: ProgramInfo) -> p4i.P4Info:
     out = p4i.P4Info()
     out.pkg_info.arch = "v1model"
     action_by_name = {a.name: a for a in info.actions}
+    if tables or any(a.params for a in actions) or headers or info.calls_extern_functions \
+            or any(objs for _, objs in groups[2:]):
+        # p4c creates type_info (even empty) as soon as it describes one of these
+        out.type_info.SetInParent()
     direct_of: dict[str | None, list[int]] = {}
     for prefix, directs in ((DIRECT_COUNTER, info.direct_counters),
                             (DIRECT_METER, info.direct_meters)):
@@ -259,10 +295,12 @@ def p4info_from_program_info(info: ProgramInfo) -> p4i.P4Info:
             else:
                 mf.other_match_type = kind
             mf.annotations.extend(_other_annotations(k))
+            _structured_of(k, mf.structured_annotations)
         for ref in t.actions:
             r = msg.action_refs.add(id=ident(ACTION, ref.name))
             r.scope = _SCOPES.get(ref.scope or "table_and_default", _SCOPES["table_and_default"])
             r.annotations.extend(_other_annotations(ref))
+            _structured_of(ref, r.structured_annotations)
         default = t.default_action
         if default is not None and default.const:
             msg.const_default_action_id = ident(ACTION, default.name)
@@ -287,6 +325,7 @@ def p4info_from_program_info(info: ProgramInfo) -> p4i.P4Info:
         for i, prm in enumerate(a.params, start=1):
             p = amsg.params.add(id=_explicit_id(prm) or i, name=prm.name, bitwidth=prm.bitwidth)
             p.annotations.extend(_other_annotations(prm))
+            _structured_of(prm, p.structured_annotations)
 
     for ap in profiles:
         name = ap.name

@@ -112,8 +112,15 @@ class Annotation(Node):
     name: str
     text: str | None = None
     args: list[Any] | None = None
+    # structured annotations (`@name[1, "a"]`, `@name[k=1]`, spec 18.1.2): the expressions
+    # or key/value pairs, checked as compile-time constants
+    structured: bool = False
+    exprs: list[Expression] = field(default_factory=list)
+    kv: list[tuple[str, Expression]] = field(default_factory=list)
 
     def __str__(self) -> str:
+        if self.structured:
+            return f"@{self.name}[{self.text}]"
         return f"@{self.name}" + (f"({self.text})" if self.text is not None else "")
 
     def __repr__(self) -> str:
@@ -811,6 +818,7 @@ class P4Program(Node):
     """All top-level declarations in source order (includes first)."""
 
     decls: list[Declaration] = field(default_factory=list)
+    structured_annotations: list[Annotation] = field(default_factory=list)  # `@x[...]`
 
 
 # ---------------------------------------------------------------- helpers over nodes

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from . import ast as A
 from .check.base import Abort
+from .check.typeops import POISON
 from .check.blocks import BlockChecks
 from .check.calls import CallChecks
 from .check.expressions import ExpressionChecks
@@ -38,6 +39,27 @@ class Checker(TypeDeclChecks, BlockChecks, TableChecks, StatementChecks, Express
             except Exception as exc:  # a checker bug must not become a traceback
                 self.err(d.loc, f"internal error while checking this declaration: "
                                 f"{type(exc).__name__}: {exc}")
+        for ann in prog.structured_annotations:
+            self.structured_annotation(ann)
+
+    def structured_annotation(self, ann: A.Annotation) -> None:
+        """The expressions of `@name[...]` are compile-time constants (spec 18.1.2), folded
+        in the global scope (P4Info carries their values)."""
+        values = ann.exprs + [v for _, v in ann.kv]
+        keys = [k for k, _ in ann.kv]
+        if len(set(keys)) != len(keys):
+            self.err(ann.loc, f"@{ann.name}: duplicate key in a structured annotation")
+        checked = []
+        for e in values:
+            e = self.expr(e, self.global_scope)
+            if e.const_value is None and e.type is not POISON:
+                self.err(ann.loc, f"@{ann.name}: {A.expr_text(e)} is not a compile-time "
+                                  f"constant")
+            checked.append(e)
+        if ann.kv:
+            ann.kv = list(zip(keys, checked, strict=True))
+        else:
+            ann.exprs = checked
 
     def top_decl(self, d: A.Declaration) -> None:
         g = self.global_scope

@@ -193,6 +193,7 @@ class ProgramInfo:
     digests: tuple[DigestInfo, ...] = ()
     value_sets: tuple[ValueSetInfo, ...] = ()
     by_name: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    calls_extern_functions: bool = False  # a used control calls one (p4c then has type_info)
 
     def table(self, name: str) -> TableInfo | None:
         """The table called `name` (fully-qualified), or None."""
@@ -352,11 +353,16 @@ def build_info(checker, tree: A.P4Program, reporter) -> ProgramInfo:
 
     actions: list[ActionInfo] = []
     seen_actions: set[str] = set()
+    in_tables = {id(r.action) for t in checker.tables if t in live
+                 for r in [*t.actions, t.default_action, *[e.action for e in t.entries or []]]
+                 if r is not None}
     for a in checker.actions:
         if _hidden(a) or a not in live:
             continue
+        # an action only called directly gets its data from the call: p4c's mid end turns
+        # those parameters into locals (RemoveActionParameters), so P4Info lists none
         params = tuple(FieldInfo(p.name, _width(p.type), tuple(p.annotations))
-                       for p in a.params if p.direction == "")
+                       for p in a.params if p.direction == "") if id(a) in in_tables else ()
         for _, name in paths.names(a, merge=True):
             if name not in seen_actions:
                 seen_actions.add(name)
@@ -441,6 +447,7 @@ def build_info(checker, tree: A.P4Program, reporter) -> ProgramInfo:
         counters=tuple(counters), meters=tuple(meters), registers=tuple(registers),
         direct_counters=tuple(dcounters), direct_meters=tuple(dmeters),
         controller_headers=tuple(headers), digests=tuple(digests), value_sets=tuple(value_sets),
+        calls_extern_functions=_calls_extern_functions(tree, live),
     )
     for group in (info.tables, info.actions, info.action_profiles, info.counters, info.meters,
                   info.registers, info.direct_counters, info.direct_meters, info.digests,
@@ -472,6 +479,18 @@ def _unique_names(info: ProgramInfo, reporter, tree: A.P4Program) -> None:
             seen.add(obj.name)
     if duplicates:
         reporter.error(where, f"Found {duplicates} duplicate name(s) in the P4Info")
+
+
+def _calls_extern_functions(tree: A.P4Program, live: Liveness) -> bool:
+    """Whether a used control (its apply block or an action) calls an extern function."""
+    for c in tree.decls:
+        if not isinstance(c, A.ControlDecl) or c not in live:
+            continue
+        bodies = [c.body] + [d.body for d in c.locals if isinstance(d, A.ActionDecl)]
+        if any(isinstance(n, A.CallExpr) and n.kind is A.CallKind.EXTERN_FUNCTION
+               for n in A.iter_nodes(bodies)):
+            return True
+    return False
 
 
 def _decl_of(e: A.Expression | None) -> Any:

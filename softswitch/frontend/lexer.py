@@ -110,7 +110,12 @@ def tokenize(text: str) -> list[Tok]:
                 line_start = pos + value.rindex("\n") + 1
         elif kind == "annotation":
             end = m.end()
-            if end < n and text[end] == "(":
+            gap = end
+            while gap < n and text[gap] in " \t":
+                gap += 1
+            if gap < n and text[gap] in "([":  # `@name ("x")`: p4c allows the space
+                end = gap
+            if end < n and text[end] in "([":  # `@name(...)`, or structured: `@name[...]`
                 end = _balanced_end(text, end, line, col)
                 value = text[pos:end]
             toks.append(Tok("ANNOTATION", value, pos, line, col))
@@ -141,10 +146,12 @@ def tokenize(text: str) -> list[Tok]:
 
 
 def _balanced_end(text: str, start: int, line: int, col: int) -> int:
-    """End offset of the parenthesised annotation body starting at `start`."""
+    """End offset of the annotation body starting at `start` (`(...)` or `[...]`)."""
     depth = 0
     i = start
     n = len(text)
+    opener = text[start]
+    closer = ")" if opener == "(" else "]"
     while i < n:
         c = text[i]
         if c == '"':
@@ -153,9 +160,9 @@ def _balanced_end(text: str, start: int, line: int, col: int) -> int:
                 j += 2 if text[j] == "\\" else 1
             i = j + 1
             continue
-        if c == "(":
+        if c == opener:
             depth += 1
-        elif c == ")":
+        elif c == closer:
             depth -= 1
             if depth == 0:
                 return i + 1

@@ -44,6 +44,7 @@ def _parser() -> Lark:
                 lexer=_ListLexer,
                 propagate_positions=True,
                 maybe_placeholders=False,
+                start=["start", "annotation_body"],
             )
             for term in _lark.terminals:
                 pattern = term.pattern
@@ -81,7 +82,7 @@ def parse(pre: Preprocessed, reporter: Reporter) -> A.P4Program | None:
     failed = False
     for chunk in _top_level_chunks(toks):
         try:
-            trees.append(parser.parse(iter(_to_lark(chunk))))
+            trees.append(parser.parse(iter(_to_lark(chunk)), start="start"))
         except UnexpectedToken as exc:
             _report_syntax_error(exc, pre, reporter, chunk[-1] if chunk else None)
             failed = True
@@ -117,13 +118,17 @@ def _top_level_chunks(toks: list[Tok]) -> list[list[Tok]]:
     chunks: list[list[Tok]] = []
     cur: list[Tok] = []
     depth = 0
-    for t in toks:
+    for i, t in enumerate(toks):
         cur.append(t)
         if t.kind == "{":
             depth += 1
         elif t.kind == "}":
             depth -= 1
-        if depth <= 0 and t.kind in (";", "}"):
+        # a `}` closing an initializer (`const S x = {1, 2};`, a parameter's default value)
+        # is followed by more of the declaration, not by the next one
+        ends = t.kind == ";" or (t.kind == "}" and (i + 1 == len(toks) or toks[i + 1].kind
+                                                    not in (";", ")", ",", ":")))
+        if depth <= 0 and ends:
             depth = 0
             chunks.append(cur)
             cur = []
@@ -197,12 +202,14 @@ def _unescape(s: str) -> str:
 
 def parse_annotation(text: str, loc: A.Loc) -> A.Annotation:
     """Split `@name(body)` into name, body text and simple argument values."""
-    m = re.match(r"@([A-Za-z_][A-Za-z0-9_]*)", text)
+    m = re.match(r"@([A-Za-z_][A-Za-z0-9_]*)\s*", text)
     name = m.group(1)
     rest = text[m.end():]
     if not rest:
         return A.Annotation(loc=loc, name=name)
     body = rest[1:-1]
+    if rest.startswith("["):
+        return A.Annotation(loc=loc, name=name, text=body, structured=True)
     args: list | None = []
     for item in split_top_level(body):
         item = item.strip()
@@ -370,6 +377,7 @@ class _Builder(_OperatorRules, Transformer):
         super().__init__(visit_tokens=False)
         self.pre = pre
         self.reporter = reporter
+        self.structured: list[A.Annotation] = []
 
     def _call_userfunc(self, tree, new_children=None):
         children = new_children if new_children is not None else tree.children
@@ -394,13 +402,41 @@ class _Builder(_OperatorRules, Transformer):
         return token
 
     def start(self, meta, ch):
-        return A.P4Program(loc=A.NOWHERE, decls=[c for c in ch if c is not None])
+        return A.P4Program(loc=A.NOWHERE, decls=[c for c in ch if c is not None],
+                           structured_annotations=self.structured)
 
     def empty_decl(self, meta, ch):
         return None
 
     def annots(self, meta, ch):
-        return _Annots(parse_annotation(str(t), self.TL(t)) for t in ch)
+        out = _Annots()
+        for t in ch:
+            ann = parse_annotation(str(t), self.TL(t))
+            if ann.structured:
+                self._structured_body(ann)
+                self.structured.append(ann)
+            out.append(ann)
+        return out
+
+    def _structured_body(self, ann: A.Annotation) -> None:
+        """Parse the body of `@name[...]` into expressions or key/value pairs (all located
+        at the annotation); the checker folds them to constants."""
+        try:
+            toks = tokenize(ann.text or "")
+            tree = _parser().parse(iter(_to_lark(toks)), start="annotation_body")
+            body = _Builder(_AtLoc(ann.loc), self.reporter).transform(tree)
+        except (LexError, UnexpectedInput, VisitError):
+            raise _BuildError(ann.loc, f"syntax error in the body of @{ann.name}[...]") from None
+        if body and isinstance(body[0], tuple):
+            ann.kv = list(body)
+        else:
+            ann.exprs = list(body)
+
+    def annotation_exprs(self, meta, ch):
+        return list(ch)
+
+    def annotation_kvs(self, meta, ch):
+        return list(ch)
 
     def name(self, meta, ch):
         return ch[0]
@@ -644,7 +680,9 @@ class _Builder(_OperatorRules, Transformer):
         return _Transition(ch[0])
 
     def select_expr(self, meta, ch):
-        return A.SelectExpr(loc=self.L(meta), keys=ch[0], cases=list(ch[1:]))
+        keys = ch[0] if ch and isinstance(ch[0], list) else []  # `select()` has no keys
+        cases = ch[1:] if ch and isinstance(ch[0], list) else ch
+        return A.SelectExpr(loc=self.L(meta), keys=keys, cases=list(cases))
 
     def select_case(self, meta, ch):
         return A.SelectCase(loc=self.L(meta), keyset=ch[0],
@@ -923,6 +961,16 @@ class _Builder(_OperatorRules, Transformer):
 
     def string_lit(self, meta, ch):
         return A.StringLiteral(loc=self.TL(ch[0]), value=_unescape(str(ch[0])))
+
+
+class _AtLoc:
+    """Stands for Preprocessed in a builder whose nodes all take one location."""
+
+    def __init__(self, loc: A.Loc):
+        self._loc = loc
+
+    def loc(self, line: int, col: int) -> A.Loc:
+        return self._loc
 
 
 class _Params(list):

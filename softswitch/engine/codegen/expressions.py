@@ -49,6 +49,8 @@ class ExpressionCode(CodegenBase):
     def x_PathExpr(self, e: A.PathExpr) -> str:
         d = e.decl
         if isinstance(d, A.ConstantDecl):
+            if d.value.const_value is None:  # a struct/tuple of constants: a fresh value
+                return self.value_copy(d.value)
             return self.const(d.value.const_value)
         name = self.names.get(id(d))
         if name is None:

@@ -148,6 +148,14 @@ class OperatorChecks(CheckerBase):
 
     def concat(self, e: A.BinaryExpr) -> A.BinaryExpr:
         lt, rt = T.strip_newtype(e.left.type), T.strip_newtype(e.right.type)
+        if isinstance(lt, T.StringType) and isinstance(rt, T.StringType):
+            # string constants concatenate at compile time (spec 8.7)
+            if not isinstance(e.left.const_value, str) or not isinstance(e.right.const_value, str):
+                self.err(e.loc, "'++' on strings needs compile-time strings")
+                raise Abort
+            e.type = T.STRING
+            e.const_value = e.left.const_value + e.right.const_value
+            return e
         for side, t in ((e.left, lt), (e.right, rt)):
             if isinstance(t, T.InfInt):
                 self.err(side.loc, "'++' needs sized operands; give the integer a width")

@@ -242,5 +242,17 @@ class TypeDeclChecks(CheckerBase):
         t = self.resolve(d.type_ref, scope)
         d.type = t
         d.value = self.coerce(self.expr(d.value, scope, t), t, d.value.loc)
-        if d.value.const_value is None and d.value.type is not POISON:
+        if d.value.const_value is None and d.value.type is not POISON \
+                and not _constant_aggregate(d.value):
             self.err(d.value.loc, f"value of constant '{d.name}' is not a compile-time constant")
+
+
+def _constant_aggregate(e: A.Expression) -> bool:
+    """A struct, header or tuple value made of compile-time constants (`{9w192}`)."""
+    if isinstance(e, A.ListExpr):
+        return all(it.const_value is not None or _constant_aggregate(it) for it in e.items)
+    if isinstance(e, A.StructInitExpr):
+        return all(v.const_value is not None or _constant_aggregate(v) for _, v in e.fields)
+    if isinstance(e, A.PathExpr) and isinstance(e.decl, A.ConstantDecl):
+        return True  # another constant, already checked
+    return False
