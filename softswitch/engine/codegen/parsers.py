@@ -58,12 +58,12 @@ class ParserCode(CodegenBase):
             else:
                 e(f"{v} = _rb(P.data, P.pos, {total})")
             off = 0
-            for f in t.fields:
-                w = width_of(f.type)
+            for lv, ft in _scalar_fields(h, t):
+                w = width_of(ft)
                 shift = total - off - w
                 val = f"({v} >> {shift})" if shift else v
                 val = f"({val} & {hex((1 << w) - 1)})"
-                e(f"{h}.f_{f.name} = {self.field_from_bits(val, f.type)}")
+                e(f"{lv} = {self.field_from_bits(val, ft)}")
                 off += w
             if advance:
                 e(f"P.pos += {total}")
@@ -84,9 +84,10 @@ class ParserCode(CodegenBase):
                 e(f"{h}.w_{f.name} = {n}")
                 e(f"{pos} += {n}")
             else:
-                w = width_of(f.type)
-                e(f"{h}.f_{f.name} = {self.field_from_bits(f'_rb(P.data, {pos}, {w})', f.type)}")
-                e(f"{pos} += {w}")
+                for lv, sft in _scalar_fields(f"{h}.f_{f.name}", f.type):
+                    w = width_of(sft)
+                    e(f"{lv} = {self.field_from_bits(f'_rb(P.data, {pos}, {w})', sft)}")
+                    e(f"{pos} += {w}")
         if advance:
             e(f"P.pos = {pos}")
 
@@ -125,11 +126,10 @@ class ParserCode(CodegenBase):
                 total = t.bit_width()
                 parts = []
                 off = 0
-                for f in t.fields:
-                    w = width_of(f.type)
+                for v, sft in _scalar_fields(h, t):
+                    w = width_of(sft)
                     shift = total - off - w
-                    ft = rt(f.type)
-                    v = f"{h}.f_{f.name}"
+                    ft = rt(sft)
                     if isinstance(ft, T.BoolType):
                         v = f"(1 if {v} else 0)"
                     elif isinstance(ft, T.Bits) and ft.signed:
@@ -142,11 +142,14 @@ class ParserCode(CodegenBase):
                     ft = rt(f.type)
                     if isinstance(ft, T.Varbit):
                         e(f"P.out.put({h}.f_{f.name}, {h}.w_{f.name})")
-                    else:
-                        v = f"{h}.f_{f.name}"
-                        if isinstance(ft, T.BoolType):
+                        continue
+                    for v, sft in _scalar_fields(f"{h}.f_{f.name}", f.type):
+                        w = width_of(sft)
+                        if isinstance(rt(sft), T.BoolType):
                             v = f"(1 if {v} else 0)"
-                        e(f"P.out.put({v}, {width_of(f.type)})")
+                        elif isinstance(rt(sft), T.Bits) and rt(sft).signed:
+                            v = f"({v} & {hex((1 << w) - 1)})"
+                        e(f"P.out.put({v}, {w})")
             e.dedent()
         elif isinstance(t, T.HeaderUnionType | T.StructType):
             s = self.fresh("_s")
@@ -290,3 +293,19 @@ class ParserCode(CodegenBase):
         if isinstance(rt(item.type), T.BoolType):
             val = f"(1 if {val} else 0)"
         return f"{v} == {val}"
+
+
+def _scalar_fields(base: str, t: T.P4Type) -> list[tuple[str, T.P4Type]]:
+    """(l-value code, type) of the scalar fields of a header, in wire order: a struct field
+    of a header (spec 7.2.2) contributes its own fields, recursively."""
+    t = rt(t)
+    if not isinstance(t, T.StructLike):
+        return [(base, t)]
+    out: list[tuple[str, T.P4Type]] = []
+    for f in t.fields:
+        ft = rt(f.type)
+        if isinstance(ft, T.StructType):
+            out.extend(_scalar_fields(f"{base}.f_{f.name}", ft))
+        else:
+            out.append((f"{base}.f_{f.name}", f.type))
+    return out

@@ -113,12 +113,12 @@ class TypeDeclChecks(CheckerBase):
                     varbits += 1
                     if varbits > 1:
                         self.err(f.loc, "a header may have at most one varbit field")
-                elif ft is not POISON and not isinstance(
-                        T.strip_newtype(ft), T.Bits | T.BoolType | T.EnumType):
-                    self.err(f.type_ref.loc, f"header field '{f.name}' must be bit<W>, int<W>, "
-                                             f"bool, varbit or a serializable enum, not {ft}")
                 elif isinstance(ft, T.EnumType) and ft.underlying is None:
                     self.err(f.type_ref.loc, f"enum '{ft}' in a header must be serializable")
+                elif ft is not POISON and not _header_field_type(ft):
+                    self.err(f.type_ref.loc, f"header field '{f.name}' must be bit<W>, int<W>, "
+                                             f"bool, varbit, a serializable enum or a struct "
+                                             f"of those, not {ft}")
             elif cls is T.HeaderUnionType and ft is not POISON and not isinstance(ft, T.HeaderType):
                 self.err(f.type_ref.loc, f"header_union field '{f.name}' must be a header")
             t.fields.append(T.Field(f.name, ft, f.annotations, f))
@@ -255,4 +255,17 @@ def _constant_aggregate(e: A.Expression) -> bool:
         return all(v.const_value is not None or _constant_aggregate(v) for _, v in e.fields)
     if isinstance(e, A.PathExpr) and isinstance(e.decl, A.ConstantDecl):
         return True  # another constant, already checked
+    return False
+
+
+def _header_field_type(t: T.P4Type) -> bool:
+    """A type a header field may have (spec 7.2.2): bit<W>, int<W>, bool, a serializable
+    enum, or a struct whose fields are such types (recursively); varbits are checked apart."""
+    t = T.strip_newtype(t)
+    if isinstance(t, T.Bits | T.BoolType):
+        return True
+    if isinstance(t, T.EnumType):
+        return t.underlying is not None
+    if isinstance(t, T.StructType):
+        return all(_header_field_type(f.type) for f in t.fields)
     return False
