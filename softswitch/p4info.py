@@ -409,7 +409,7 @@ def _initial_default_action(msg: p4i.Table.InitialDefaultAction, action_id: int,
 
 
 def _table_of(direct: DirectInfo) -> str:
-    # an unattached direct resource (the front end warns) has no table ID: KeyError below
+    # Program.info lists only direct resources attached to a table
     return str(direct.table)
 
 

@@ -395,17 +395,16 @@ def build_info(checker, tree: A.P4Program, reporter) -> ProgramInfo:
             elif kind == "register":
                 width = _width(targs[0]) if targs else 0
                 registers.append(RegisterInfo(name, ann, int(_ctor_arg(inst, 0) or 0), width))
-            elif kind == "direct_counter":
-                table = direct_counter_table.get(name)
+            elif kind in ("direct_counter", "direct_meter"):
+                # attached to no table: nothing to describe (p4c leaves it out, and warns)
+                table = (direct_counter_table if kind == "direct_counter"
+                         else direct_meter_table).get(name)
                 if table is None:
-                    reporter.warning(inst.loc, f"direct_counter '{inst.name}' is not used by a "
-                                               f"table")
-                dcounters.append(DirectInfo(name, ann, str(_ctor_arg(inst, 0)), table))
-            elif kind == "direct_meter":
-                table = direct_meter_table.get(name)
-                if table is None:
-                    reporter.warning(inst.loc, f"direct_meter '{inst.name}' is not used by a table")
-                dmeters.append(DirectInfo(name, ann, str(_ctor_arg(inst, 0)), table))
+                    reporter.warning(inst.loc, f"'{inst.name}' is unused ({kind} attached to "
+                                               f"no table)")
+                    continue
+                (dcounters if kind == "direct_counter" else dmeters).append(
+                    DirectInfo(name, ann, str(_ctor_arg(inst, 0)), table))
 
     headers = []
     for d in tree.decls:
