@@ -48,10 +48,17 @@ diagnostic, so no unchecked tree ever reaches the engine):
   properties are errors. A default action or const entry's action is an
   `ActionRef` whose `.call` is a `CallExpr` (kind ACTION) binding every
   parameter; the property's own expression mirrors it. A property given as a
-  constructor call (`implementation = action_profile(64);`) becomes an
-  `Instantiation` inserted into the control's `locals` just before the table
-  (named after the table, or by `@name` on the property); the property is
-  then a `PathExpr` to it.
+  constructor call (`@name("ap") implementation = action_profile(64);`) becomes
+  an `Instantiation` inserted into the control's `locals` just before the table
+  (with the absolute `@name(".ap")`); the property is then a `PathExpr` to it.
+  A table without `default_action` has `NoAction` (non-const) as its
+  `default_action`, added to its actions as `@defaultonly` when missing. Every
+  initial entry has `.priority_value`: the engine's priority (higher wins) that
+  reproduces BMv2's matching order.
+* `T.apply(...)` on a parser/control type calls an `Instantiation` (`T_inst`,
+  `@name("T")`) appended to the calling block's `locals`; `_` passed for an
+  aggregate `out` parameter is a `PathExpr` to a fresh `VariableDecl` appended
+  to the enclosing block's `locals` (a scalar `_` stays a `DontCareExpr`).
 * A select case on a value set has a `PathExpr` keyset whose `.decl` is the
   `ValueSetDecl` and whose `.type` is a `SetType`.
 * `Program.main` names the six blocks of the `V1Switch` instantiation (see
