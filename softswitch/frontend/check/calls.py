@@ -36,7 +36,7 @@ class CallChecks(CheckerBase):
             return self.method_call(e, callee, scope)
         if isinstance(callee, A.PathExpr):
             e.callee = callee = cast(A.PathExpr, self.expr(callee, scope))
-            d = callee.decl
+            d = callee.decl = self.callable_by_arity(callee, e.args, scope) or callee.decl
             if isinstance(d, A.ActionDecl):
                 return self.action_call(e, d, scope)
             if isinstance(d, A.FunctionDecl):
@@ -48,12 +48,27 @@ class CallChecks(CheckerBase):
                 e.type = d.type.return_type
                 return e
             if isinstance(d, A.ExternFunctionDecl):
-                overloads = [x for x in scope.lookup(callee.name) if isinstance(x, A.ExternFunctionDecl)]
+                overloads = [x for x in scope.lookup_all(callee.name)
+                             if isinstance(x, A.ExternFunctionDecl)]
                 return self.extern_call(e, overloads, scope)
             self.err(e.loc, f"'{callee.name}' is not callable")
             raise Abort
         self.err(e.loc, "this expression cannot be called")
         raise Abort
+
+    def callable_by_arity(self, callee: A.PathExpr, args: list[A.Argument],
+                          scope: Scope) -> object | None:
+        """The nearest declaration of the name that takes these arguments: p4c resolves a
+        call by name and number of arguments, so an action `hash()` does not hide the extern
+        `hash(...)` it calls."""
+        found = (self.global_scope if callee.absolute else scope).lookup_all(callee.name)
+        for d in found:
+            t = getattr(d, "type", None)
+            params = getattr(t, "params", None)
+            if isinstance(d, A.ActionDecl | A.FunctionDecl | A.ExternFunctionDecl) \
+                    and params is not None and arity_ok(params, args):
+                return d
+        return None
 
     def action_call(self, e: A.CallExpr, d: A.ActionDecl, scope: Scope) -> A.CallExpr:
         e.kind, e.target, e.method = A.CallKind.ACTION, d, d.name

@@ -41,3 +41,12 @@ class Scope:
                 return s.names[name]
             s = s.parent
         return []
+
+    def lookup_all(self, name: str) -> list[Any]:
+        """Every declaration of `name` in this scope and the enclosing ones, innermost first."""
+        out: list[Any] = []
+        s: Scope | None = self
+        while s is not None:
+            out.extend(reversed(s.names.get(name, [])))
+            s = s.parent
+        return out

@@ -111,8 +111,6 @@ class TableChecks(CheckerBase):
             self.implicit_default_action(d, scope)
         has_selector = any(k.match_kind == "selector" for k in d.keys)
         impl_name = _extern_name(d.implementation)
-        if has_selector and impl_name != "action_selector":
-            self.err(d.loc, f"table '{d.name}' has 'selector' keys but no action_selector")
         if impl_name == "action_selector" and not has_selector:
             self.err(d.loc, f"table '{d.name}' uses an action_selector but has no 'selector' key")
 
