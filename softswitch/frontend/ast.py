@@ -565,9 +565,11 @@ class FieldDecl(Node):
 
 @dataclass(eq=False, kw_only=True, repr=False)
 class HeaderDecl(Declaration):
-    """`header name { fields }`."""
+    """`header name { fields }`; generic ones (`header H<T> {...}`, spec 7.2.9) have type
+    parameters, and each use `H<bit<8>>` is a type of its own (types.StructLike.origin)."""
 
     fields: list[FieldDecl] = field(default_factory=list)
+    type_params: list[str] = field(default_factory=list)
     type: Any = None
 
 

@@ -217,7 +217,7 @@ def _is_declaration_context(toks: list[Tok], name_index: int) -> bool:
         return False
     prev = toks[name_index - 1]
     return prev.kind in ("extern", "parser", "control", "package", "void", "IDENT", ">", "bool",
-                         "TYPE_IDENT", "abstract")
+                         "TYPE_IDENT", "abstract", "struct", "header", "header_union")
 
 
 _TYPE_DECL_START = {";", "}", "{", "ANNOTATION"}

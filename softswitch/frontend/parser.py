@@ -515,7 +515,10 @@ class _Builder(_OperatorRules, Transformer):
 
     def _fields_decl(self, cls, meta, ch):
         annots, ch = _split(ch)
-        return cls(loc=self.L(meta), name=str(ch[0]), annotations=annots, fields=list(ch[1:]))
+        tparams = ch.pop(1) if len(ch) > 1 and isinstance(ch[1], list) and not isinstance(
+            ch[1], A.FieldDecl) else []
+        return cls(loc=self.L(meta), name=str(ch[0]), annotations=annots, fields=list(ch[1:]),
+                   type_params=tparams)
 
     def header_decl(self, meta, ch):
         return self._fields_decl(A.HeaderDecl, meta, ch)

@@ -133,6 +133,10 @@ class StructLike(P4Type):
     name: str
     fields: list[Field] = field(default_factory=list)
     decl: Any = field(default=None, repr=False)  # the ast declaration node
+    type_params: list[TypeVar] = field(default_factory=list)  # generic declarations
+    # a specialisation `S<bit<8>>` of a generic declaration: (generic type, arguments)
+    origin: tuple[Any, list[P4Type]] | None = field(default=None, repr=False)
+    instances: dict[str, StructLike] = field(default_factory=dict, repr=False)
 
     def field_named(self, name: str) -> Field | None:
         """The field called `name`, or None."""

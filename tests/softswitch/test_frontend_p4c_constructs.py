@@ -135,6 +135,35 @@ header h_t { bit<8> a; inner_t s; bit<16> c; }""")
         (1, bytes([0x11, 0xAA, 0x02, 0x00, 0x12]))]
 
 
+GENERIC = """
+#include <core.p4>
+#include <v1model.p4>
+header pair_t<T> { T first; T second; }
+struct hs_t<T> { pair_t<T> p; }
+struct m_t { bit<8> x; }
+parser P(packet_in pkt, out hs_t<bit<8>> hdr, inout m_t meta, inout standard_metadata_t sm) {
+  state start { pkt.extract(hdr.p); transition accept; }
+}
+control C(inout hs_t<bit<8>> hdr, inout m_t meta, inout standard_metadata_t sm) {
+  apply { pair_t<bit<8>> q = hdr.p; hdr.p.first = q.second; hdr.p.second = q.first;
+          sm.egress_spec = 1; }
+}
+control V(inout hs_t<bit<8>> hdr, inout m_t meta) { apply { } }
+control E(inout hs_t<bit<8>> hdr, inout m_t meta, inout standard_metadata_t sm) { apply { } }
+control D(packet_out pkt, in hs_t<bit<8>> hdr) { apply { pkt.emit(hdr); } }
+V1Switch(P(), V(), C(), E(), V(), D()) main;
+"""
+
+
+def test_generic_structs_and_headers():
+    # spec 7.2.9: a generic struct/header is specialised where it is used: pair_t<bit<8>>
+    # is a header of two bytes
+    prog = compile_source(GENERIC, filename="c.p4")
+    hdr_t = prog.main.parser.params[1].type
+    assert str(hdr_t) == "hs_t<bit<8>>" and hdr_t.fields[0].type.bit_width() == 16
+    assert run(GENERIC, bytes([1, 2, 3])) == [(1, bytes([2, 1, 3]))]
+
+
 def test_gnu_line_markers_name_the_original_lines(tmp_path):
     # a program run through cpp first: p4c reads `# N "file"` markers for its positions
     src = with_ingress("    sm.egress_spec = 1;")
@@ -281,6 +310,7 @@ control Sub(inout h_t h) {
 
 
 ACCEPTED = {
+    "generic": GENERIC,
     "implicit_reject": IMPLICIT_REJECT,
     "ser_enum_mask": SER_ENUM_MASK,
     "priorities": PRIORITIES,

@@ -15,7 +15,7 @@ from .. import types as T
 from ..parser import split_top_level
 from .base import CheckerBase
 from .scope import Scope, TypeParamDecl
-from .typeops import POISON, wrap
+from .typeops import POISON, contains_typevar, specialize, wrap
 
 
 class TypeDeclChecks(CheckerBase):
@@ -74,6 +74,12 @@ class TypeDeclChecks(CheckerBase):
             if tref.args:
                 args = [self.resolve(a, scope) for a in tref.args]
                 params = getattr(base, "type_params", None)
+                if isinstance(base, T.StructLike):
+                    if len(args) != len(base.type_params):
+                        self.err(tref.loc, f"'{tref.name}' takes {len(base.type_params)} type "
+                                           f"argument(s), got {len(args)}")
+                        return POISON
+                    return specialize(base, args)
                 # fewer arguments than parameters: the rest are inferred at each call
                 # (p4c accepts `register<bit<32>>(N)` for `register<T, I>`)
                 if params is not None and len(args) > len(params):
@@ -100,6 +106,8 @@ class TypeDeclChecks(CheckerBase):
         t = cls(d.name, decl=d)
         d.type = t
         self.types[d.name] = t
+        if d.type_params:
+            scope, t.type_params = self._type_params(d.type_params, scope)
         seen = set()
         varbits = 0
         for f in d.fields:
@@ -115,7 +123,8 @@ class TypeDeclChecks(CheckerBase):
                         self.err(f.loc, "a header may have at most one varbit field")
                 elif isinstance(ft, T.EnumType) and ft.underlying is None:
                     self.err(f.type_ref.loc, f"enum '{ft}' in a header must be serializable")
-                elif ft is not POISON and not _header_field_type(ft):
+                elif ft is not POISON and not _header_field_type(ft) \
+                        and not contains_typevar(ft):  # a generic header's fields: at each use
                     self.err(f.type_ref.loc, f"header field '{f.name}' must be bit<W>, int<W>, "
                                              f"bool, varbit, a serializable enum or a struct "
                                              f"of those, not {ft}")

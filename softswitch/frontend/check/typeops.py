@@ -55,6 +55,8 @@ def contains_typevar(t: T.P4Type) -> bool:
         return any(contains_typevar(a) for a in t.elements)
     if isinstance(t, T.HeaderStack):
         return contains_typevar(t.element)
+    if isinstance(t, T.StructLike) and t.origin is not None:
+        return any(contains_typevar(a) for a in t.origin[1])
     return False
 
 
@@ -68,7 +70,26 @@ def substitute(t: T.P4Type, env: dict[str, T.P4Type]) -> T.P4Type:
         return T.TupleType([substitute(a, env) for a in t.elements])
     if isinstance(t, T.HeaderStack):
         return T.HeaderStack(substitute(t.element, env), t.size)
+    if isinstance(t, T.StructLike) and t.origin is not None:
+        generic, args = t.origin
+        if any(contains_typevar(a) for a in args):
+            return specialize(generic, [substitute(a, env) for a in args])
     return t
+
+
+def specialize(generic: T.StructLike, args: list[T.P4Type]) -> T.StructLike:
+    """`S<args>` for a generic struct/header/union S: a type of its own, made once per
+    argument list, with the type parameters replaced in its fields (spec 7.2.9)."""
+    key = ", ".join(map(str, args))
+    found = generic.instances.get(key)
+    if found is not None:
+        return found
+    env = {tv.name: a for tv, a in zip(generic.type_params, args, strict=True)}
+    inst = type(generic)(f"{generic.name}<{key}>", decl=generic.decl, origin=(generic, args))
+    generic.instances[key] = inst
+    inst.fields = [T.Field(f.name, substitute(f.type, env), f.annotations, f.decl)
+                   for f in generic.fields]
+    return inst
 
 
 def castable(src: T.P4Type, dst: T.P4Type) -> bool:
