@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 import threading
 from pathlib import Path
@@ -889,6 +890,15 @@ class _Builder(_OperatorRules, Transformer):
 
     def slice_expr(self, meta, ch):
         return A.SliceExpr(loc=self.L(meta), expr=ch[0], hi=ch[1], lo=ch[2])
+
+    def plus_slice_expr(self, meta, ch):
+        """`e[lo +: w]` is `e[lo + w - 1 : lo]` (p4c's PlusSlice; constant bounds only)."""
+        loc = self.L(meta)
+        lo, width = ch[1], ch[2]
+        hi = A.BinaryExpr(loc=loc, op="-", left=A.BinaryExpr(
+            loc=loc, op="+", left=copy.deepcopy(lo), right=width),
+            right=A.IntLiteral(loc=loc, value=1))
+        return A.SliceExpr(loc=loc, expr=ch[0], hi=hi, lo=lo)
 
     def call_expr(self, meta, ch):
         return A.CallExpr(loc=self.L(meta), callee=ch[0], args=ch[1])

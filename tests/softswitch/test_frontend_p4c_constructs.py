@@ -115,6 +115,13 @@ def test_type_over_a_type():
     assert run(src, bytes([9, 0, 0, 0])) == [(1, bytes([9, 9, 0, 0]))]
 
 
+def test_plus_slice():
+    # p4c's `e[lo +: w]`: the w bits from lo up, e[lo + w - 1 : lo]
+    src = with_ingress("    hdr.h.b = (bit<8>)hdr.h.a[4 +: 4];\n    hdr.h.c[2 +: 4] = 4w0xF;\n"
+                       "    sm.egress_spec = 1;")
+    assert run(src, bytes([0xA5, 0, 0, 0])) == [(1, bytes([0xA5, 0x0A, 0x3C, 0]))]
+
+
 def test_struct_valued_constant():
     head = HEAD + "struct pair_t { bit<8> lo; bit<8> hi; }\nconst pair_t PAIR = {8w3, 8w4};\n"
     src = with_ingress("    pair_t p = PAIR;\n    hdr.h.c = p.lo;\n    hdr.h.d = PAIR.hi;\n"
