@@ -395,7 +395,7 @@ def p4info_from_program_info(info: ProgramInfo) -> p4i.P4Info:
     return out
 
 
-def _initial_default_action(msg: p4i.Table.InitialDefaultAction, action_id: int,
+def _initial_default_action(msg: p4i.TableActionCall, action_id: int,
                             default: DefaultActionInfo, action: ActionInfo | None) -> None:
     """The table's default action with its arguments, each a big-endian byte string of its
     parameter's width (p4c's stringRepr; ids from @id or the 1-based position)."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from . import ast as A
 from .check.base import Abort
-from .check.typeops import POISON
 from .check.blocks import BlockChecks
 from .check.calls import CallChecks
 from .check.expressions import ExpressionChecks
@@ -20,6 +19,7 @@ from .check.operators import OperatorChecks
 from .check.statements import StatementChecks
 from .check.tables import TableChecks
 from .check.type_decls import TypeDeclChecks
+from .check.typeops import POISON
 from .check.v1model import VERSION_CONSTANT, V1ModelChecks
 
 

@@ -254,8 +254,10 @@ def _classify(toks: list[Tok]) -> None:
             prev_kind = toks[i - 1].kind if i > 0 else ";"
             if nxt_kind in _VALUE_FOLLOWERS:
                 continue
-            if nxt_kind == "." and prev_kind in (";", "{", "}", "else"):
-                continue  # `meta.x = ...` at the start of a statement: a value
+            if nxt_kind == "." and prev_kind in (";", "{", "}", "else", ")"):
+                # `meta.x = ...` at the start of a statement (also after `if (...)`): a value;
+                # `(T) Enum.A` resolves as well, the checker looks the name up
+                continue
             t.kind = "TYPE_IDENT"
     entries_depth: int | None = None
     brace_depth = 0

@@ -7,13 +7,12 @@ p4c is installed, its verdict on the same source is checked too.
 import subprocess
 
 import pytest
+from p4c_ref import needs_p4c, run_p4c
 
 from softswitch import Exact, Switch
 from softswitch.frontend import P4Error, compile_source
 from softswitch.frontend import ast as A
 from softswitch.p4info import p4info_from_program_info
-
-from p4c_ref import needs_p4c, run_p4c
 
 HEAD = """
 #include <core.p4>
@@ -299,7 +298,7 @@ def test_name_annotation_with_a_space():
 def test_direct_type_invocation():
     # spec 15.1: `T.apply()` on a control type instantiates T there; p4c names the
     # instance's objects after the type
-    src = with_ingress("    Sub.apply(hdr.h);\n    sm.egress_spec = 1;", head=HEAD + """
+    src = with_ingress("    if (true) Sub.apply(hdr.h);\n    sm.egress_spec = 1;", head=HEAD + """
 control Sub(inout h_t h) {
   action set(bit<8> v) { h.b = v; }
   table t { key = { h.a: exact; } actions = { set; } }

@@ -5,10 +5,9 @@ reject the same source.
 """
 
 import pytest
+from p4c_ref import needs_p4c, run_p4c
 
 from softswitch.frontend import P4Error, compile_source
-
-from p4c_ref import needs_p4c, run_p4c
 
 HEAD = """#include <core.p4>
 #include <v1model.p4>

@@ -8,11 +8,10 @@ P4Info must also equal the one p4c writes for the same source, entity by entity.
 """
 
 import pytest
+from p4c_ref import by_name, canonical_p4info, needs_p4c, p4c_p4info
 
 from softswitch.frontend import compile_source
 from softswitch.p4info import p4info_from_program_info
-
-from p4c_ref import by_name, canonical_p4info, needs_p4c, p4c_p4info
 
 HEAD = """#include <core.p4>
 #include <v1model.p4>

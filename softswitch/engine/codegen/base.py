@@ -223,6 +223,10 @@ class CodegenBase(ABC):
     # ---- controls.py
 
     @abstractmethod
+    def fq(self, decl: Any) -> str:
+        """Control-plane name of a declaration local to the block being compiled."""
+
+    @abstractmethod
     def action_name_of(self, decl: A.ActionDecl) -> str:
         """Control-plane name of an action as compiled for the current control."""
 

@@ -145,9 +145,10 @@ class ParserCode(CodegenBase):
                         continue
                     for v, sft in _scalar_fields(f"{h}.f_{f.name}", f.type):
                         w = width_of(sft)
-                        if isinstance(rt(sft), T.BoolType):
+                        st = rt(sft)
+                        if isinstance(st, T.BoolType):
                             v = f"(1 if {v} else 0)"
-                        elif isinstance(rt(sft), T.Bits) and rt(sft).signed:
+                        elif isinstance(st, T.Bits) and st.signed:
                             v = f"({v} & {hex((1 << w) - 1)})"
                         e(f"P.out.put({v}, {w})")
             e.dedent()

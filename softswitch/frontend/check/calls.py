@@ -168,7 +168,8 @@ class CallChecks(CheckerBase):
                 inst = self.direct_instance(decl, e.loc, scope)
                 if inst is None:
                     raise Abort
-                base.decl = inst
+                if isinstance(base, A.PathExpr):
+                    base.decl = inst
             e.kind = A.CallKind.PARSER_APPLY if isinstance(decl, A.ParserDecl) and not isinstance(
                 ext, T.ControlType) else A.CallKind.CONTROL_APPLY
             e.target = inst

@@ -119,8 +119,10 @@ class ExpressionChecks(CheckerBase):
                 and not base.type_ref.args:
             # `x.f` where x is also some type's name: a value in scope wins
             found = scope.lookup(base.type_ref.name)
-            if found and isinstance(found[-1], A.Param | A.VariableDecl | A.ConstantDecl |
-                                    A.Instantiation | A.TableDecl):
+            if found and (isinstance(found[-1], A.Param | A.VariableDecl | A.ConstantDecl |
+                                     A.Instantiation | A.TableDecl) or (
+                    e.member == "apply" and isinstance(found[-1], A.ParserDecl | A.ControlDecl))):
+                # a value in scope, or `T.apply` on a parser/control type (spec 15.1)
                 e.expr = base = A.PathExpr(loc=base.loc, name=base.type_ref.name)
         # Type.member: enum and error members
         if isinstance(base, A.TypeNameExpr) or (isinstance(base, A.PathExpr) and isinstance(
