@@ -72,7 +72,43 @@ def simulator_figures(summary: dict[str, Any], runs: list[dict[str, Any]], out: 
     fig.savefig(out / "utilisation.png", dpi=120)
     plt.close(fig)
     figures["utilisation_cdf"] = cdfs
+    if summary["scenario"].get("events"):
+        figures["throughput"] = throughput_figure(summary["scenario"], runs[0], out)
     return figures
+
+
+def throughput_figure(scenario: dict[str, Any], run: dict[str, Any], out: Path) -> dict:
+    """Goodput over time of one seed, per policy, failures marked; the healthy run dashed."""
+    out.mkdir(parents=True, exist_ok=True)
+    names = list(run["policies"])
+    fig, axes = plt.subplots(len(names), 1, figsize=(7, 2.2 * len(names) + 0.6), sharex=True,
+                             squeeze=False)
+    data = {}
+    for ax, p in zip(axes[:, 0], names, strict=True):
+        e = run["policies"][p]
+        tl, hl = e["timeline"], e["timeline_healthy"]
+        ax.step(np.array(tl["time"]) * 1e3, np.array(tl["goodput"]) / 1e9, where="post",
+                color=COLOURS.get(p), label=f"{p} with failures")
+        ax.step(np.array(hl["time"]) * 1e3, np.array(hl["goodput"]) / 1e9, where="post",
+                color=COLOURS.get(p), ls="--", alpha=0.6, label=f"{p} healthy")
+        for k, note in enumerate(e["notes"]):
+            down = note["event"].endswith(" down")
+            ax.axvline(note["time"] * 1e3, color="#d62728" if down else "#9467bd",
+                       ls="-" if down else ":", lw=1)
+            ax.annotate(note["event"], (note["time"] * 1e3, 0.98 - 0.3 * (k % 3)),
+                        xycoords=("data", "axes fraction"), rotation=90, va="top", ha="right",
+                        fontsize=6)
+        ax.set_ylabel("goodput (Gbit/s)", fontsize=8)
+        ax.legend(fontsize=7, loc="lower right")
+        ax.grid(alpha=0.3)
+        data[p] = {"timeline": tl, "timeline_healthy": hl, "inflation": e["inflation"]}
+    axes[-1, 0].set_xlabel("time (ms)")
+    fig.suptitle(f"{scenario.get('name', '')}: throughput, seed {run['seed']} "
+                 "(red: failure, purple: reaction)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out / "throughput.png", dpi=120)
+    plt.close(fig)
+    return data
 
 
 def gpu_hours_figure(summary: dict[str, Any], out: Path) -> dict:
