@@ -182,7 +182,8 @@ class Spray:
                 cand = st.paths.candidates(int(level), st.src_leaf[f], st.dst_leaf[f], st.view)
                 fail_no_path(st, f, cand.valid.reshape(len(g), -1).any(axis=1))
                 w = cand.capacity if self.weighting == "capacity" else cand.valid.astype(float)
-                w = w / w.sum(axis=(1, 2, 3), keepdims=True)
+                total = w.sum(axis=(1, 2, 3), keepdims=True)
+                w = w / np.where(total > 0, total, 1.0)   # no live path: no share anywhere
                 keys, vals = [], []
                 # Share of each up path (summed over down paths) and of each down path.
                 for lk, share in ((cand.up, w.sum(axis=3)), (cand.down, w.sum(axis=2))):

@@ -178,6 +178,10 @@ class Sglb:
             return
         net = st.net
         local = self._load(st).copy()
+        # A port that died but is not yet known down still takes the leaf's packets: its
+        # estimator counts them (they are lost on the wire), so it reads busy, not idle.
+        undetected = (st.capacity <= 0) & (st.view > 0)
+        local[undetected] = st.view[undetected]
         # A flow's demand: its current rate, or for a new flow its NIC's fair share.
         nic = st.flow_links[:, 0]
         users = st.active.copy()
