@@ -23,9 +23,22 @@ from fabricsim.experiment import (
 from fabricsim.failures import FailureError
 from fabricsim.gpuhours import POLICIES as GH_POLICIES
 from fabricsim.gpuhours import GpuHoursError, GpuHoursParams, gpu_hours
-from fabricsim.plots import gpu_hours_figure, simulator_figures, write_json
+from fabricsim.plots import gpu_hours_figure, sensitivity_figure, simulator_figures, write_json
+from fabricsim.sensitivity import sensitivity
 from fabricsim.topology import TopologyError
 from fabricsim.workloads import WorkloadError
+
+# gpu-hours flags: (flag, figure in fabricsim.measured, GpuHoursParams field)
+GH_FLAGS = (("--detection", "detection", "detection"), ("--restart", "restart", "restart"),
+            ("--checkpoint", "checkpoint_write", "checkpoint"),
+            ("--failover", "failover_pause", "failover"), ("--repair", "repair", "repair"),
+            ("--comm-fraction", "comm_fraction", "comm_fraction"),
+            ("--last-hop-share", "last_hop_share", "last_hop_share"),
+            ("--switch-share", "switch_share", "switch_share"),
+            ("--leaf-share", "leaf_share_of_switches", "leaf_share"),
+            ("--reccl-throughput", "reccl_network_throughput", "reccl_network_throughput"),
+            ("--sglb-throughput", "sglb_network_throughput", "sglb_network_throughput"))
+GH_SOURCES = {field_name: measured.figure(name) for _, name, field_name in GH_FLAGS}
 
 ERRORS = (ScenarioError, TopologyError, WorkloadError, SimulationError, GpuHoursError,
           FailureError)
@@ -175,34 +188,81 @@ def cmd_figures(a: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_gpu_hours(a: argparse.Namespace) -> int:
-    """Monte Carlo of the GPU-hours model; print and write the figures."""
+def _gpu_params(a: argparse.Namespace) -> GpuHoursParams:
     interval = a.interval if a.interval in ("young", "daly") else float(a.interval)
-    params = GpuHoursParams(
+    return GpuHoursParams(
         gpus=a.gpus, days=a.days, detection=a.detection, restart=a.restart,
         checkpoint=a.checkpoint, interval=interval, failover=a.failover, repair=a.repair * 3600,
         comm_fraction=a.comm_fraction, last_hop_share=a.last_hop_share,
-        reccl_network_throughput=a.reccl_throughput, sglb_network_throughput=a.sglb_throughput)
+        switch_share=a.switch_share, leaf_share=a.leaf_share, degraded=a.degraded,
+        rate_uncertainty=not a.no_rate_uncertainty,
+        reccl_network_throughput=a.reccl_network_throughput,
+        sglb_network_throughput=a.sglb_network_throughput)
+
+
+def _print_sources(params: GpuHoursParams) -> None:
+    """Each assumption in force, with where its default comes from."""
+    print("assumptions (value; default and its source):")
+    for field_name, fig in GH_SOURCES.items():
+        v = getattr(params, field_name)
+        shown = v / 3600 if field_name == "repair" else v
+        unit = "h" if field_name == "repair" else fig.unit
+        mark = "" if v == fig.value else "   <- set for this run"
+        print(f"  {field_name:26s} {shown:g} {unit}; {fig.kind}: {fig.source}{mark}")
+    print("  failure counts             Llama 3 405B, 16,384 GPUs, 54 days (Meta 2024, "
+          "Table 5): switch/cable 35, NIC 7, GPU 268, other 109; rates from their Gamma "
+          f"posterior: {'yes' if params.rate_uncertainty else 'no'}")
+
+
+def _saved(s: dict) -> str:
+    return (f"saved {s['mean']:9,.0f} [{s['lo']:,.0f}, {s['hi']:,.0f}] "
+            f"(95% of seeds {s['p2.5']:,.0f} to {s['p97.5']:,.0f})")
+
+
+def cmd_gpu_hours(a: argparse.Namespace) -> int:
+    """Monte Carlo of the GPU-hours model (and its sensitivity); print and write the figures."""
+    params = _gpu_params(a)
+    _print_sources(params)
     t0 = time.perf_counter()
     res = gpu_hours(params, a.seeds, a.seed, tuple(a.policies.split(",")))
     res["wall_seconds"] = time.perf_counter() - t0
-    f = res["failures_per_seed"]
-    print(f"{a.gpus} GPUs, {a.days} days, {a.seeds} seeds: {f['mean']:.1f} failures per run "
-          f"({res['wall_seconds']:.2f} s)")
+    f, nf = res["failures_per_seed"], res["network_failures_per_seed"]
+    print(f"{a.gpus} GPUs, {a.days:g} days, {a.seeds} seeds: {f['mean']:.1f} failures per run, "
+          f"{nf['mean']:.1f} of them network ({res['wall_seconds']:.2f} s)")
     for p, e in res["policies"].items():
         g, r = e["gpu_hours_lost"], e["ettr"]
-        line = (f"  {p:13s} GPU-hours lost {g['mean']:12,.0f} [{g['lo']:,.0f}, {g['hi']:,.0f}]"
-                f"  ETTR {r['mean']:.4f} [{r['lo']:.4f}, {r['hi']:.4f}]"
-                f"  stops {e['stops']['mean']:.1f}")
-        if "gpu_hours_saved" in e:
-            s = e["gpu_hours_saved"]
-            line += f"  saved {s['mean']:,.0f} [{s['lo']:,.0f}, {s['hi']:,.0f}]"
+        line = (f"  {p:13s} lost {g['mean']:12,.0f} [{g['lo']:,.0f}, {g['hi']:,.0f}]"
+                f"  ETTR {r['mean']:.4f}  stops {e['stops']['mean']:.1f}"
+                f"  swaps {e['swaps']['mean']:.1f}")
+        if "gpu_hours_saved" in e and p != "fail-stop":
+            line += "  " + _saved(e["gpu_hours_saved"])
         print(line)
-    if a.out:
-        out = Path(a.out)
+    out = Path(a.out) if a.out else None
+    if out:
         res["figures"] = gpu_hours_figure(res, out)
         write_json(res, out / "gpu_hours.json")
         print(f"wrote {out}/gpu_hours.json, gpu_hours.png")
+    if a.sensitivity:
+        out = out or Path("results/gpu-hours")
+        print(f"sensitivity ({a.sensitivity_seeds} seeds per point; saving of reccl+sglb, "
+              "mean [95% CI] and 95% of seeds; reccl and sglb-reroute means):")
+        sens = sensitivity(params, a.sensitivity_seeds, a.seed,
+                           progress=None if a.quiet else
+                           (lambda msg: print(f"  ... {msg}", file=sys.stderr)))
+        for sw in sens["sweeps"].values():
+            print(f"  {sw['label']} (default {sw['default']}):")
+            for row in sw["rows"]:
+                sv = row["saved"]
+                print(f"    {str(row['value']):>20s}  {_saved(sv['reccl+sglb'])}  reccl "
+                      f"{sv['reccl']['mean']:,.0f}  sglb {sv['sglb-reroute']['mean']:,.0f}")
+        for name, sv in sens["corners"].items():
+            print(f"  {name}: {_saved(sv['reccl+sglb'])}")
+        r = sens["range"]
+        print(f"  range of the mean saving over every variation: {r['min']:,.0f} to "
+              f"{r['max']:,.0f} GPU-hours")
+        sens["figures"] = sensitivity_figure(sens, out)
+        write_json(sens, out / "gpu_hours_sensitivity.json")
+        print(f"wrote {out}/gpu_hours_sensitivity.json, gpu_hours_sensitivity.png")
     return 0
 
 
@@ -323,19 +383,22 @@ def build_parser() -> argparse.ArgumentParser:
     gh.add_argument("--days", type=float, default=54.0)
     gh.add_argument("--seeds", type=int, default=1000)
     gh.add_argument("--seed", type=int, default=0)
-    gh.add_argument("--detection", type=float, default=120.0, help="fail-stop detection (s)")
-    gh.add_argument("--restart", type=float, default=300.0, help="restart cost (s)")
-    gh.add_argument("--checkpoint", type=float, default=30.0, help="checkpoint write time (s)")
-    gh.add_argument("--interval", default="daly", help="young, daly or seconds")
-    gh.add_argument("--failover", type=float, default=5.0, help="failover pause (s)")
-    gh.add_argument("--repair", type=float, default=8.0, help="repair time (h)")
-    gh.add_argument("--comm-fraction", type=float, default=0.3)
-    gh.add_argument("--last-hop-share", type=float, default=0.5)
-    gh.add_argument("--reccl-throughput", type=float, default=0.875,
-                    help="collective throughput with one NIC down on a host")
-    gh.add_argument("--sglb-throughput", type=float, default=0.97,
-                    help="collective throughput with one fabric link down under SGLB")
+    for flag, name, field_name in GH_FLAGS:
+        fig = measured.figure(name)
+        default = fig.value / 3600 if field_name == "repair" else fig.value
+        gh.add_argument(flag, dest=field_name, type=float, default=default,
+                        help=f"{fig.what} (default {fig.cite()})")
+    gh.add_argument("--interval", default="daly", help="checkpoint interval: young, daly or s")
+    gh.add_argument("--degraded", choices=("swap-at-checkpoint", "until-repair"),
+                    default="swap-at-checkpoint", help="how a degraded host is replaced")
+    gh.add_argument("--no-rate-uncertainty", action="store_true",
+                    help="use the observed rates as exact instead of their Gamma posterior")
     gh.add_argument("--policies", default=",".join(GH_POLICIES))
+    gh.add_argument("--sensitivity", action="store_true",
+                    help="also sweep every assumption; prints a table and writes "
+                         "gpu_hours_sensitivity.png (in --out, default results/gpu-hours)")
+    gh.add_argument("--sensitivity-seeds", type=int, default=300)
+    gh.add_argument("--quiet", action="store_true", help="no progress lines")
     gh.add_argument("--out", help="directory for gpu_hours.json and gpu_hours.png")
     gh.set_defaults(func=cmd_gpu_hours)
 
