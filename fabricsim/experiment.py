@@ -17,7 +17,7 @@ from tqdm import tqdm
 
 from fabricsim import workloads
 from fabricsim.engine import Result, SimulationError, simulate
-from fabricsim.failures import FailureError, FailurePlan, Recovery, parse_failure
+from fabricsim.failures import FailureError, FailurePlan, Recovery, cable_links, parse_failure
 from fabricsim.policies import POLICIES, make_policy
 from fabricsim.routing import PathTable
 from fabricsim.stats import mean_ci
@@ -148,29 +148,23 @@ def build_network(scn: Scenario) -> Network:
         raise ScenarioError(f"topology ({kind}): {e}") from None
 
 
-def _cable(net: Network, spec: str) -> int:
-    name, _, k = str(spec).partition(":")
-    a, sep, b = name.partition("-")
-    if not sep:
-        raise ScenarioError(f"cable {spec!r}: write it as a-b or a-b:k")
-    ids = net.links_between(a, b)
-    idx = int(k) if k.isdigit() else 0
-    if k and not k.isdigit():
-        raise ScenarioError(f"cable {spec!r}: the parallel index after ':' must be a number")
-    if idx >= len(ids):
-        raise ScenarioError(f"cable {spec!r}: only {len(ids)} parallel cable(s) between {a} and {b}")
-    return int(ids[idx])
+def _cable(net: Network, spec: str) -> np.ndarray:
+    """Both directed links of cable ``a-b`` or ``a-b:k``."""
+    try:
+        return cable_links(net, spec)
+    except FailureError as e:
+        raise ScenarioError(str(e)) from None
 
 
 def apply_failures(net: Network, failures: dict[str, Any], rng: np.random.Generator) -> Network:
     """Take cables down or reduce them as the scenario says (random ones drawn from ``rng``)."""
     try:
         for spec in failures.get("fail", []):
-            net = net.with_failed(np.array([_cable(net, spec)]))
+            net = net.with_failed(_cable(net, spec))
         for item in failures.get("degrade", []):
             if not isinstance(item, list | tuple) or len(item) != 2:
                 raise ScenarioError(f"degrade entry {item!r}: expected [cable, factor]")
-            net = net.with_capacity(np.array([_cable(net, item[0])]), float(item[1]))
+            net = net.with_capacity(_cable(net, item[0]), float(item[1]))
         for nic in failures.get("nic", []):
             node = net.node(str(nic))
             if node not in set(net.nic_node.ravel().tolist()):
