@@ -84,12 +84,14 @@ def throughput_figure(scenario: dict[str, Any], run: dict[str, Any], out: Path) 
     fig, axes = plt.subplots(len(names), 1, figsize=(7, 2.2 * len(names) + 0.6), sharex=True,
                              squeeze=False)
     data = {}
+    peak = max(max(run["policies"][p]["timeline_healthy"]["goodput"] or [0]) for p in names)
+    scale, unit = (1e12, "Tbit/s") if peak >= 1e13 else (1e9, "Gbit/s")
     for ax, p in zip(axes[:, 0], names, strict=True):
         e = run["policies"][p]
         tl, hl = e["timeline"], e["timeline_healthy"]
-        ax.step(np.array(tl["time"]) * 1e3, np.array(tl["goodput"]) / 1e9, where="post",
+        ax.step(np.array(tl["time"]) * 1e3, np.array(tl["goodput"]) / scale, where="post",
                 color=COLOURS.get(p), label=f"{p} with failures")
-        ax.step(np.array(hl["time"]) * 1e3, np.array(hl["goodput"]) / 1e9, where="post",
+        ax.step(np.array(hl["time"]) * 1e3, np.array(hl["goodput"]) / scale, where="post",
                 color=COLOURS.get(p), ls="--", alpha=0.6, label=f"{p} healthy")
         for k, note in enumerate(e["notes"]):
             down = note["event"].endswith(" down")
@@ -98,7 +100,7 @@ def throughput_figure(scenario: dict[str, Any], run: dict[str, Any], out: Path) 
             ax.annotate(note["event"], (note["time"] * 1e3, 0.98 - 0.3 * (k % 3)),
                         xycoords=("data", "axes fraction"), rotation=90, va="top", ha="right",
                         fontsize=6)
-        ax.set_ylabel("goodput (Gbit/s)", fontsize=8)
+        ax.set_ylabel(f"goodput ({unit})", fontsize=8)
         ax.legend(fontsize=7, loc="lower right")
         ax.grid(alpha=0.3)
         data[p] = {"timeline": tl, "timeline_healthy": hl, "inflation": e["inflation"]}
