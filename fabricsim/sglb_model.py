@@ -59,7 +59,7 @@ def dre_scale(capacity_bps: np.ndarray) -> np.ndarray:
     out = np.zeros(len(capacity_bps))
     for c in np.unique(capacity_bps[capacity_bps > 0]):
         mean_bytes = 1.5 * c / 8 / 1e6 * DRE_PERIOD_US
-        out[capacity_bps == c] = mean_bytes / FULL_LOAD_LEVEL / 2 ** dre_shift(float(c))
+        out[capacity_bps == c] = mean_bytes / FULL_LOAD_LEVEL / 2 ** dre_shift(float(c) / 1e6)
     return out
 
 

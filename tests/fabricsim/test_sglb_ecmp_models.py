@@ -31,7 +31,7 @@ def test_defaults_are_the_built_figures():
 def test_dre_scale_matches_the_shift_by_hand():
     # 10 Gb/s: a saturated port holds 1.5 x 1250 B/us x 64 us = 120,000 B on average; the
     # shift is round(log2(120000 / 6)) = 14, so the mean reads 120000 / 2^14 = 7.32 (not 6).
-    assert dre_shift(10e9) == 14
+    assert dre_shift(10_000) == 14  # Mbit/s
     assert dre_scale(np.array([10e9]))[0] * 6 == pytest.approx(120000 / 2**14)
     assert dre_scale(np.array([0.0]))[0] == 0.0
 
