@@ -7,12 +7,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from softswitch.p4runtime.arbitration import Arbitration
+from softswitch.p4runtime.batch import ALWAYS_REPORTED, REPORT_BUDGET, error_report
 from softswitch.p4runtime.digests import DigestBatcher, DigestConfig
 from softswitch.p4runtime.errors import (
     P4RuntimeError,
     decode_uint,
     encode_uint,
-    write_error_details,
 )
 from softswitch.p4runtime.pipeline_loader import unwrap_device_config
 
@@ -91,7 +91,7 @@ def test_encode_is_canonical():
 
 
 def test_write_error_details_has_one_error_per_update_in_order():
-    raw = write_error_details(
+    raw = error_report(
         [None, P4RuntimeError(grpc.StatusCode.NOT_FOUND, "no entry"), None]
     )
     status = rpc_status.Status.FromString(raw)
@@ -102,6 +102,25 @@ def test_write_error_details_has_one_error_per_update_in_order():
         assert d.Unpack(e)
         errors.append((e.canonical_code, e.message))
     assert errors == [(0, ""), (grpc.StatusCode.NOT_FOUND.value[0], "no entry"), (0, "")]
+
+
+def test_error_report_fits_or_is_none():
+    bad = P4RuntimeError(grpc.StatusCode.ALREADY_EXISTS, "entry already exists " * 5)
+    # every batch up to ALWAYS_REPORTED is reported whatever fails, messages while they fit
+    raw = error_report([bad] * ALWAYS_REPORTED)
+    assert raw is not None and len(raw) <= REPORT_BUDGET
+    details = rpc_status.Status.FromString(raw).details
+    assert len(details) == ALWAYS_REPORTED
+    errors = [p4r.Error() for _ in details]
+    for d, e in zip(details, errors, strict=True):
+        assert d.Unpack(e)
+    assert {e.canonical_code for e in errors} == {grpc.StatusCode.ALREADY_EXISTS.value[0]}
+    # messages are kept while they fit, first failures first
+    some = rpc_status.Status.FromString(error_report([None] + [bad] * 100)).details
+    messages = [e.message for e in (p4r.Error.FromString(d.value) for d in some)]
+    assert messages[0] == "" and messages[1] == bad.message and messages[-1] == ""
+    # a batch whose compact report cannot fit has none
+    assert error_report([None] * 399 + [bad]) is None
 
 
 def test_digest_lists_by_size_timeout_ack_and_dedup():
