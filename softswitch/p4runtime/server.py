@@ -47,7 +47,7 @@ class ServerLimits:
 
     streams: int = 256
     """Open StreamChannels in all; more are refused with RESOURCE_EXHAUSTED (spec 5.3)."""
-    streams_per_host: int = 64
+    streams_per_host: int = 128
     """Open StreamChannels from one peer address."""
     queued_messages: int = 1024
     """PacketIn / DigestList / StreamError messages waiting to be sent on one stream."""
