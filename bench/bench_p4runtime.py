@@ -1,7 +1,10 @@
 """softswitch as a switch: P4Runtime write rate, forwarding rate and per-packet latency.
 
-1. P4Runtime table writes per second against an in-process server on loopback:
-   one update per WriteRequest, and batches of 500 updates.
+1. P4Runtime table writes per second, one update per WriteRequest and 250 per
+   request, from one Python client (generated stubs) to a switch process on
+   loopback: `softswitch run --no-p4` and, when `simple_switch_grpc` (BMv2) and
+   `p4c-bm2-ss` are on PATH, BMv2 with the same program compiled by p4c, measured in
+   the same run in alternating rounds; the ratio softswitch / BMv2 is printed.
 2. Packets per second forwarded between two network namespaces through one
    `softswitch run` process (UDP, 64-byte payloads, sender paced by a window).
 3. Per-packet latency: UDP echo round trips through the switch (two traversals),
@@ -11,12 +14,15 @@
    the switch port's link callback.
 
 Parts 2-4 need root (network namespaces, veths); without it they are skipped.
+Run: `.venv/bin/python bench/bench_p4runtime.py [--writes-only]`.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -30,18 +36,16 @@ from finsy.proto import p4r, p4r_grpc
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from softswitch.p4runtime.device import Device  # noqa: E402
 from softswitch.p4runtime.pipeline_loader import (  # noqa: E402
     build_p4info,
     device_config_from_file,
     load_program,
 )
-from softswitch.p4runtime.server import P4RuntimeServer  # noqa: E402
 
 PROG = ROOT / "tests" / "softswitch" / "test_p4runtime_prog.p4"
 N_ENTRIES = 1000
 BATCH = 250
-ROUNDS = 3
+ROUNDS = 5
 
 
 def _u128(v: int) -> p4r.Uint128:
@@ -60,51 +64,161 @@ def _lpm_update(p4info, i: int) -> p4r.Update:
             p4r.Action.Param(param_id=2, value=b"\x01")])))))
 
 
-def bench_writes() -> None:
-    import queue
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
-    blob = device_config_from_file(PROG)
-    p4info = build_p4info(load_program(blob))
-    server = P4RuntimeServer(Device(device_id=1), "127.0.0.1:0").start()
-    channel = grpc.insecure_channel(server.address)
-    out: queue.Queue = queue.Queue()
+
+def _wait_serving(address: str, proc: subprocess.Popen, log: Path, timeout: float = 60) -> None:
+    channel = grpc.insecure_channel(address)
+    stub = p4r_grpc.P4RuntimeStub(channel)
+    end = time.monotonic() + timeout
     try:
-        stub = p4r_grpc.P4RuntimeStub(channel)
-        stream = stub.StreamChannel(iter(out.get, None))
-        out.put(p4r.StreamMessageRequest(arbitration=p4r.MasterArbitrationUpdate(
-            device_id=1, election_id=_u128(1))))
-        next(stream)
-        A = p4r.SetForwardingPipelineConfigRequest
-        stub.SetForwardingPipelineConfig(A(
-            device_id=1, election_id=_u128(1), action=A.VERIFY_AND_COMMIT,
-            config=p4r.ForwardingPipelineConfig(p4info=p4info, p4_device_config=blob)))
-
-        def write(updates):
-            stub.Write(p4r.WriteRequest(device_id=1, election_id=_u128(1), updates=updates))
-
-        inserts = [_lpm_update(p4info, i) for i in range(N_ENTRIES)]
-        deletes = [p4r.Update(type=p4r.Update.DELETE, entity=u.entity) for u in inserts]
-        single, batched = [], []
-        for _ in range(ROUNDS):  # the table holds 1024 entries: insert, then empty it
-            t0 = time.perf_counter()
-            for u in inserts:
-                write([u])
-            single.append(N_ENTRIES / (time.perf_counter() - t0))
-            write(deletes)
-            t0 = time.perf_counter()
-            for i in range(0, N_ENTRIES, BATCH):
-                write(inserts[i:i + BATCH])
-            batched.append(N_ENTRIES / (time.perf_counter() - t0))
-            write(deletes)
-        stream.cancel()
+        while time.monotonic() < end:
+            if proc.poll() is not None:
+                raise RuntimeError(f"switch exited: {log.read_text()[-2000:]}")
+            try:
+                stub.Capabilities(p4r.CapabilitiesRequest(), timeout=1)
+                return
+            except grpc.RpcError:
+                time.sleep(0.1)
+        raise RuntimeError(f"switch does not answer on {address}")
     finally:
-        out.put(None)
         channel.close()
-        server.stop(0)
-    s, b = statistics.median(single), statistics.median(batched)
-    print(f"p4runtime_writes_single_per_s {s:.0f}  (1 table entry per WriteRequest, median of {ROUNDS})")
-    print(f"p4runtime_writes_batched_per_s {b:.0f}  ({BATCH} entries per WriteRequest)")
-    print(f"p4runtime_batching_speedup {b / s:.1f}x")
+
+
+class Target:
+    """A switch process serving P4Runtime, and what to program it with."""
+
+    def __init__(self, name: str, cmd: list[str], address: str, p4info, device_config: bytes,
+                 tmp: Path) -> None:
+        self.name, self.address = name, address
+        self.p4info, self.device_config = p4info, device_config
+        self.log = tmp / f"{name}.log"
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL,
+                                     stderr=open(self.log, "w"))
+        _wait_serving(address, self.proc, self.log)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+def softswitch_target(tmp: Path) -> Target:
+    blob = device_config_from_file(PROG)
+    address = f"127.0.0.1:{_free_port()}"
+    cmd = [sys.executable, "-m", "softswitch.runner", "--no-p4", "--device-id", "1",
+           "--grpc-addr", address, "--log-level", "warning"]
+    return Target("softswitch", cmd, address, build_p4info(load_program(blob)), blob, tmp)
+
+
+def bmv2_target(tmp: Path) -> Target | str:
+    """BMv2 simple_switch_grpc running the program compiled by p4c, or why it cannot run."""
+    from google.protobuf import text_format
+
+    missing = [t for t in ("simple_switch_grpc", "p4c-bm2-ss") if shutil.which(t) is None]
+    if missing:
+        return f"{' and '.join(missing)} not on PATH"
+    out = subprocess.run(["p4c-bm2-ss", "--p4runtime-files", str(tmp / "prog.p4info.txtpb"),
+                          "-o", str(tmp / "prog.json"), str(PROG)], capture_output=True, text=True)
+    if out.returncode != 0:
+        return f"p4c-bm2-ss failed: {out.stderr.strip()[-500:]}"
+    from finsy.proto import p4i
+
+    p4info = text_format.Parse((tmp / "prog.p4info.txtpb").read_text(), p4i.P4Info())
+    port = _free_port()
+    cmd = ["simple_switch_grpc", "--no-p4", "--device-id", "1", "--thrift-port", str(_free_port()),
+           "--", "--grpc-server-addr", f"127.0.0.1:{port}", "--cpu-port", "255"]
+    return Target("bmv2", cmd, f"127.0.0.1:{port}", p4info, (tmp / "prog.json").read_bytes(), tmp)
+
+
+class WriteClient:
+    """The one client both targets are measured with: primary, pipeline set."""
+
+    def __init__(self, target: Target) -> None:
+        import queue
+
+        self.channel = grpc.insecure_channel(target.address)
+        self.stub = p4r_grpc.P4RuntimeStub(self.channel)
+        self._out: queue.Queue = queue.Queue()
+        self.stream = self.stub.StreamChannel(iter(self._out.get, None))
+        self._out.put(p4r.StreamMessageRequest(arbitration=p4r.MasterArbitrationUpdate(
+            device_id=1, election_id=_u128(1))))
+        next(self.stream)
+        A = p4r.SetForwardingPipelineConfigRequest
+        self.stub.SetForwardingPipelineConfig(A(
+            device_id=1, election_id=_u128(1), action=A.VERIFY_AND_COMMIT,
+            config=p4r.ForwardingPipelineConfig(p4info=target.p4info,
+                                                p4_device_config=target.device_config)))
+        self.inserts = [_lpm_update(target.p4info, i) for i in range(N_ENTRIES)]
+        self.deletes = [p4r.Update(type=p4r.Update.DELETE, entity=u.entity) for u in self.inserts]
+
+    def write(self, updates) -> None:
+        self.stub.Write(p4r.WriteRequest(device_id=1, election_id=_u128(1), updates=updates))
+
+    def round(self) -> tuple[float, float]:
+        """(entries/s one per Write, entries/s BATCH per Write); the table ends empty."""
+        t0 = time.perf_counter()
+        for u in self.inserts:
+            self.write([u])
+        single = N_ENTRIES / (time.perf_counter() - t0)
+        self.write(self.deletes)
+        t0 = time.perf_counter()
+        for i in range(0, N_ENTRIES, BATCH):
+            self.write(self.inserts[i:i + BATCH])
+        batched = N_ENTRIES / (time.perf_counter() - t0)
+        self.write(self.deletes)
+        return single, batched
+
+    def close(self) -> None:
+        self._out.put(None)
+        self.stream.cancel()
+        self.channel.close()
+
+
+def bench_writes() -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="sspw-"))
+    targets: list[Target] = []
+    clients: dict[str, WriteClient] = {}
+    try:
+        targets.append(softswitch_target(tmp))
+        bmv2 = bmv2_target(tmp)
+        if isinstance(bmv2, str):
+            note = f"BMv2 column skipped: {bmv2}"
+        else:
+            targets.append(bmv2)
+            note = "BMv2: simple_switch_grpc, program compiled by p4c-bm2-ss"
+        for t in targets:
+            clients[t.name] = WriteClient(t)
+            clients[t.name].round()  # warm-up
+        rates: dict[str, list[tuple[float, float]]] = {t.name: [] for t in targets}
+        for _ in range(ROUNDS):  # alternate, so that both see the same machine load
+            for t in targets:
+                rates[t.name].append(clients[t.name].round())
+    finally:
+        for c in clients.values():
+            c.close()
+        for t in targets:
+            t.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    med = {name: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs))
+           for name, rs in rates.items()}
+    print(f"P4Runtime table writes per second (ipv4_lpm inserts, {N_ENTRIES} per round, median of "
+          f"{ROUNDS} rounds, one Python client, switch in its own process)")
+    print(f"{'':24s}{'softswitch':>12s}{'BMv2':>12s}{'ratio':>8s}")
+    ss = med["softswitch"]
+    bm = med.get("bmv2")
+    for i, label in enumerate(("one entry per Write", f"{BATCH} entries per Write")):
+        if bm:
+            print(f"{label:24s}{ss[i]:>12,.0f}{bm[i]:>12,.0f}{ss[i] / bm[i]:>7.2f}x")
+        else:
+            print(f"{label:24s}{ss[i]:>12,.0f}{'-':>12s}{'-':>8s}")
+    print(note)
 
 
 # ---- namespaces -------------------------------------------------------------------------------
@@ -318,6 +432,8 @@ def bench_link_events(flaps: int = 40) -> None:
 
 def main() -> int:
     bench_writes()
+    if "--writes-only" in sys.argv[1:]:
+        return 0
     if os.geteuid() != 0:
         print("namespace benchmarks skipped: need root")
         return 0

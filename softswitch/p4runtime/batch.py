@@ -126,19 +126,25 @@ def apply_batch(p: Pipeline, updates: Sequence[p4r.Update],
     return outcome
 
 
+@dataclass(frozen=True)
+class _Inserted:
+    update: p4r.Update
+
+
 class _UndoLog:
     """Inverses of the applied updates of a batch, computed before each is applied."""
 
     def __init__(self) -> None:
-        self._inverses: list[p4r.Update | None] = []
+        # an Update to apply, or an INSERT whose DELETE is built only if it is needed
+        self._inverses: list[p4r.Update | _Inserted | None] = []
 
-    def push(self, inverse: p4r.Update | None) -> None:
+    def push(self, inverse: p4r.Update | _Inserted | None) -> None:
         self._inverses.append(inverse)
 
-    def inverse(self, p: Pipeline, u: p4r.Update) -> p4r.Update | None:
-        """The update that restores the state `u` is about to change (None: it changes nothing)."""
+    def inverse(self, p: Pipeline, u: p4r.Update) -> p4r.Update | _Inserted | None:
+        """What restores the state `u` is about to change (None: it changes nothing)."""
         if u.type == Update.INSERT:
-            return Update(type=Update.DELETE, entity=u.entity)
+            return _Inserted(u)
         prior = _prior_state(p, u.entity, deleting=u.type == Update.DELETE)
         if prior is None:
             return None  # MODIFY/DELETE of a missing entity fails without changing anything
@@ -151,6 +157,8 @@ class _UndoLog:
         for inverse in reversed(self._inverses):
             if inverse is None:
                 continue
+            if isinstance(inverse, _Inserted):
+                inverse = Update(type=Update.DELETE, entity=inverse.update.entity)
             with guard:
                 try:
                     apply(p, inverse)

@@ -58,6 +58,7 @@ class Device:
         self._build_p4info = build_p4info or loader.build_p4info
         self._make_switch = make_switch or (lambda prog: loader.make_switch(prog, cpu_port))
         self.clock_ns = clock_ns
+        self.digests_pending = threading.Event()
         # Wired by the gRPC layer and the runner.
         self.transmit: Callable[[int, bytes], None] = lambda port, data: None
         self.on_packet_in: Callable[[p4r.PacketIn], None] = lambda msg: None
@@ -248,6 +249,7 @@ class Device:
         members = [p4d.P4Data(bitstring=encode_uint(v)) for _, _, v in digest.fields]
         data = p4d.P4Data(**{"struct": p4d.P4StructLike(members=members)})
         self._send_digests(p.digests.add(self.clock_ns(), did, data.SerializeToString()))
+        self.digests_pending.set()  # wakes the timer that sends lists when they time out
 
     def flush_digests(self) -> int | None:
         """Send digest lists whose timeout passed; return the next deadline (ns) or None."""

@@ -33,6 +33,11 @@ class TableSchema:
     name: str = ""
     needs_priority: bool = False
     """True if a match field is ternary, range or optional (spec 9.1.1)."""
+    # Plain copies of P4Info values the write path reads for every update.
+    id: int = 0
+    key_index: dict[int, int] = field(default_factory=dict)  # match field id -> position
+    is_const: bool = False
+    direct: bool = True  # actions in entries (no action profile)
 
 
 class Schema:
@@ -42,15 +47,18 @@ class Schema:
         self.info = info
         self.tables: dict[int, TableSchema] = {}
         for t in info.tables:
-            ts = TableSchema(t, name=t.preamble.name)
+            ts = TableSchema(t, name=t.preamble.name, id=t.preamble.id, is_const=t.is_const_table,
+                             direct=t.implementation_id == 0)
             for f in t.match_fields:
                 ts.fields[f.id] = f
+                ts.key_index[f.id] = len(ts.keys)
                 ts.keys.append((f.id, f.name, f.bitwidth, MATCH_KINDS.get(f.match_type)))
             ts.needs_priority = any(k[3] in ("ternary", "range", "optional") for k in ts.keys)
             for ref in t.action_refs:
                 ts.action_scopes[ref.id] = ref.scope
             self.tables[t.preamble.id] = ts
         self.actions = {a.preamble.id: a for a in info.actions}
+        self.action_ids = {a.preamble.name: a.preamble.id for a in info.actions}
         self.action_params = {
             a.preamble.id: {p.id: p for p in a.params} for a in info.actions
         }

@@ -55,7 +55,7 @@ class ServerLimits:
     """Bytes of those messages on one stream."""
     workers: int = 4
     """Threads for compiling configs, Reads and large Write batches."""
-    inline_updates: int = 64
+    inline_updates: int = 256
     """Write batches up to this size run on the event loop when the device is free."""
 
 
@@ -425,6 +425,7 @@ class P4RuntimeServer:
             return
         self._stopped = True
         self._stop.set()
+        self.device.digests_pending.set()
         try:
             self._call(self._server.stop(grace), timeout=grace + 30)
         finally:
@@ -436,8 +437,18 @@ class P4RuntimeServer:
         self._loop_thread.join(10)
 
     def _digest_timer(self) -> None:
-        while not self._stop.wait(0.002):
+        """Send digest lists when their max_timeout passes; sleeps while none is pending."""
+        device = self.device
+        timeout = 1.0
+        while not self._stop.is_set():
+            device.digests_pending.wait(timeout)
+            device.digests_pending.clear()
             try:
-                self.device.flush_digests()
+                deadline = device.flush_digests()
             except Exception:
                 log.exception("digest flush failed")
+                deadline = None
+            if deadline is None:
+                timeout = 1.0
+            else:
+                timeout = min(1.0, max(0.0005, (deadline - device.clock_ns()) / 1e9))
