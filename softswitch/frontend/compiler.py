@@ -37,14 +37,16 @@ def compile_source(text: str, filename: str = "<string>", include_dirs=(), defin
     `self_contained` (a P4Runtime device config): only the shipped core.p4 and
     v1model.p4 may be included, and no file is read (see preprocess.py).
     """
-    # tree walks recurse per nesting level; allow long expression chains, and report
-    # anything deeper as an error rather than crash
-    old_limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old_limit, 5000))
-    try:
-        return _compile(text, filename, include_dirs, defines, base_dir, self_contained)
-    finally:
-        sys.setrecursionlimit(old_limit)
+    # Tree walks recurse per nesting level, which limits.py bounds (syntax depth 1,000).
+    # The interpreter-wide limit is only ever raised, never restored: compilations run
+    # in several threads at once (the P4Runtime server's pool), and restoring it in one
+    # would cut another short.
+    if sys.getrecursionlimit() < _RECURSION_LIMIT:
+        sys.setrecursionlimit(_RECURSION_LIMIT)
+    return _compile(text, filename, include_dirs, defines, base_dir, self_contained)
+
+
+_RECURSION_LIMIT = 5000
 
 
 def _compile(text, filename, include_dirs, defines, base_dir, self_contained) -> Program:
