@@ -45,6 +45,8 @@ _MESSAGE_CAP = 600  # characters of a status message (grpc-message shares the me
 class ServerLimits:
     """Bounds of the P4Runtime server (docs/softswitch-p4runtime.md)."""
 
+    rpcs: int = 1024
+    """RPCs in progress at once (streams included); gRPC refuses more with RESOURCE_EXHAUSTED."""
     streams: int = 256
     """Open StreamChannels in all; more are refused with RESOURCE_EXHAUSTED (spec 5.3)."""
     streams_per_host: int = 128
@@ -278,9 +280,9 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):
                     if kind == "arbitration":
                         self._on_arbitration(stream, req.arbitration)
                     elif kind == "packet":
-                        self._on_packet_out(stream, req.packet)
+                        await self._on_packet_out(stream, req.packet)
                     elif kind == "digest_ack":
-                        self._on_digest_ack(stream, req.digest_ack)
+                        await self._on_digest_ack(stream, req.digest_ack)
                     else:
                         raise P4RuntimeError(
                             grpc.StatusCode.UNIMPLEMENTED, f"stream message {kind} is not supported"
@@ -357,17 +359,27 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):
                     log.warning("switch=%s stream_queue_full peer=%s %s=%d (the client does not "
                                 "read its stream fast enough)", self.name, s.peer, counter, n)
 
-    def _on_packet_out(self, stream: Stream, pkt: p4r.PacketOut) -> None:
+    async def _on_packet_out(self, stream: Stream, pkt: p4r.PacketOut) -> None:
         if self.arbitration.stream_role(stream) is None:
             raise P4RuntimeError(grpc.StatusCode.FAILED_PRECONDITION, "PacketOut before arbitration")
         if not self.arbitration.is_primary_stream(stream):
             raise P4RuntimeError(grpc.StatusCode.PERMISSION_DENIED, "only the primary may send PacketOut")
-        self.device.packet_out(pkt)
+        await self._engine_call(self.device.packet_out, pkt)
 
-    def _on_digest_ack(self, stream: Stream, ack: p4r.DigestListAck) -> None:
+    async def _on_digest_ack(self, stream: Stream, ack: p4r.DigestListAck) -> None:
         if not self.arbitration.is_primary_stream(stream):
             raise P4RuntimeError(grpc.StatusCode.PERMISSION_DENIED, "only the primary may ack digests")
-        self.device.digest_ack(ack)
+        await self._engine_call(self.device.digest_ack, ack)
+
+    async def _engine_call(self, fn, *args):
+        """Run work that takes the engine lock: on the loop when it is free (the usual case:
+        packets hold it for microseconds), in the pool when a Read or a pipeline switch holds it."""
+        if self.device.lock.acquire(blocking=False):
+            try:
+                return fn(*args)
+            finally:
+                self.device.lock.release()
+        return await self._loop.run_in_executor(self._pool, fn, *args)
 
 
 class P4RuntimeServer:
@@ -408,7 +420,8 @@ class P4RuntimeServer:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
 
     async def _bind(self, address: str) -> int:
-        self._server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])  # a busy port fails
+        self._server = grpc.aio.server(options=[("grpc.so_reuseport", 0)],  # a busy port fails
+                                       maximum_concurrent_rpcs=self.limits.rpcs)
         p4r_grpc.add_P4RuntimeServicer_to_server(self.service, self._server)
         gnmi_grpc.add_gNMIServicer_to_server(self.gnmi, self._server)
         return self._server.add_insecure_port(address)
