@@ -11,9 +11,58 @@ from softswitch.p4runtime.pipeline import Pipeline
 from softswitch.p4runtime.schema import TableSchema
 
 
-def match_keys(t: TableSchema, matches) -> tuple[list, tuple]:
+def match_keys(t: TableSchema, matches) -> tuple[tuple, tuple]:
     """Engine match values in key order (omitted fields as the engine's canonical
-    wildcards), plus a canonical identity of the match; the spec's validation (9.1.1)."""
+    wildcards), twice (as the values and as the entry's canonical identity); the
+    spec's validation (9.1.1)."""
+    fast = t.fast_key
+    if fast is None:
+        fast = t.fast_key = _fast_key_decoder(t)
+    key = fast(matches)
+    if key is None:  # not the common shape: the general decoder, with its precise errors
+        key = _match_keys_checked(t, matches)
+    return key, key
+
+
+def _fast_key_decoder(t: TableSchema):
+    """A decoder for the usual request: every field given, in P4Info order, valid.
+    It returns None for anything else, which the general decoder then handles (and
+    refuses with the precise error), so both accept exactly the same requests."""
+    plan = []
+    for fid, _fname, w, kind in t.keys:
+        if kind not in ("exact", "lpm"):
+            return lambda matches: None
+        plan.append((fid, w, (w + 7) >> 3, kind))
+    n = len(plan)
+
+    def decode(matches):
+        if len(matches) != n:
+            return None
+        out = []
+        for m, (fid, w, nbytes, kind) in zip(matches, plan, strict=True):
+            if m.field_id != fid or m.WhichOneof("field_match_type") != kind:
+                return None
+            if kind == "exact":
+                raw = m.exact.value
+                v = int.from_bytes(raw, "big")
+                if not raw or len(raw) > nbytes or v >> w:
+                    return None
+                out.append(Exact(v))
+            else:
+                lpm = m.lpm
+                raw = lpm.value
+                plen = lpm.prefix_len
+                v = int.from_bytes(raw, "big")
+                if not raw or len(raw) > nbytes or v >> w or not 0 < plen <= w \
+                        or v & ((1 << (w - plen)) - 1):
+                    return None
+                out.append(Lpm(v, plen))
+        return tuple(out)
+
+    return decode
+
+
+def _match_keys_checked(t: TableSchema, matches) -> tuple:
     given: list = [None] * len(t.keys)
     index = t.key_index
     for m in matches:
@@ -66,7 +115,7 @@ def match_keys(t: TableSchema, matches) -> tuple[list, tuple]:
             keys.append(Range(lo, hi))
         else:
             keys.append(Optional(_uint(m.optional.value, w, t, fname)))
-    return keys, tuple(keys)
+    return tuple(keys)
 
 
 _WILDCARD = {
@@ -91,6 +140,24 @@ def _uint(data: bytes, w: int, t: TableSchema, fname: str, part: str = "") -> in
 
 def action_args(p: Pipeline, action: p4r.Action, where: str) -> tuple[str, list[int]]:
     """(action name, args in param order) of a P4Runtime Action, validated against P4Info."""
+    fast = p.schema.fast_actions.get(action.action_id)
+    if fast is not None:
+        aname, plan = fast
+        params = action.params
+        if len(params) == len(plan):  # the usual request: every param, in order, valid
+            values = []
+            for prm, (pid, w, nbytes) in zip(params, plan, strict=True):
+                raw = prm.value
+                v = int.from_bytes(raw, "big")
+                if prm.param_id != pid or not raw or len(raw) > nbytes or v >> w:
+                    break
+                values.append(v)
+            else:
+                return aname, values
+    return _action_args_checked(p, action, where)
+
+
+def _action_args_checked(p: Pipeline, action: p4r.Action, where: str) -> tuple[str, list[int]]:
     spec = p.schema.action_specs.get(action.action_id)
     if spec is None:
         p.schema.action(action.action_id)  # raises NOT_FOUND

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from finsy.proto import p4i
 
@@ -38,6 +39,7 @@ class TableSchema:
     key_index: dict[int, int] = field(default_factory=dict)  # match field id -> position
     is_const: bool = False
     direct: bool = True  # actions in entries (no action profile)
+    fast_key: Any = None  # codec's decoder for the usual request, built on first use
 
 
 class Schema:
@@ -65,6 +67,12 @@ class Schema:
         # action id -> (name, {param id: (name, bitwidth)}) as plain values, for the write path
         self.action_specs = {
             a.preamble.id: (a.preamble.name, {p.id: (p.name, p.bitwidth) for p in a.params})
+            for a in info.actions
+        }
+        # action id -> (name, [(param id, bitwidth, byte width)] in order), for the fast path
+        self.fast_actions = {
+            a.preamble.id: (a.preamble.name, [(p.id, p.bitwidth, (p.bitwidth + 7) >> 3)
+                                              for p in a.params])
             for a in info.actions
         }
         self.profiles = {p.preamble.id: p for p in info.action_profiles}
