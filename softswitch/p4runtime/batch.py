@@ -126,9 +126,13 @@ def apply_batch(p: Pipeline, updates: Sequence[p4r.Update],
     return outcome
 
 
-@dataclass(frozen=True)
 class _Inserted:
-    update: p4r.Update
+    """An applied INSERT: its inverse (a DELETE) is built only if the batch is undone."""
+
+    __slots__ = ("update",)
+
+    def __init__(self, update: p4r.Update) -> None:
+        self.update = update
 
 
 class _UndoLog:
