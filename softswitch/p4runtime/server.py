@@ -148,6 +148,10 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):
                 self.device.control.release()
         return await self._loop.run_in_executor(self._pool, fn, *args)
 
+    async def _internal(self, context, rpc: str, exc: Exception) -> None:
+        log.error("switch=%s rpc=%s failed_internally", self.name, rpc, exc_info=exc)
+        await context.abort(grpc.StatusCode.INTERNAL, _cap(f"internal error: {exc}"))
+
     # ---- unary RPCs ------------------------------------------------------------------
 
     async def Capabilities(self, request, context):
@@ -170,6 +174,8 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):
                                               inline=len(updates) <= self.limits.inline_updates)
         except P4RuntimeError as exc:
             await context.abort(exc.code, _cap(exc.message))
+        except Exception as exc:  # a server bug: reported, never a crash
+            await self._internal(context, "Write", exc)
         if outcome.aborted is not None:
             log.warning("switch=%s rpc=Write updates=%d aborted=%r", self.name, len(updates),
                         outcome.aborted.message[:200])
@@ -193,6 +199,8 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):
             entities = await self._device_call(self.device.read, request.entities)
         except P4RuntimeError as exc:
             await context.abort(exc.code, _cap(exc.message))
+        except Exception as exc:
+            await self._internal(context, "Read", exc)
         for i in range(0, max(len(entities), 1), _READ_CHUNK):  # stay below message size limits
             yield p4r.ReadResponse(entities=entities[i:i + _READ_CHUNK])
 
@@ -206,6 +214,8 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):
         except P4RuntimeError as exc:
             log.info("switch=%s rpc=SetForwardingPipelineConfig error=%r", self.name, str(exc))
             await context.abort(exc.code, _cap(exc.message))
+        except Exception as exc:
+            await self._internal(context, "SetForwardingPipelineConfig", exc)
         log.info("switch=%s rpc=SetForwardingPipelineConfig action=%s", self.name,
                  p4r.SetForwardingPipelineConfigRequest.Action.Name(request.action))
         return p4r.SetForwardingPipelineConfigResponse()
