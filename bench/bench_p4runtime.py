@@ -187,15 +187,26 @@ def bench_writes() -> None:
     clients: dict[str, WriteClient] = {}
     try:
         targets.append(softswitch_target(tmp))
-        bmv2 = bmv2_target(tmp)
+        try:
+            bmv2 = bmv2_target(tmp)
+        except (RuntimeError, OSError) as exc:
+            bmv2 = f"it did not start: {exc}"
         if isinstance(bmv2, str):
             note = f"BMv2 column skipped: {bmv2}"
         else:
             targets.append(bmv2)
             note = "BMv2: simple_switch_grpc, program compiled by p4c-bm2-ss"
-        for t in targets:
-            clients[t.name] = WriteClient(t)
-            clients[t.name].round()  # warm-up
+        for t in list(targets):
+            try:
+                clients[t.name] = WriteClient(t)
+                clients[t.name].round()  # warm-up
+            except grpc.RpcError as exc:
+                if t.name == "softswitch":
+                    raise
+                note = f"BMv2 column skipped: {exc.code().name} {exc.details()}"
+                clients.pop(t.name, None)
+                targets.remove(t)
+                t.stop()
         rates: dict[str, list[tuple[float, float]]] = {t.name: [] for t in targets}
         for _ in range(ROUNDS):  # alternate, so that both see the same machine load
             for t in targets:
