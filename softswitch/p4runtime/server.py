@@ -87,6 +87,7 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):
         self._pool = pool
         self.arbitration = Arbitration()  # touched on the event loop only
         self._primaries: tuple[Stream, ...] = ()  # snapshot read by the packet threads
+        self._primary_id: int | None = None
         self._open_by_host: dict[str, int] = {}
         self._open = 0
         self._stats_lock = threading.Lock()
@@ -131,7 +132,7 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):
             raise P4RuntimeError(
                 grpc.StatusCode.PERMISSION_DENIED, "request has no election id; only the primary may write"
             )
-        if not self.arbitration.is_primary("", election_id):
+        if election_id != self._primary_id:  # kept current by _refresh_primaries
             primary = self.arbitration.primary("")
             raise P4RuntimeError(
                 grpc.StatusCode.PERMISSION_DENIED,
@@ -344,8 +345,12 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):
         self._deliver_notices(notices)
 
     def _refresh_primaries(self) -> None:
+        """Snapshots of the primary after an arbitration change: its stream(s) for the
+        packet threads, its election id for the Write path (O(1) per request)."""
         self._primaries = tuple(s for s in self.arbitration.streams()
                                 if self.arbitration.is_primary_stream(s))
+        primary = self.arbitration.primary("")
+        self._primary_id = primary[1] if primary is not None else None
 
     def _deliver_notices(self, notices: list[Notice]) -> None:
         for n in notices:
