@@ -14,7 +14,9 @@
    the switch port's link callback.
 
 Parts 2-4 need root (network namespaces, veths); without it they are skipped.
-Run: `.venv/bin/python bench/bench_p4runtime.py [--writes-only]`.
+Run: `.venv/bin/python bench/bench_p4runtime.py [--writes-only] [--baseline CHECKOUT]`
+(`--baseline`: a checkout of another version, e.g. `git worktree add /tmp/base REV`,
+measured in the same alternating rounds).
 """
 
 from __future__ import annotations
@@ -92,11 +94,11 @@ class Target:
     """A switch process serving P4Runtime, and what to program it with."""
 
     def __init__(self, name: str, cmd: list[str], address: str, p4info, device_config: bytes,
-                 tmp: Path) -> None:
+                 tmp: Path, cwd: Path = ROOT) -> None:
         self.name, self.address = name, address
         self.p4info, self.device_config = p4info, device_config
         self.log = tmp / f"{name}.log"
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL,
+        self.proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL,
                                      stderr=open(self.log, "w"))
         _wait_serving(address, self.proc, self.log)
 
@@ -109,12 +111,13 @@ class Target:
                 self.proc.kill()
 
 
-def softswitch_target(tmp: Path) -> Target:
+def softswitch_target(tmp: Path, checkout: Path = ROOT, name: str = "softswitch") -> Target:
+    """`softswitch run` of this checkout, or of another one (to compare versions)."""
     blob = device_config_from_file(PROG)
     address = f"127.0.0.1:{_free_port()}"
     cmd = [sys.executable, "-m", "softswitch.runner", "--no-p4", "--device-id", "1",
            "--grpc-addr", address, "--log-level", "warning"]
-    return Target("softswitch", cmd, address, build_p4info(load_program(blob)), blob, tmp)
+    return Target(name, cmd, address, build_p4info(load_program(blob)), blob, tmp, cwd=checkout)
 
 
 def bmv2_target(tmp: Path) -> Target | str:
@@ -181,12 +184,15 @@ class WriteClient:
         self.channel.close()
 
 
-def bench_writes() -> None:
+def bench_writes(baseline: Path | None = None) -> None:
+    """Writes/s of softswitch, BMv2 when installed and, if given, another checkout's softswitch."""
     tmp = Path(tempfile.mkdtemp(prefix="sspw-"))
     targets: list[Target] = []
     clients: dict[str, WriteClient] = {}
     try:
         targets.append(softswitch_target(tmp))
+        if baseline is not None:
+            targets.append(softswitch_target(tmp, baseline, "baseline"))
         try:
             bmv2 = bmv2_target(tmp)
         except (RuntimeError, OSError) as exc:
@@ -230,6 +236,10 @@ def bench_writes() -> None:
         else:
             print(f"{label:24s}{ss[i]:>12,.0f}{'-':>12s}{'-':>8s}")
     print(note)
+    if "baseline" in med:
+        base = med["baseline"]
+        print(f"baseline ({baseline}): {base[0]:,.0f} and {base[1]:,.0f} writes/s; this checkout "
+              f"/ baseline: {ss[0] / base[0]:.2f}x and {ss[1] / base[1]:.2f}x")
 
 
 # ---- namespaces -------------------------------------------------------------------------------
@@ -442,8 +452,15 @@ def bench_link_events(flaps: int = 40) -> None:
 
 
 def main() -> int:
-    bench_writes()
-    if "--writes-only" in sys.argv[1:]:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--writes-only", action="store_true", help="only the P4Runtime write rates")
+    ap.add_argument("--baseline", type=Path, metavar="CHECKOUT",
+                    help="also measure the softswitch of another checkout in the same rounds")
+    args = ap.parse_args()
+    bench_writes(args.baseline)
+    if args.writes_only:
         return 0
     if os.geteuid() != 0:
         print("namespace benchmarks skipped: need root")
