@@ -13,6 +13,7 @@ from lark.lexer import Lexer
 from . import ast as A
 from .diagnostics import Reporter
 from .lexer import LexError, Tok, tokenize
+from .limits import check_syntax_depth, check_tokens
 from .preprocess import Preprocessed
 
 _GRAMMAR = Path(__file__).with_name("p4.lark")
@@ -74,6 +75,8 @@ def parse(pre: Preprocessed, reporter: Reporter) -> A.P4Program | None:
     except LexError as exc:
         reporter.error(pre.loc(exc.line, exc.col), str(exc))
         return None
+    if not check_tokens(toks, pre.loc, reporter):
+        return None
     parser = _parser()
     # Parse top-level declarations in separate runs, so that a syntax error in one is
     # reported and the others are still parsed: several errors per run, no cascades.
@@ -90,6 +93,8 @@ def parse(pre: Preprocessed, reporter: Reporter) -> A.P4Program | None:
                            "syntax error")
             failed = True
     if failed:
+        return None
+    if not all([check_syntax_depth(t, pre.loc, reporter) for t in trees]):
         return None
     tree = trees[0] if len(trees) == 1 else _merge(trees)
     builder = _Builder(pre, reporter)
@@ -187,7 +192,22 @@ def parse_int(text: str) -> tuple[int, int | None, bool]:
     if len(body) > 1 and body[0] == "0" and body[1] in "xXbBoOdD":
         base = {"x": 16, "b": 2, "o": 8, "d": 10}[body[1].lower()]
         body = body[2:]
+    if base == 10 and len(body) > _DECIMAL_CHUNK:
+        return _long_decimal(body), width, signed
     return int(body, base), width, signed
+
+
+_DECIMAL_CHUNK = 4000  # CPython converts at most 4,300 decimal digits in one int() call
+
+
+def _long_decimal(digits: str) -> int:
+    """int() of a decimal literal longer than CPython's conversion limit (its length is
+    bounded by limits.check_tokens first)."""
+    value = 0
+    for i in range(0, len(digits), _DECIMAL_CHUNK):
+        chunk = digits[i:i + _DECIMAL_CHUNK]
+        value = value * 10 ** len(chunk) + int(chunk)
+    return value
 
 
 def _unescape(s: str) -> str:
