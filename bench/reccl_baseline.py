@@ -1,0 +1,93 @@
+"""Baselines measured in the same run as the ReCCL benchmarks: plain Python streams.
+
+`tcp_stream` is the reference the issue names: one process `sendall`s a buffer
+over a loopback TCP connection, another `recv_into`s it. `udp_stream` is the
+same with datagrams of a given size (no reliability at all), the upper bound
+of any transport that sends one datagram per Python call.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import socket
+import time
+
+
+def _tcp_sink(port_q, total: int, block: int) -> None:
+    srv = socket.create_server(("127.0.0.1", 0))
+    port_q.put(srv.getsockname()[1])
+    conn, _ = srv.accept()
+    buf = bytearray(block)
+    mv = memoryview(buf)
+    got = 0
+    while got < total:
+        n = conn.recv_into(mv)
+        if not n:
+            break
+        got += n
+    conn.sendall(b"k")
+    conn.close()
+    srv.close()
+
+
+def tcp_stream(total: int = 512 << 20, block: int = 4 << 20) -> float:
+    """Bytes/s of one Python sendall stream between two processes over loopback TCP."""
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    p = ctx.Process(target=_tcp_sink, args=(q, total, block), daemon=True)
+    p.start()
+    port = q.get(timeout=30)
+    s = socket.create_connection(("127.0.0.1", port))
+    data = memoryview(bytes(block))
+    t0 = time.perf_counter()
+    sent = 0
+    while sent < total:
+        s.sendall(data)
+        sent += block
+    s.recv(1)  # the receiver has everything
+    dt = time.perf_counter() - t0
+    s.close()
+    p.join(timeout=10)
+    return total / dt
+
+
+def _udp_sink(port_q, total: int, size: int, done_q) -> None:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 32 << 20)
+    s.bind(("127.0.0.1", 0))
+    s.settimeout(1.0)
+    port_q.put(s.getsockname()[1])
+    buf = bytearray(65536)
+    got = 0
+    first = None
+    last = None
+    try:
+        while got < total:
+            n = s.recv_into(buf)
+            last = time.perf_counter()
+            first = first or last
+            got += n
+    except TimeoutError:
+        pass
+    done_q.put((got, first, last))
+
+
+def udp_stream(total: int = 256 << 20, size: int = 8192) -> tuple[float, float]:
+    """(bytes/s received, fraction lost) of Python sendto of `size`-byte datagrams, paced
+    only by the socket buffer."""
+    ctx = mp.get_context("spawn")
+    q, done = ctx.Queue(), ctx.Queue()
+    p = ctx.Process(target=_udp_sink, args=(q, total, size, done), daemon=True)
+    p.start()
+    port = q.get(timeout=30)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 8 << 20)
+    data = bytes(size)
+    addr = ("127.0.0.1", port)
+    for _ in range(total // size):
+        s.sendto(data, addr)
+    got, first, last = done.get(timeout=60)
+    p.join(timeout=10)
+    s.close()
+    rate = got / (last - first) if first and last and last > first else 0.0
+    return rate, 1 - got / total
