@@ -66,6 +66,8 @@ class SimNet:
         self.rng = random.Random(self.seed)
         self.t = [Transport(r, self.topo, self.opts, 0.0) for r in range(self.topo.world)]
         self.down: set[tuple[int, int]] = set()
+        self.oneway: set[tuple[int, int, int]] = set()
+        """(src, dst, rail) directions that carry nothing (a one-way gray failure)."""
         self.open: dict[tuple[int, int, int], bool] = {}
         """(rank, neighbour, rail) -> this end of the link is open."""
         self.queues: dict[tuple[int, int, int], deque] = {}
@@ -152,7 +154,8 @@ class SimNet:
 
     def _connect(self, me: int, link: tuple[int, int]) -> None:
         nbr, rail = link
-        if self.blocked(me, nbr, rail):
+        if self.blocked(me, nbr, rail) or (me, nbr, rail) in self.oneway or \
+                (nbr, me, rail) in self.oneway:
             self._at(self.now + self.connect_timeout,
                      lambda: self._run(me, self.t[me].connect_failed(link, "timed out",
                                                                      self.now)))
@@ -185,7 +188,7 @@ class SimNet:
             if not q:
                 continue
             src, dst, rail = key
-            if self.blocked(src, dst, rail):
+            if self.blocked(src, dst, rail) or key in self.oneway:
                 continue
             at = max(q[0][0], self.stalled.get(dst, 0.0))
             if best is None or at < best[0]:

@@ -54,9 +54,9 @@ class TransportOptions:
     """Payload bytes per DATA frame on NIC links (the unit of failover)."""
     ipc_chunk_size: int = 1 << 20
     """Payload bytes per DATA frame between ranks of one host."""
-    channel_window: int = 8 << 20
+    channel_window: int = 4 << 20
     """Unacknowledged bytes a channel of weight 1 may hold (scaled down by weight)."""
-    min_window: int = 1 << 20
+    min_window: int = 512 << 10
     """Unacknowledged bytes a channel may hold whatever its weight (keeps measuring it)."""
     recv_window: int = 256
     """Chunks the receiver buffers beyond its cumulative frontier (flow control)."""
@@ -276,7 +276,7 @@ class Transport:
                 conn.retx.popleft()
             if conn.retx:
                 chunk, queue = conn.retx[0], conn.retx
-            elif conn.pending and ((limit - conn.pending[0].seq) & 0xFFFFFFFF) - 1 < 0x7FFFFFFF:
+            elif conn.pending and 0 < ((limit - conn.pending[0].seq) & 0xFFFFFFFF) < 0x80000000:
                 chunk, queue = conn.pending[0], conn.pending
             else:
                 return
