@@ -5,22 +5,23 @@ from __future__ import annotations
 import json
 import logging
 import os
-import random
 import socket
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
+from . import auth, rendezvous
 from . import collectives as algo
-from .endpoint import Endpoint, open_ipc, open_udp
+from .endpoint import Endpoint, open_ipc_listener, open_listener
 from .errors import ReCCLError
 from .linkstate import interface_of
 from .ops import check_op, choose_algorithm
+from .rendezvous import KeyValueStore, RendezvousError
 from .store import StoreClient, StoreError, StoreServer
-from .topology import RankInfo, Topology
+from .topology import Topology
 from .transport import Event, TransportOptions
 
 log = logging.getLogger("reccl")
@@ -35,10 +36,13 @@ class CommOptions:
     """Transport tunables (chunk size, windows, timeouts)."""
     fail_stop: bool = False
     """Behave like today's libraries: abort on the first path failure (no failover)."""
-    timeout: float | None = 300.0
-    """Longest wait for one message inside an operation (None: no limit)."""
+    timeout: float | None = 600.0
+    """Longest wait for one message inside an operation (None: no limit). A peer that is
+    silent on every channel is slow, not failed: this watchdog, like NCCL's, decides."""
     store_timeout: float = 60.0
     """Longest wait for the other ranks at rendezvous."""
+    connect_timeout: float = 30.0
+    """Longest wait for the links to the other ranks after rendezvous."""
     watch_links: bool = True
     """Follow the NICs' link state through netlink."""
     port: int = 0
@@ -102,9 +106,10 @@ class _Tensor:
 class Communicator:
     """A rank's handle on the group: collectives, send/recv, events and statistics."""
 
-    def __init__(self, rank: int, world_size: int, store: str, *, host: str | None = None,
-                 nics: list[str] | None = None, options: CommOptions | None = None,
-                 group: str = "reccl", serve_store: bool = False,
+    def __init__(self, rank: int, world_size: int, store: str | KeyValueStore, *,
+                 host: str | None = None, nics: list[str] | None = None,
+                 options: CommOptions | None = None, group: str = "reccl",
+                 serve_store: bool = False, secret: str | bytes | None = None,
                  on_event: Callable[[Event], None] | None = None) -> None:
         if not 0 <= rank < world_size:
             raise ReCCLError(f"rank {rank} outside world size {world_size}")
@@ -112,17 +117,24 @@ class Communicator:
         self.options = options or CommOptions()
         self.host = host or socket.gethostname()
         nics = list(nics or ["127.0.0.1"])
-        self._server = StoreServer(store) if serve_store else None
-        self._store: StoreClient | None = None
         try:
-            self._store = StoreClient(self._server.address if self._server else store,
-                                      self.options.store_timeout)
-            self._setup(group, nics, on_event)
-        except (StoreError, OSError, ReCCLError) as e:
-            if self._store:
-                self._store.close()
-            if self._server:
-                self._server.close()
+            key = auth.secret_from_env(secret)
+        except auth.AuthError as e:
+            raise ReCCLError(f"rank {rank}: {e}", rank=rank) from None
+        self._server: StoreServer | None = None
+        self._own_store: StoreClient | None = None
+        try:
+            if isinstance(store, str):
+                if serve_store:
+                    self._server = StoreServer(store, secret=key)
+                self._own_store = StoreClient(self._server.address if self._server else store,
+                                              self.options.store_timeout, secret=key)
+                kv: KeyValueStore = self._own_store
+            else:
+                kv = store
+            self._setup(kv, group, nics, key, on_event)
+        except (StoreError, OSError, ReCCLError, RendezvousError) as e:
+            self._release_store()
             if isinstance(e, ReCCLError):
                 raise
             raise ReCCLError(f"rank {rank}: rendezvous failed: {e}", rank=rank) from None
@@ -132,7 +144,8 @@ class Communicator:
 
     @classmethod
     def from_env(cls, options: CommOptions | None = None, **kw: Any) -> Communicator:
-        """Build from RECCL_RANK, RECCL_WORLD_SIZE, RECCL_STORE, RECCL_HOST, RECCL_NICS."""
+        """Build from RECCL_RANK, RECCL_WORLD_SIZE, RECCL_STORE, RECCL_HOST, RECCL_NICS and
+        RECCL_SECRET (as reccl-run sets them)."""
         env = os.environ
         try:
             rank, world = int(env["RECCL_RANK"]), int(env["RECCL_WORLD_SIZE"])
@@ -146,40 +159,62 @@ class Communicator:
         return cls(rank, world, store, host=env.get("RECCL_HOST"), nics=nics,
                    options=options, group=env.get("RECCL_GROUP", "reccl"), **kw)
 
-    def _setup(self, group: str, nics: list[str], on_event: Callable | None) -> None:
-        st, r = self._store, self.rank
-        if r == 0:
-            st.set(f"{group}/session", str(random.getrandbits(31) | 1).encode())
-        session = int(st.get(f"{group}/session"))
-        socks = []
-        for rail, ip in enumerate(nics):
+    def _setup(self, kv: KeyValueStore, group: str, nics: list[str], secret: bytes,
+               on_event: Callable | None) -> None:
+        r, o = self.rank, self.options
+        session = rendezvous.claim(kv, group, r, self.size, o.store_timeout)
+        listeners = []
+        try:
+            for rail, ip in enumerate(nics):
+                try:
+                    listeners.append(open_listener(ip, o.port))
+                except OSError as e:
+                    raise ReCCLError(f"rank {r}: cannot use nic{rail} address {ip!r} "
+                                     f"(port {o.port}): {e}", rank=r) from None
+            ipc_name = f"reccl-{session:08x}-{r}"
             try:
-                socks.append(open_udp(ip, self.options.port))
+                ipc = open_ipc_listener(ipc_name)
             except OSError as e:
-                for s in socks:
-                    s.close()
-                raise ReCCLError(f"rank {r}: cannot use nic{rail} address {ip!r} "
-                                 f"(port {self.options.port}): {e}", rank=r) from None
-        ipc_name = f"reccl-{session:08x}-{r}"
-        ipc = open_ipc(ipc_name)
-        me = {"host": self.host, "nics": [list(s.getsockname()) for s in socks], "ipc": ipc_name}
-        st.set(f"{group}/rank/{r}", json.dumps(me).encode())
-        infos = []
-        for i in range(self.size):
-            d = json.loads(st.get(f"{group}/rank/{i}"))
-            infos.append(RankInfo(i, d["host"], tuple((a, int(p)) for a, p in d["nics"]),
-                                  d["ipc"]))
+                raise ReCCLError(f"rank {r}: intra-host socket {ipc_name!r} is taken ({e}); "
+                                 f"is rank {r} of this job running twice?", rank=r) from None
+        except ReCCLError:
+            for s in listeners:
+                s.close()
+            raise
+        me = rendezvous.Me(r, self.size, self.host, [list(s.getsockname()[:2])
+                                                     for s in listeners], ipc_name)
+        infos = rendezvous.exchange(kv, group, me, o.store_timeout)
         self.topology = Topology(infos)
-        ifnames = ([interface_of(ip) for ip in nics] if self.options.watch_links
-                   else [None] * len(nics))
-        topts = self.options.transport
-        if self.options.fail_stop and topts.failover:
-            from dataclasses import replace
+        ifnames = ([interface_of(ip) for ip in nics] if o.watch_links else [None] * len(nics))
+        topts = o.transport
+        if o.fail_stop and topts.failover:
             topts = replace(topts, failover=False)
-        self.endpoint = Endpoint(r, self.topology, session, topts, socks, ipc, ifnames,
-                                 on_event)
+        self.endpoint = Endpoint(r, self.topology, session, secret, topts, listeners, ipc,
+                                 ifnames, on_event)
         self.endpoint.start()
+        missing = self.endpoint.wait_connected(o.connect_timeout)
+        if missing:
+            reachable = {p for p in range(self.size) if p != r and any(
+                self.endpoint.inspect(lambda t, p=p: [t.usable(t.conns[p], cs)
+                                                      for cs in t.conns[p].channels]))}
+            cut_off = [p for p in range(self.size) if p != r and p not in reachable]
+            if cut_off:
+                self.endpoint.close()
+                raise ReCCLError(f"rank {r}: cannot connect to rank"
+                                 f"{'s' if len(cut_off) > 1 else ''} "
+                                 f"{', '.join(map(str, cut_off))} within {o.connect_timeout} s; "
+                                 f"links down: {'; '.join(missing)}", rank=r)
+            log.warning("rank %d: starting with links down (retrying): %s", r,
+                        "; ".join(missing))
         log.info("rank %d/%d on %s: nics %s (%s)", r, self.size, self.host, nics, ifnames)
+
+    def _release_store(self) -> None:
+        if self._own_store:
+            self._own_store.close()
+            self._own_store = None
+        if self._server:
+            self._server.close()
+            self._server = None
 
     # ------------------------------------------------------------- plumbing
 
@@ -337,9 +372,11 @@ class Communicator:
         return self.endpoint.inspect(lambda t: t.channel_stats())  # type: ignore[return-value]
 
     def counters(self) -> dict[str, int]:
-        """Datagrams ignored or relayed: foreign, malformed, misrouted, relayed, duplicates."""
+        """Frames and links refused or relayed: auth_failed (links without the job secret),
+        handshake_timeouts, malformed, misrouted, relayed, relay_dropped, duplicates,
+        overflow, resent, send_errors, links_accepted, links_connected."""
         out: dict[str, int] = self.endpoint.inspect(lambda t: dict(t.counters))  # type: ignore
-        out["send_errors"] = self.endpoint.send_errors
+        out.update(self.endpoint.counters)
         return out
 
     def events(self) -> list[Event]:
@@ -362,20 +399,16 @@ class Communicator:
         with self._lock:
             self._closed = True
         self.endpoint.flush(timeout)
-        threading.Event().wait(0.05)  # linger: answer the peers' last retransmissions
+        threading.Event().wait(0.05)  # linger: let the last acknowledgements leave
         self.endpoint.close()
-        self._store.close()
-        if self._server:
-            self._server.close()
+        self._release_store()
 
     def abort(self) -> None:
         """Release everything at once, without waiting for peers."""
         with self._lock:
             self._closed = True
         self.endpoint.close()
-        self._store.close()
-        if self._server:
-            self._server.close()
+        self._release_store()
 
     def __enter__(self) -> Communicator:
         return self

@@ -1,9 +1,12 @@
-"""The I/O side of a rank: sockets, the netlink link monitor and one I/O thread.
+"""The I/O side of a rank: listening sockets, authenticated links, netlink, one I/O thread.
 
 Everything protocol-related happens in `reccl.transport.Transport`; this layer
-feeds it datagrams, link changes and clock ticks, executes the actions it
-returns (send a datagram, hand a message to a waiting receive, record an
-event), and blocks callers until their messages arrive.
+opens and accepts the links it asks for (TCP bound to one NIC per rail, a Unix
+stream socket between ranks of one host), authenticates every one with the job
+secret (`reccl.auth`) before a single frame of it reaches the transport, reads
+and writes length-prefixed frames without extra copies, feeds the transport
+link events, frames, carrier changes and clock ticks, and blocks callers until
+their messages arrive.
 """
 
 from __future__ import annotations
@@ -12,18 +15,25 @@ import errno
 import logging
 import selectors
 import socket
+import struct
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 
+from . import auth, wire
 from .errors import ReCCLError
 from .linkstate import LinkMonitor
 from .topology import Topology
 from .transport import (
+    IPC_LINK,
+    Close,
+    Connect,
     Deliver,
     Event,
+    Link,
     PeerFailed,
+    PeerRecovered,
     PeerUnreachable,
     Transmit,
     Transport,
@@ -31,8 +41,10 @@ from .transport import (
 )
 
 log = logging.getLogger("reccl.endpoint")
-MAX_DATAGRAM = 65535
-SOCKET_BUFFER = 8 << 20
+SOCKET_BUFFER = 4 << 20
+HANDSHAKE_TIMEOUT = 5.0
+READ_BUDGET = 8 << 20
+"""Bytes read from one socket per loop turn before the others get theirs."""
 
 
 def ipc_address(name: str) -> str:
@@ -40,60 +52,98 @@ def ipc_address(name: str) -> str:
     return "\0" + name
 
 
-def open_udp(ip: str, port: int = 0) -> socket.socket:
-    """A non-blocking UDP socket bound to one NIC address, with large buffers."""
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    _grow_buffers(s)
-    s.bind((ip, port))
-    s.setblocking(False)
-    return s
-
-
-def open_ipc(name: str) -> socket.socket:
-    """A non-blocking Unix datagram socket for the intra-host path."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    _grow_buffers(s)
-    s.bind(ipc_address(name))
-    s.setblocking(False)
-    return s
-
-
-def _grow_buffers(s: socket.socket) -> None:
+def _tune(s: socket.socket) -> None:
     for force, plain in ((33, socket.SO_RCVBUF), (32, socket.SO_SNDBUF)):  # SO_*BUFFORCE
         try:
             s.setsockopt(socket.SOL_SOCKET, force, SOCKET_BUFFER)
         except OSError:
-            s.setsockopt(socket.SOL_SOCKET, plain, SOCKET_BUFFER)
+            try:
+                s.setsockopt(socket.SOL_SOCKET, plain, SOCKET_BUFFER)
+            except OSError:
+                pass
+    if s.family == socket.AF_INET:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+def open_listener(ip: str, port: int = 0) -> socket.socket:
+    """A non-blocking TCP listener on one NIC address."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    _tune(s)
+    s.bind((ip, port))
+    s.listen(64)
+    s.setblocking(False)
+    return s
+
+
+def open_ipc_listener(name: str) -> socket.socket:
+    """A non-blocking Unix stream listener for the intra-host links."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(ipc_address(name))
+    s.listen(64)
+    s.setblocking(False)
+    return s
+
+
+class _Stream:
+    """One socket: handshake state, the frame being read, the frames waiting to be written."""
+
+    def __init__(self, sock: socket.socket, role: str, link: Link | None, deadline: float
+                 ) -> None:
+        self.sock = sock
+        self.role = role            # 'client' or 'server'
+        self.link = link            # known for clients; set by the handshake for servers
+        self.state = "connecting" if role == "client" else "hello"
+        self.deadline = deadline
+        self.nonce_c = b""
+        self.nonce_s = b""
+        self.hdr = bytearray(wire.HEADER.size)
+        self.hdr_got = 0
+        self.frame: bytearray | None = None
+        self.frame_got = 0
+        self.ctrl: deque = deque()
+        self.data: deque = deque()
+        self.cur: list[memoryview] = []
+        self.want_write = False
+
+    def pending(self) -> bool:
+        return bool(self.cur or self.ctrl or self.data)
 
 
 class Endpoint:
     """One rank's transport plus its sockets and I/O thread."""
 
-    def __init__(self, me: int, topo: Topology, session: int, opts: TransportOptions,
-                 nic_socks: list[socket.socket], ipc_sock: socket.socket,
-                 ifnames: list[str | None], on_event: Callable[[Event], None] | None = None,
+    def __init__(self, me: int, topo: Topology, session: int, secret: bytes,
+                 opts: TransportOptions, listeners: list[socket.socket],
+                 ipc_listener: socket.socket, ifnames: list[str | None],
+                 on_event: Callable[[Event], None] | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.me = me
         self.topo = topo
+        self.session = session
+        self.secret = secret
         self.clock = clock
-        self.transport = Transport(me, topo, session, opts, clock())
-        self.nic_socks = nic_socks
-        self.ipc_sock = ipc_sock
+        self.transport = Transport(me, topo, opts, clock())
+        self.listeners = listeners
+        self.ipc_listener = ipc_listener
         self.ifnames = ifnames
         self.on_event = on_event
         self.events: list[Event] = []
-        self.send_errors = 0
+        self.counters = {"auth_failed": 0, "handshake_timeouts": 0, "send_errors": 0,
+                         "links_accepted": 0, "links_connected": 0}
         self._lock = threading.Lock()
         self._mail = threading.Condition()
         self._box: dict[tuple[int, int], deque] = {}
         self._peer_error: dict[int, str] = {}
         self._blackhole: set[int] = set()
         self._outbox: deque = deque()
+        self._streams: dict[socket.socket, _Stream] = {}
+        self._links: dict[Link, _Stream] = {}
         self._stop = False
         self._sel = selectors.DefaultSelector()
-        for rail, s in enumerate(nic_socks):
-            self._sel.register(s, selectors.EVENT_READ, ("nic", rail))
-        self._sel.register(ipc_sock, selectors.EVENT_READ, ("ipc", -1))
+        for rail, s in enumerate(listeners):
+            self._sel.register(s, selectors.EVENT_READ, ("listen", rail))
+        self._sel.register(ipc_listener, selectors.EVENT_READ, ("listen", IPC_LINK))
         watched = [n for n in ifnames if n]
         self.links: LinkMonitor | None = None
         if watched:
@@ -104,50 +154,70 @@ class Endpoint:
                 log.warning("rank %d: no netlink link monitor (%s); timeouts only", me, e)
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
         self._sel.register(self._wake_r, selectors.EVENT_READ, ("wake", -1))
         self._thread = threading.Thread(target=self._loop, name=f"reccl-io-{me}", daemon=True)
 
     def start(self) -> None:
-        """Start the I/O thread; apply the NICs' current link state."""
-        if self.links:
-            now = self.clock()
-            with self._lock:
-                acts = []
+        """Apply the NICs' current link state, open this rank's links, start the I/O thread."""
+        now = self.clock()
+        with self._lock:
+            acts: list = []
+            if self.links:
                 for rail, name in enumerate(self.ifnames):
                     if name and not self.links.state.get(name, True):
                         acts += self.transport.set_nic(rail, False, now)
-                acts = self._transmit_all(acts)
-            self._execute(acts)
+            acts += self.transport.start(now)
+            rest = self._apply(acts, now)
+        self._execute(rest)
         self._thread.start()
+
+    def wait_connected(self, timeout: float) -> list[str]:
+        """Wait until every link is up; returns the links still down after `timeout`."""
+        end = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                down = [link for link, up in self.transport.links.items() if not up]
+            if not down or time.monotonic() >= end:
+                return [self._link_name(link) for link in down]
+            time.sleep(0.005)
+
+    def _link_name(self, link: Link) -> str:
+        nbr, rail = link
+        if rail == IPC_LINK:
+            return f"rank {self.me} <-ipc-> rank {nbr}"
+        return (f"rank {self.me} nic{rail} {self.topo.ranks[self.me].nics[rail][0]} -> rank "
+                f"{nbr} nic{rail} {self.topo.ranks[nbr].nics[rail][0]}:"
+                f"{self.topo.ranks[nbr].nics[rail][1]}")
 
     # ------------------------------------------------------------ user side
 
     def send(self, peer: int, tag: int, data: bytes | memoryview) -> None:
         """Queue a message; returns at once (delivery is the transport's job)."""
-        self._check_peer(peer)
         with self._lock:
             try:
                 acts = self.transport.send(peer, tag, data, self.clock())
             except PeerUnreachable as e:
                 raise ReCCLError(str(e), rank=self.me, peer=peer) from None
-            # The I/O thread sends: datagrams of one channel then leave from one thread
-            # (and mostly one CPU), which keeps veth/RPS from reordering them.
+            # The I/O thread writes: frames of one link then leave in transport order.
             was_empty = not self._outbox
             self._outbox.extend(acts)
         if was_empty and acts:
             self._wake()
 
-    def recv(self, peer: int, tag: int, timeout: float | None = None) -> bytes | bytearray:
-        """Wait for the message `tag` from `peer`."""
+    def recv(self, peer: int, tag: int, timeout: float | None = None
+             ) -> bytes | bytearray | memoryview:
+        """Wait for the message `tag` from `peer`; on timeout the error says what was last
+        heard from the peer on every channel."""
         key = (peer, tag)
-        deadline = None if timeout is None else time.monotonic() + timeout
+        start = time.monotonic()
+        deadline = None if timeout is None else start + timeout
         with self._mail:
             box = self._box.get(key)
             if box:
                 return self._take(key, box)
         with self._lock:
             self.transport.watch(peer, True, self.clock())
-        self._wake()
         try:
             with self._mail:
                 while True:
@@ -158,25 +228,21 @@ class Endpoint:
                         raise ReCCLError(self._peer_error[peer], rank=self.me, peer=peer)
                     left = None if deadline is None else deadline - time.monotonic()
                     if left is not None and left <= 0:
+                        with self._lock:
+                            heard = self.transport.describe_peer(peer, self.clock())
                         raise ReCCLError(f"rank {self.me}: timeout after {timeout} s waiting "
-                                         f"for message {tag:#x} from rank {peer}",
-                                         rank=self.me, peer=peer)
-                    self._mail.wait(left if left is not None else 1.0)
+                                         f"for message {tag:#x} from rank {peer} (slow or "
+                                         f"stopped peer); {heard}", rank=self.me, peer=peer)
+                    self._mail.wait(min(left, 1.0) if left is not None else 1.0)
         finally:
             with self._lock:
                 self.transport.watch(peer, False, self.clock())
 
-    def _take(self, key: tuple[int, int], box: deque) -> bytes | bytearray:
+    def _take(self, key: tuple[int, int], box: deque) -> bytes | bytearray | memoryview:
         data = box.popleft()
         if not box:
             del self._box[key]
         return data
-
-    def _check_peer(self, peer: int) -> None:
-        with self._mail:
-            err = self._peer_error.get(peer)
-        if err:
-            raise ReCCLError(err, rank=self.me, peer=peer)
 
     def inspect(self, fn: Callable[[Transport], object]) -> object:
         """Run fn on the transport under its lock (statistics, counters)."""
@@ -194,16 +260,18 @@ class Endpoint:
         return False
 
     def set_link(self, rail: int, up: bool, silent: bool = False) -> None:
-        """Fault injection for tests without root: black-hole a NIC (and tell the transport
-        unless `silent`, which leaves detection to the timeouts)."""
-        if up:
-            self._blackhole.discard(rail)
-        else:
-            self._blackhole.add(rail)
-        if not silent:
-            with self._lock:
-                acts = self._transmit_all(self.transport.set_nic(rail, up, self.clock()))
-            self._execute(acts)
+        """Fault injection without root: black-hole a NIC (nothing read or written on its
+        links, no new link on it), and tell the transport unless `silent`."""
+        with self._lock:
+            if up:
+                self._blackhole.discard(rail)
+            else:
+                self._blackhole.add(rail)
+            if not silent:
+                rest = self._apply(self.transport.set_nic(rail, up, self.clock()), self.clock())
+            else:
+                rest = []
+        self._execute(rest)
         self._wake()
 
     def close(self) -> None:
@@ -212,7 +280,9 @@ class Endpoint:
         self._wake()
         if self._thread.is_alive():
             self._thread.join(timeout=5)
-        for s in (*self.nic_socks, self.ipc_sock, self._wake_r, self._wake_w):
+        for st in list(self._streams.values()):
+            st.sock.close()
+        for s in (*self.listeners, self.ipc_listener, self._wake_r, self._wake_w):
             s.close()
         if self.links:
             self.links.close()
@@ -242,31 +312,40 @@ class Endpoint:
         while not self._stop:
             with self._lock:
                 deadline = tr.next_deadline()
+                hs = min((s.deadline for s in self._streams.values()
+                          if s.state != "up"), default=None)
             now = self.clock()
-            timeout = 0.01 if deadline is None else min(0.01, max(0.0, deadline - now))
-            ready = self._sel.select(timeout)
-            acts: list = []
-            # Link events first: a NIC going down must not wait behind a batch of data.
+            wait = min(x for x in (deadline, hs, now + 0.05) if x is not None) - now
+            ready = self._sel.select(max(0.0, wait))
+            # Carrier changes first: a NIC going down must not wait behind a batch of data.
             ready.sort(key=lambda kv: kv[0].data[0] != "netlink")
             with self._lock:
-                if self._outbox:
-                    acts = self._transmit_all(list(self._outbox))
-                    self._outbox.clear()
                 now = self.clock()
-                for key, _ in ready:
-                    kind, rail = key.data
+                acts: list = list(self._outbox)
+                self._outbox.clear()
+                for key, mask in ready:
+                    kind, arg = key.data
                     if kind == "wake":
                         self._drain_wake()
                     elif kind == "netlink":
                         acts += self._link_changes(now)
+                    elif kind == "listen":
+                        self._accept(key.fileobj, arg, now)
                     else:
-                        acts += self._read(key.fileobj, rail, now)
+                        st = self._streams.get(key.fileobj)
+                        if st is None:
+                            continue
+                        if mask & selectors.EVENT_WRITE:
+                            acts += self._writable(st, now)
+                        if mask & selectors.EVENT_READ and st.sock in self._streams:
+                            acts += self._read(st, now)
+                acts += self._expire_handshakes(now)
                 acts += tr.flush(now)
                 deadline = tr.next_deadline()
                 if deadline is not None and deadline <= now:
                     acts += tr.on_tick(now)
-                acts = self._transmit_all(acts)
-            self._execute(acts)
+                rest = self._apply(acts, now)
+            self._execute(rest)
 
     def _drain_wake(self) -> None:
         try:
@@ -286,37 +365,292 @@ class Endpoint:
                     acts += self.transport.set_nic(rail, up, now)
         return acts
 
-    def _read(self, sock: socket.socket, rail: int, now: float) -> list:
-        acts: list = []
-        for _ in range(64):
+    # ------------------------------------------------------- links, handshake
+
+    def _register(self, st: _Stream) -> None:
+        self._streams[st.sock] = st
+        events = selectors.EVENT_READ | (selectors.EVENT_WRITE if st.want_write else 0)
+        self._sel.register(st.sock, events, ("stream", -1))
+
+    def _set_write(self, st: _Stream, on: bool) -> None:
+        if st.want_write != on and st.sock in self._streams:
+            st.want_write = on
+            self._sel.modify(st.sock, selectors.EVENT_READ |
+                             (selectors.EVENT_WRITE if on else 0), ("stream", -1))
+
+    def _drop(self, st: _Stream, reason: str, now: float, report: bool = True) -> list:
+        """Close a socket; a link that was up is reported down to the transport."""
+        if st.sock in self._streams:
+            del self._streams[st.sock]
+            self._sel.unregister(st.sock)
+        try:
+            st.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass
+        st.sock.close()
+        if st.state == "up" and st.link is not None and self._links.get(st.link) is st:
+            del self._links[st.link]
+            if report:
+                return self.transport.link_down(st.link, reason, now)
+        elif st.role == "client" and st.link is not None and report:
+            return self.transport.connect_failed(st.link, reason, now)
+        return []
+
+    def _connect(self, link: Link, now: float) -> list:
+        nbr, rail = link
+        try:
+            if rail == IPC_LINK:
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.setblocking(False)
+                target: object = ipc_address(self.topo.ranks[nbr].ipc)
+            else:
+                if rail in self._blackhole:
+                    return self.transport.connect_failed(link, "nic black-holed (test)", now)
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                _tune(s)
+                s.bind((self.topo.ranks[self.me].nics[rail][0], 0))  # leave through this NIC
+                s.setblocking(False)
+                target = self.topo.ranks[nbr].nics[rail]
+            err = s.connect_ex(target)  # type: ignore[arg-type]
+        except OSError as e:
+            return self.transport.connect_failed(link, str(e), now)
+        if err not in (0, errno.EINPROGRESS, errno.EAGAIN):
+            s.close()
+            return self.transport.connect_failed(link, errno.errorcode.get(err, str(err)), now)
+        st = _Stream(s, "client", link, now + HANDSHAKE_TIMEOUT)
+        st.want_write = True
+        self._register(st)
+        return []
+
+    def _accept(self, listener: socket.socket, rail: int, now: float) -> None:
+        for _ in range(16):
             try:
-                data = sock.recv(MAX_DATAGRAM)
+                s, _ = listener.accept()
             except (BlockingIOError, InterruptedError):
-                break
+                return
             except OSError:
-                break
-            if rail in self._blackhole:
+                return
+            if rail != IPC_LINK and rail in self._blackhole:
+                s.close()
                 continue
-            acts += self.transport.on_datagram(data, now)
+            if s.family == socket.AF_INET:
+                _tune(s)
+            s.setblocking(False)
+            st = _Stream(s, "server", None, now + HANDSHAKE_TIMEOUT)
+            st.expected_rail = rail  # type: ignore[attr-defined]
+            self._register(st)
+
+    def _expire_handshakes(self, now: float) -> list:
+        acts: list = []
+        for st in [s for s in self._streams.values() if s.state != "up" and now >= s.deadline]:
+            self.counters["handshake_timeouts"] += 1
+            acts += self._drop(st, "handshake timed out", now)
         return acts
 
-    def _transmit_all(self, acts: list) -> list:
-        """Send the datagrams now, under the transport lock, so that they leave in the order
-        the transport numbered them (fast retransmit relies on it); return the rest."""
+    def _send_raw(self, st: _Stream, frame: bytes) -> None:
+        st.ctrl.append([memoryview(frame)])
+        self._pump_writes(st)
+
+    def _handshake(self, st: _Stream, h: wire.Header, body: wire.Body, now: float) -> list:
+        """Advance the link handshake with one frame (see `reccl.auth`)."""
+        try:
+            if st.role == "server" and st.state == "hello":
+                if not isinstance(body, wire.Hello):
+                    raise auth.AuthError(f"first frame is {wire.TYPE_NAMES[h.type]}, not HELLO")
+                rail = IPC_LINK if h.channel == wire.IPC_RAIL else h.channel
+                if body.session != self.session or h.dst != self.me or \
+                        not 0 <= h.src < self.topo.world or h.src == self.me or \
+                        rail != getattr(st, "expected_rail", rail):
+                    raise auth.AuthError(f"HELLO for session {body.session:#x} rank {h.dst} "
+                                         f"rail {h.channel} from rank {h.src} does not fit")
+                st.link = (h.src, rail)
+                st.nonce_c, st.nonce_s = body.nonce, auth.nonce()
+                proof = auth.link_proof(self.secret, "server", self.session, h.src, self.me,
+                                        h.channel, st.nonce_c, st.nonce_s)
+                reply = wire.Header(wire.CHALLENGE, self.me, h.src, h.channel)
+                self._send_raw(st, wire.encode(reply, wire.Challenge(st.nonce_s, proof)))
+                st.state = "auth"
+                return []
+            if st.role == "server" and st.state == "auth":
+                if not isinstance(body, wire.Auth):
+                    raise auth.AuthError(f"expected AUTH, got {wire.TYPE_NAMES[h.type]}")
+                assert st.link is not None
+                nbr, rail = st.link
+                chan = wire.IPC_RAIL if rail == IPC_LINK else rail
+                auth.check(auth.link_proof(self.secret, "client", self.session, nbr, self.me,
+                                           chan, st.nonce_c, st.nonce_s), body.proof,
+                           f"link from rank {nbr}")
+                return self._link_ready(st, now)
+            if st.role == "client" and st.state == "challenge":
+                if not isinstance(body, wire.Challenge):
+                    raise auth.AuthError(f"expected CHALLENGE, got {wire.TYPE_NAMES[h.type]}")
+                assert st.link is not None
+                nbr, rail = st.link
+                chan = wire.IPC_RAIL if rail == IPC_LINK else rail
+                auth.check(auth.link_proof(self.secret, "server", self.session, self.me, nbr,
+                                           chan, st.nonce_c, body.nonce), body.proof,
+                           f"link to rank {nbr}")
+                proof = auth.link_proof(self.secret, "client", self.session, self.me, nbr, chan,
+                                        st.nonce_c, body.nonce)
+                self._send_raw(st, wire.encode(wire.Header(wire.AUTH, self.me, nbr, chan),
+                                               wire.Auth(proof)))
+                return self._link_ready(st, now)
+            raise auth.AuthError(f"unexpected {wire.TYPE_NAMES[h.type]} during handshake")
+        except auth.AuthError as e:
+            self.counters["auth_failed"] += 1
+            log.warning("rank %d: rejected a link (%s): %s", self.me, st.role, e)
+            return self._drop(st, f"authentication failed: {e}", now)
+
+    def _link_ready(self, st: _Stream, now: float) -> list:
+        assert st.link is not None
+        acts: list = []
+        old = self._links.get(st.link)
+        if old is not None and old is not st:
+            acts += self._drop(old, "replaced by a new connection", now)
+        st.state = "up"
+        self._links[st.link] = st
+        self.counters["links_connected" if st.role == "client" else "links_accepted"] += 1
+        return acts + self.transport.link_up(st.link, now)
+
+    def _writable(self, st: _Stream, now: float) -> list:
+        if st.state == "connecting":
+            err = st.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            if err:
+                return self._drop(st, errno.errorcode.get(err, str(err)), now)
+            assert st.link is not None
+            nbr, rail = st.link
+            st.nonce_c = auth.nonce()
+            chan = wire.IPC_RAIL if rail == IPC_LINK else rail
+            st.state = "challenge"
+            self._set_write(st, False)
+            self._send_raw(st, wire.encode(wire.Header(wire.HELLO, self.me, nbr, chan),
+                                           wire.Hello(self.session, st.nonce_c)))
+            return []
+        return self._pump_writes(st)
+
+    # ---------------------------------------------------------------- frames
+
+    def _read(self, st: _Stream, now: float) -> list:
+        acts: list = []
+        if st.state == "connecting":
+            return acts
+        if st.link is not None and st.link[1] != IPC_LINK and st.link[1] in self._blackhole:
+            return acts
+        budget = READ_BUDGET
+        while budget > 0:
+            try:
+                if st.frame is None:
+                    n = st.sock.recv_into(memoryview(st.hdr)[st.hdr_got:])
+                else:
+                    n = st.sock.recv_into(memoryview(st.frame)[st.frame_got:])
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError as e:
+                return acts + self._drop(st, f"read failed: {e}", now)
+            if n == 0:
+                return acts + self._drop(st, "closed by peer", now)
+            budget -= n
+            if st.frame is None:
+                st.hdr_got += n
+                if st.hdr_got < len(st.hdr):
+                    continue
+                try:
+                    h = wire.decode_header(st.hdr)
+                except wire.WireError as e:
+                    return acts + self._bad_frame(st, e, now)
+                st.frame = bytearray(len(st.hdr) + h.length)
+                st.frame[:len(st.hdr)] = st.hdr
+                st.frame_got = len(st.hdr)
+                st.hdr_got = 0
+            else:
+                st.frame_got += n
+            if st.frame_got < len(st.frame):
+                continue
+            frame, st.frame = st.frame, None
+            if st.state == "up":
+                assert st.link is not None
+                acts += self.transport.on_frame(st.link, frame, now)
+                if st.sock not in self._streams:
+                    break
+                continue
+            try:
+                h, body = wire.decode(frame)
+            except wire.WireError as e:
+                return acts + self._bad_frame(st, e, now)
+            acts += self._handshake(st, h, body, now)
+            if st.sock not in self._streams:
+                break
+        return acts
+
+    def _bad_frame(self, st: _Stream, e: wire.WireError, now: float) -> list:
+        if st.state != "up":
+            self.counters["auth_failed"] += 1
+            return self._drop(st, f"not a ReCCL handshake: {e}", now)
+        self.transport.counters["malformed"] += 1
+        return self._drop(st, f"malformed frame: {e}", now)
+
+    def _pump_writes(self, st: _Stream) -> list:
+        while True:
+            if not st.cur:
+                if st.ctrl:
+                    st.cur = [memoryview(p).cast("B") for p in st.ctrl.popleft() if len(p)]
+                elif st.data:
+                    st.cur = [memoryview(p).cast("B") for p in st.data.popleft() if len(p)]
+                else:
+                    self._set_write(st, False)
+                    return []
+            try:
+                n = st.sock.sendmsg(st.cur)
+            except (BlockingIOError, InterruptedError):
+                self._set_write(st, True)
+                return []
+            except OSError as e:
+                self.counters["send_errors"] += 1
+                return self._drop(st, f"write failed: {e}", self.clock())
+            while n:
+                head = st.cur[0]
+                if n >= len(head):
+                    n -= len(head)
+                    st.cur.pop(0)
+                else:
+                    st.cur[0] = head[n:]
+                    n = 0
+
+    # --------------------------------------------------------------- actions
+
+    def _apply(self, acts: list, now: float) -> list:
+        """Carry out the socket actions (under the transport lock, in transport order);
+        return the ones for the caller's side (deliveries, events, failures)."""
         rest = []
-        for a in acts:
+        queue = deque(acts)
+        touched: set = set()
+        while queue:
+            a = queue.popleft()
             if isinstance(a, Transmit):
-                self._transmit(a)
+                st = self._links.get(a.link)
+                if st is None or (a.link[1] != IPC_LINK and a.link[1] in self._blackhole):
+                    continue
+                (st.ctrl if a.control else st.data).append(a.parts)
+                touched.add(st)
+            elif isinstance(a, Connect):
+                queue.extend(self._connect(a.link, now))
+            elif isinstance(a, Close):
+                st = self._links.get(a.link)
+                if st is not None:
+                    self._drop(st, a.reason, now, report=False)
             else:
                 rest.append(a)
+        for st in touched:
+            if st.sock in self._streams and not st.want_write:
+                more = self._pump_writes(st)
+                if more:
+                    rest += self._apply(more, now)
         return rest
 
     def _execute(self, acts: list) -> None:
         delivered = False
         for a in acts:
-            if isinstance(a, Transmit):
-                self._transmit(a)
-            elif isinstance(a, Deliver):
+            if isinstance(a, Deliver):
                 with self._mail:
                     self._box.setdefault((a.peer, a.tag), deque()).append(a.data)
                 delivered = True
@@ -329,25 +663,11 @@ class Endpoint:
                         log.exception("rank %d: event callback failed", self.me)
             elif isinstance(a, PeerFailed):
                 with self._mail:
-                    self._peer_error.setdefault(a.peer, a.error)
+                    self._peer_error[a.peer] = a.error
                 delivered = True
+            elif isinstance(a, PeerRecovered):
+                with self._mail:
+                    self._peer_error.pop(a.peer, None)
         if delivered:
             with self._mail:
                 self._mail.notify_all()
-
-    def _transmit(self, a: Transmit) -> None:
-        try:
-            if a.hop[0] == "ipc":
-                self.ipc_sock.sendto(a.data, ipc_address(self.topo.ranks[a.hop[1]].ipc))
-            else:
-                rail = a.hop[1]
-                if rail in self._blackhole:
-                    return
-                self.nic_socks[rail].sendto(a.data, a.hop[2])
-        except BlockingIOError:
-            self.send_errors += 1  # socket buffer full: the transport retransmits
-        except OSError as e:
-            self.send_errors += 1
-            if e.errno not in (errno.ENETDOWN, errno.ENETUNREACH, errno.EHOSTUNREACH,
-                               errno.ECONNREFUSED, errno.ENOENT, errno.EPERM):
-                log.debug("rank %d: send on %s failed: %s", self.me, a.hop, e)
