@@ -223,8 +223,8 @@ class Communicator:
             if self._closed:
                 raise ReCCLError(f"rank {self.rank}: communicator is closed", rank=self.rank)
             self._coll += 1
-            c = self._coll & ((1 << 40) - 1)
-        return lambda step: USER_TAG_LIMIT | (c << 20) | step
+            c = self._coll & ((1 << 34) - 1)
+        return lambda step: USER_TAG_LIMIT | (c << 28) | step
 
     def send_bytes(self, peer: int, tag: int, data: bytes | memoryview) -> None:
         """Point-to-point send of raw bytes (used by the algorithms)."""
