@@ -227,8 +227,9 @@ class Communicator:
         return lambda step: USER_TAG_LIMIT | (c << 28) | step
 
     def send_bytes(self, peer: int, tag: int, data: bytes | memoryview) -> None:
-        """Point-to-point send of raw bytes (used by the algorithms)."""
-        self.endpoint.send(peer, tag, data)
+        """Point-to-point send of raw bytes (used by the algorithms, inside `_run`, which
+        releases the borrowed buffers when the collective ends)."""
+        self.endpoint.send(peer, tag, data, borrow=True)
 
     def recv_bytes(self, peer: int, tag: int) -> bytes | bytearray:
         """Point-to-point receive of raw bytes (used by the algorithms)."""
@@ -239,7 +240,8 @@ class Communicator:
 
     def _run(self, what: str, fn: Callable[[], Any]) -> Any:
         try:
-            return fn()
+            with self.endpoint.driving():
+                return fn()
         except ReCCLError as e:
             raise ReCCLError(f"{what}: {e}", rank=e.rank, peer=e.peer) from None
         except ValueError as e:

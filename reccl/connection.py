@@ -30,6 +30,8 @@ class Chunk:
     channel: int = -1
     sends: int = 0
     acked: bool = False
+    borrowed: bool = False
+    """The payload is a view of the caller's buffer (see `Transport.send`)."""
 
 
 @dataclass(eq=False)

@@ -11,6 +11,7 @@ their messages arrive.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import selectors
@@ -19,7 +20,9 @@ import struct
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+
+import numpy as np
 
 from . import auth, wire
 from .errors import ReCCLError
@@ -43,7 +46,7 @@ from .transport import (
 log = logging.getLogger("reccl.endpoint")
 SOCKET_BUFFER = 4 << 20
 HANDSHAKE_TIMEOUT = 5.0
-READ_BUDGET = 8 << 20
+READ_BUDGET = 1 << 20
 """Bytes read from one socket per loop turn before the others get theirs."""
 
 
@@ -99,7 +102,7 @@ class _Stream:
         self.nonce_s = b""
         self.hdr = bytearray(wire.HEADER.size)
         self.hdr_got = 0
-        self.frame: bytearray | None = None
+        self.frame: np.ndarray | None = None
         self.frame_got = 0
         self.ctrl: deque = deque()
         self.data: deque = deque()
@@ -132,11 +135,18 @@ class Endpoint:
         self.counters = {"auth_failed": 0, "handshake_timeouts": 0, "send_errors": 0,
                          "links_accepted": 0, "links_connected": 0}
         self._lock = threading.Lock()
+        """Guards the transport."""
+        self._progress = threading.Lock()
+        """Held by whoever runs the progress engine (sockets): the I/O thread or a caller."""
+        self._drivers = 0
+        self._idle = threading.Condition()
         self._mail = threading.Condition()
         self._box: dict[tuple[int, int], deque] = {}
         self._peer_error: dict[int, str] = {}
         self._blackhole: set[int] = set()
         self._outbox: deque = deque()
+        self._touched: set[_Stream] = set()
+        self._write_failed: list[tuple[_Stream, str]] = []
         self._streams: dict[socket.socket, _Stream] = {}
         self._links: dict[Link, _Stream] = {}
         self._stop = False
@@ -169,6 +179,7 @@ class Endpoint:
                         acts += self.transport.set_nic(rail, False, now)
             acts += self.transport.start(now)
             rest = self._apply(acts, now)
+        self._write_touched()
         self._execute(rest)
         self._thread.start()
 
@@ -192,17 +203,19 @@ class Endpoint:
 
     # ------------------------------------------------------------ user side
 
-    def send(self, peer: int, tag: int, data: bytes | memoryview) -> None:
-        """Queue a message; returns at once (delivery is the transport's job)."""
+    def send(self, peer: int, tag: int, data: bytes | memoryview, borrow: bool = False
+             ) -> None:
+        """Queue a message; returns at once (delivery is the transport's job). `borrow`:
+        see `Transport.send`; call `release` before the buffer changes."""
         with self._lock:
             try:
-                acts = self.transport.send(peer, tag, data, self.clock())
+                acts = self.transport.send(peer, tag, data, self.clock(), borrow)
             except PeerUnreachable as e:
                 raise ReCCLError(str(e), rank=self.me, peer=peer) from None
             # The I/O thread writes: frames of one link then leave in transport order.
             was_empty = not self._outbox
             self._outbox.extend(acts)
-        if was_empty and acts:
+        if was_empty and acts and not self._drivers:
             self._wake()
 
     def recv(self, peer: int, tag: int, timeout: float | None = None
@@ -218,25 +231,61 @@ class Endpoint:
                 return self._take(key, box)
         with self._lock:
             self.transport.watch(peer, True, self.clock())
+        self._drive_begin()
         try:
-            with self._mail:
-                while True:
+            while True:
+                with self._mail:
                     box = self._box.get(key)
                     if box:
                         return self._take(key, box)
                     if peer in self._peer_error:
                         raise ReCCLError(self._peer_error[peer], rank=self.me, peer=peer)
-                    left = None if deadline is None else deadline - time.monotonic()
-                    if left is not None and left <= 0:
-                        with self._lock:
-                            heard = self.transport.describe_peer(peer, self.clock())
-                        raise ReCCLError(f"rank {self.me}: timeout after {timeout} s waiting "
-                                         f"for message {tag:#x} from rank {peer} (slow or "
-                                         f"stopped peer); {heard}", rank=self.me, peer=peer)
-                    self._mail.wait(min(left, 1.0) if left is not None else 1.0)
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    with self._lock:
+                        heard = self.transport.describe_peer(peer, self.clock())
+                    raise ReCCLError(f"rank {self.me}: timeout after {timeout} s waiting "
+                                     f"for message {tag:#x} from rank {peer} (slow or "
+                                     f"stopped peer); {heard}", rank=self.me, peer=peer)
+                step = 0.05 if left is None else min(left, 0.05)
+                if self._progress.acquire(timeout=step):
+                    try:
+                        if self._stop:
+                            raise ReCCLError(f"rank {self.me}: communicator closed while "
+                                             f"waiting for rank {peer}", rank=self.me,
+                                             peer=peer)
+                        self._run_once(step)
+                    finally:
+                        self._progress.release()
         finally:
+            self._drive_end()
             with self._lock:
                 self.transport.watch(peer, False, self.clock())
+
+    def _drive_begin(self) -> None:
+        with self._idle:
+            self._drivers += 1
+            first = self._drivers == 1
+        if first:
+            self._wake()  # the I/O thread leaves its select and lets the caller drive
+
+    def _drive_end(self) -> None:
+        with self._idle:
+            self._drivers -= 1
+            if not self._drivers:
+                self._idle.notify_all()
+
+    @contextlib.contextmanager
+    def driving(self) -> Iterator[None]:
+        """Within this block (a whole collective) the calling thread drives the sockets
+        whenever it waits, and the I/O thread stays parked: no thread switch per message."""
+        self._drive_begin()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.transport.release()
+            self._drive_end()
 
     def _take(self, key: tuple[int, int], box: deque) -> bytes | bytearray | memoryview:
         data = box.popleft()
@@ -267,19 +316,19 @@ class Endpoint:
                 self._blackhole.discard(rail)
             else:
                 self._blackhole.add(rail)
-            if not silent:
-                rest = self._apply(self.transport.set_nic(rail, up, self.clock()), self.clock())
-            else:
-                rest = []
-        self._execute(rest)
+            if not silent:  # the I/O thread carries the actions out, in order
+                self._outbox.extend(self.transport.set_nic(rail, up, self.clock()))
         self._wake()
 
     def close(self) -> None:
         """Stop the I/O thread and close the sockets."""
         self._stop = True
         self._wake()
+        with self._idle:
+            self._idle.notify_all()
         if self._thread.is_alive():
             self._thread.join(timeout=5)
+        self._progress.acquire(timeout=5)
         for st in list(self._streams.values()):
             st.sock.close()
         for s in (*self.listeners, self.ipc_listener, self._wake_r, self._wake_w):
@@ -308,43 +357,82 @@ class Endpoint:
                 self._mail.notify_all()
 
     def _run_loop(self) -> None:
-        tr = self.transport
         while not self._stop:
+            if self._drivers:  # a caller drives the sockets itself: stay out of its way
+                with self._idle:
+                    self._idle.wait_for(lambda: not self._drivers or self._stop, 0.05)
+                continue
+            with self._progress:
+                self._run_once(0.05)
+
+    def _run_once(self, max_wait: float) -> None:
+        """One turn of the progress engine: wait for sockets (at most `max_wait` or the
+        next timer), read, hand frames to the transport, run its timers, write. Runs with
+        `_progress` held, by the I/O thread or by a caller waiting for a message (which
+        saves a thread switch per message). Socket reads and writes happen outside the
+        transport lock, which the callers need to queue sends and watch receives."""
+        tr = self.transport
+        if True:
             with self._lock:
                 deadline = tr.next_deadline()
-                hs = min((s.deadline for s in self._streams.values()
-                          if s.state != "up"), default=None)
+                pending = bool(self._outbox)
+            hs = min((s.deadline for s in self._streams.values() if s.state != "up"),
+                     default=None)
             now = self.clock()
-            wait = min(x for x in (deadline, hs, now + 0.05) if x is not None) - now
+            wait = 0.0 if pending else \
+                min(x for x in (deadline, hs, now + max_wait) if x is not None) - now
             ready = self._sel.select(max(0.0, wait))
             # Carrier changes first: a NIC going down must not wait behind a batch of data.
             ready.sort(key=lambda kv: kv[0].data[0] != "netlink")
+            got: list = []
+            for key, mask in ready:
+                kind, arg = key.data
+                if kind == "wake":
+                    self._drain_wake()
+                elif kind == "stream":
+                    st = self._streams.get(key.fileobj)
+                    if st is None:
+                        continue
+                    if mask & selectors.EVENT_WRITE and st.state == "up":
+                        self._pump_writes(st)
+                    if mask & selectors.EVENT_READ and st.sock in self._streams:
+                        self._read(st, got)
             with self._lock:
                 now = self.clock()
-                acts: list = list(self._outbox)
+                acts = list(self._outbox)
                 self._outbox.clear()
+                with self._mail:
+                    failed, self._write_failed = self._write_failed, []
+                for st, reason in failed:
+                    acts += self._drop(st, reason, now)
                 for key, mask in ready:
                     kind, arg = key.data
-                    if kind == "wake":
-                        self._drain_wake()
-                    elif kind == "netlink":
+                    if kind == "netlink":
                         acts += self._link_changes(now)
                     elif kind == "listen":
                         self._accept(key.fileobj, arg, now)
-                    else:
+                    elif kind == "stream" and mask & selectors.EVENT_WRITE:
                         st = self._streams.get(key.fileobj)
-                        if st is None:
-                            continue
-                        if mask & selectors.EVENT_WRITE:
-                            acts += self._writable(st, now)
-                        if mask & selectors.EVENT_READ and st.sock in self._streams:
-                            acts += self._read(st, now)
+                        if st is not None and st.state == "connecting":
+                            acts += self._connected(st, now)
+                for what, st, frame in got:
+                    if what == "frame":
+                        if self._links.get(st.link) is st:
+                            acts += tr.on_frame(st.link, frame, now)
+                    elif what == "handshake":
+                        if st.sock in self._streams:
+                            acts += self._handshake_frame(st, frame, now)
+                    elif what == "bad":
+                        acts += self._bad_frame(st, frame, now)
+                    else:  # closed or failed
+                        acts += self._drop(st, frame, now)
                 acts += self._expire_handshakes(now)
                 acts += tr.flush(now)
                 deadline = tr.next_deadline()
                 if deadline is not None and deadline <= now:
                     acts += tr.on_tick(now)
                 rest = self._apply(acts, now)
+            self._write_touched()
             self._execute(rest)
 
     def _drain_wake(self) -> None:
@@ -380,9 +468,10 @@ class Endpoint:
 
     def _drop(self, st: _Stream, reason: str, now: float, report: bool = True) -> list:
         """Close a socket; a link that was up is reported down to the transport."""
-        if st.sock in self._streams:
-            del self._streams[st.sock]
-            self._sel.unregister(st.sock)
+        if st.sock not in self._streams:
+            return []
+        del self._streams[st.sock]
+        self._sel.unregister(st.sock)
         try:
             st.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         except OSError:
@@ -449,7 +538,7 @@ class Endpoint:
 
     def _send_raw(self, st: _Stream, frame: bytes) -> None:
         st.ctrl.append([memoryview(frame)])
-        self._pump_writes(st)
+        self._touched.add(st)
 
     def _handshake(self, st: _Stream, h: wire.Header, body: wire.Body, now: float) -> list:
         """Advance the link handshake with one frame (see `reccl.auth`)."""
@@ -512,30 +601,30 @@ class Endpoint:
         self.counters["links_connected" if st.role == "client" else "links_accepted"] += 1
         return acts + self.transport.link_up(st.link, now)
 
-    def _writable(self, st: _Stream, now: float) -> list:
-        if st.state == "connecting":
-            err = st.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
-            if err:
-                return self._drop(st, errno.errorcode.get(err, str(err)), now)
-            assert st.link is not None
-            nbr, rail = st.link
-            st.nonce_c = auth.nonce()
-            chan = wire.IPC_RAIL if rail == IPC_LINK else rail
-            st.state = "challenge"
-            self._set_write(st, False)
-            self._send_raw(st, wire.encode(wire.Header(wire.HELLO, self.me, nbr, chan),
-                                           wire.Hello(self.session, st.nonce_c)))
-            return []
-        return self._pump_writes(st)
+    def _connected(self, st: _Stream, now: float) -> list:
+        err = st.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if err:
+            return self._drop(st, errno.errorcode.get(err, str(err)), now)
+        assert st.link is not None
+        nbr, rail = st.link
+        st.nonce_c = auth.nonce()
+        chan = wire.IPC_RAIL if rail == IPC_LINK else rail
+        st.state = "challenge"
+        self._set_write(st, False)
+        self._send_raw(st, wire.encode(wire.Header(wire.HELLO, self.me, nbr, chan),
+                                       wire.Hello(self.session, st.nonce_c)))
+        return []
 
     # ---------------------------------------------------------------- frames
 
-    def _read(self, st: _Stream, now: float) -> list:
-        acts: list = []
+    def _read(self, st: _Stream, got: list) -> None:
+        """Read what the socket has (up to READ_BUDGET) into whole frames, appended to `got`
+        as ('frame' | 'handshake', stream, frame), ('bad', stream, error) or
+        ('closed', stream, reason); the transport sees them under its lock."""
         if st.state == "connecting":
-            return acts
+            return
         if st.link is not None and st.link[1] != IPC_LINK and st.link[1] in self._blackhole:
-            return acts
+            return
         budget = READ_BUDGET
         while budget > 0:
             try:
@@ -544,11 +633,13 @@ class Endpoint:
                 else:
                     n = st.sock.recv_into(memoryview(st.frame)[st.frame_got:])
             except (BlockingIOError, InterruptedError):
-                break
+                return
             except OSError as e:
-                return acts + self._drop(st, f"read failed: {e}", now)
+                got.append(("closed", st, f"read failed: {e}"))
+                return
             if n == 0:
-                return acts + self._drop(st, "closed by peer", now)
+                got.append(("closed", st, "closed by peer"))
+                return
             budget -= n
             if st.frame is None:
                 st.hdr_got += n
@@ -557,8 +648,10 @@ class Endpoint:
                 try:
                     h = wire.decode_header(st.hdr)
                 except wire.WireError as e:
-                    return acts + self._bad_frame(st, e, now)
-                st.frame = bytearray(len(st.hdr) + h.length)
+                    got.append(("bad", st, e))
+                    return
+                # np.empty: no zero fill; the frame is read straight into it
+                st.frame = np.empty(len(st.hdr) + h.length, np.uint8)
                 st.frame[:len(st.hdr)] = st.hdr
                 st.frame_got = len(st.hdr)
                 st.hdr_got = 0
@@ -568,18 +661,27 @@ class Endpoint:
                 continue
             frame, st.frame = st.frame, None
             if st.state == "up":
-                assert st.link is not None
-                acts += self.transport.on_frame(st.link, frame, now)
-                if st.sock not in self._streams:
-                    break
-                continue
-            try:
-                h, body = wire.decode(frame)
-            except wire.WireError as e:
-                return acts + self._bad_frame(st, e, now)
-            acts += self._handshake(st, h, body, now)
-            if st.sock not in self._streams:
-                break
+                got.append(("frame", st, frame))
+            else:
+                got.append(("handshake", st, frame))
+                return  # the handshake decides whether this stream may say more
+
+    def _handshake_frame(self, st: _Stream, frame: np.ndarray, now: float) -> list:
+        try:
+            h, body = wire.decode(frame)
+        except wire.WireError as e:
+            return self._bad_frame(st, e, now)
+        acts = self._handshake(st, h, body, now)
+        if st.sock in self._streams and st.state == "up":
+            more: list = []
+            self._read(st, more)  # frames that came right behind the handshake
+            for what, s2, f in more:
+                if what == "frame":
+                    acts += self.transport.on_frame(s2.link, f, now)
+                elif what == "bad":
+                    acts += self._bad_frame(s2, f, now)
+                elif what == "closed":
+                    acts += self._drop(s2, f, now)
         return acts
 
     def _bad_frame(self, st: _Stream, e: wire.WireError, now: float) -> list:
@@ -589,7 +691,15 @@ class Endpoint:
         self.transport.counters["malformed"] += 1
         return self._drop(st, f"malformed frame: {e}", now)
 
-    def _pump_writes(self, st: _Stream) -> list:
+    def _write_touched(self) -> None:
+        touched, self._touched = self._touched, set()
+        for st in touched:
+            if st.sock in self._streams and not st.want_write:
+                self._pump_writes(st)
+
+    def _pump_writes(self, st: _Stream) -> None:
+        """Write queued frames (control first) until the socket is full; a failure is
+        queued for the transport (`_write_failed`), which hears of it under its lock."""
         while True:
             if not st.cur:
                 if st.ctrl:
@@ -598,15 +708,22 @@ class Endpoint:
                     st.cur = [memoryview(p).cast("B") for p in st.data.popleft() if len(p)]
                 else:
                     self._set_write(st, False)
-                    return []
+                    return
             try:
                 n = st.sock.sendmsg(st.cur)
             except (BlockingIOError, InterruptedError):
                 self._set_write(st, True)
-                return []
+                return
             except OSError as e:
                 self.counters["send_errors"] += 1
-                return self._drop(st, f"write failed: {e}", self.clock())
+                st.ctrl.clear()
+                st.data.clear()
+                st.cur = []
+                self._set_write(st, False)
+                with self._mail:
+                    self._write_failed.append((st, f"write failed: {e}"))
+                self._wake()
+                return
             while n:
                 head = st.cur[0]
                 if n >= len(head):
@@ -623,7 +740,6 @@ class Endpoint:
         return the ones for the caller's side (deliveries, events, failures)."""
         rest = []
         queue = deque(acts)
-        touched: set = set()
         while queue:
             a = queue.popleft()
             if isinstance(a, Transmit):
@@ -631,7 +747,7 @@ class Endpoint:
                 if st is None or (a.link[1] != IPC_LINK and a.link[1] in self._blackhole):
                     continue
                 (st.ctrl if a.control else st.data).append(a.parts)
-                touched.add(st)
+                self._touched.add(st)
             elif isinstance(a, Connect):
                 queue.extend(self._connect(a.link, now))
             elif isinstance(a, Close):
@@ -640,11 +756,6 @@ class Endpoint:
                     self._drop(st, a.reason, now, report=False)
             else:
                 rest.append(a)
-        for st in touched:
-            if st.sock in self._streams and not st.want_write:
-                more = self._pump_writes(st)
-                if more:
-                    rest += self._apply(more, now)
         return rest
 
     def _execute(self, acts: list) -> None:

@@ -54,7 +54,7 @@ class TransportOptions:
     """Payload bytes per DATA frame on NIC links (the unit of failover)."""
     ipc_chunk_size: int = 1 << 20
     """Payload bytes per DATA frame between ranks of one host."""
-    channel_window: int = 4 << 20
+    channel_window: int = 16 << 20
     """Unacknowledged bytes a channel of weight 1 may hold (scaled down by weight)."""
     min_window: int = 512 << 10
     """Unacknowledged bytes a channel may hold whatever its weight (keeps measuring it)."""
@@ -224,21 +224,34 @@ class Transport:
 
     # ----------------------------------------------------------------- sending
 
-    def send(self, peer: int, tag: int, data: bytes | memoryview, now: float) -> list[Action]:
-        """Queue a message to `peer`; returns the frames that can go out at once."""
+    def send(self, peer: int, tag: int, data: bytes | memoryview, now: float,
+             borrow: bool = False) -> list[Action]:
+        """Queue a message to `peer`; returns the frames that can go out at once. The data
+        is copied (chunks may need resending after the caller reused its buffer) unless
+        `borrow`: then the caller keeps the buffer unchanged until `release` (a collective
+        only overwrites what its peers have provably received)."""
         conn = self._conn(peer)
         if conn.fatal:
             raise PeerUnreachable(conn.fatal)
-        # Copy: callers reuse their buffers while chunks may still need resending.
-        mv = memoryview(data if isinstance(data, bytes) else bytes(data))
+        lend = borrow and not isinstance(data, bytes)
+        mv = memoryview(data if isinstance(data, bytes) or borrow else bytes(data)).cast("B")
         n = len(mv)
         step = conn.chunk_size
         for off in range(0, max(n, 1), step):
-            conn.pending.append(Chunk(conn.next_seq, tag, n, off, mv[off:off + step]))
+            conn.pending.append(Chunk(conn.next_seq, tag, n, off, mv[off:off + step],
+                                      borrowed=lend))
             conn.next_seq = (conn.next_seq + 1) & 0xFFFFFFFF
         acts: list[Action] = []
         self._pump(conn, now, acts)
         return acts
+
+    def release(self) -> None:
+        """The caller is about to reuse borrowed buffers: copy what may still be resent."""
+        for conn in self.conns.values():
+            for q in (conn.pending, conn.retx, conn.unacked.values()):
+                for c in q:
+                    if c.borrowed:
+                        c.payload, c.borrowed = bytes(c.payload), False
 
     def watch(self, peer: int, on: bool, now: float) -> None:
         """Tell the transport a receive from `peer` is waiting (makes a lost path count)."""
