@@ -99,24 +99,27 @@ def ring_all_gather(p2p: P2P, tag: Callable[[int], int], work: np.ndarray,
                 p2p.send(right, tag(step(phase, k + 1, j)), work[lo:hi].data)
 
 
-def all_reduce(p2p: P2P, tag: Callable[[int], int], flat: np.ndarray, op: str) -> np.ndarray:
+def all_reduce(p2p: P2P, tag: Callable[[int], int], flat: np.ndarray, op: str,
+               out: np.ndarray | None = None) -> np.ndarray:
     """Ring all-reduce of a flat array (reduce-scatter then all-gather, pipelined in slices:
-    a slice finished by the reduce-scatter starts its all-gather at once); returns a new
-    array."""
-    work = flat.copy()
+    a slice finished by the reduce-scatter starts its all-gather at once) into `out` (may
+    be `flat` itself: in place) or a new array. No up-front copy: every segment of the
+    result is written once, by the reduce-scatter or by the all-gather."""
+    work = np.empty_like(flat) if out is None else out
     p, r = p2p.size, p2p.rank
     if p == 1:
+        work[...] = flat
         return finish(op, work, 1)
     right, left = (r + 1) % p, (r - 1) % p
     bounds = segment_bounds(work.size, p)
     isz = work.dtype.itemsize
     for j, lo, hi in slices(bounds[r], isz):
-        p2p.send(right, tag(step(0, 0, j)), work[lo:hi].data)
+        p2p.send(right, tag(step(0, 0, j)), flat[lo:hi].data)
     for k in range(p - 1):
         for j, lo, hi in slices(bounds[(r - k - 1) % p], isz):
             got = _view(p2p.recv(left, tag(step(0, k, j))), work.dtype, hi - lo,
                         "reduce-scatter slice")
-            combine(op, got, work[lo:hi], out=work[lo:hi])
+            combine(op, got, flat[lo:hi], out=work[lo:hi])
             if k + 1 < p - 1:
                 p2p.send(right, tag(step(0, k + 1, j)), work[lo:hi].data)
             else:  # fully reduced: finish it and start its all-gather

@@ -78,6 +78,15 @@ class _Tensor:
     def flat(self) -> np.ndarray:
         return self.arr.reshape(-1)
 
+    def own_memory(self) -> np.ndarray | None:
+        """The flat view of a torch tensor's own memory (in-place results go straight
+        there), or None (NumPy inputs are left untouched; copies are made)."""
+        if self.torch is None or self.bf16:
+            return None
+        if self.arr.ctypes.data != self.torch.data_ptr() or not self.torch.is_contiguous():
+            return None
+        return self.flat
+
     def check_arith(self, op: str) -> None:
         if self.bf16:
             raise ReCCLError(f"{self.what}: reductions on bfloat16 are not supported; "
@@ -98,7 +107,8 @@ class _Tensor:
         if self.bf16:
             t = t.view(torch.bfloat16)
         if inplace and tuple(self.torch.shape) == tuple(out.shape):
-            self.torch.copy_(t)
+            if out.ctypes.data != self.torch.data_ptr():
+                self.torch.copy_(t)
             return self.torch
         return t
 
@@ -240,7 +250,7 @@ class Communicator:
 
     def _run(self, what: str, fn: Callable[[], Any]) -> Any:
         try:
-            with self.endpoint.driving():
+            with self.endpoint.operation():
                 return fn()
         except ReCCLError as e:
             raise ReCCLError(f"{what}: {e}", rank=e.rank, peer=e.peer) from None
@@ -258,9 +268,14 @@ class Communicator:
             algorithm = choose_algorithm(t.arr.nbytes, self.size, algorithm)
         except ValueError as e:
             raise ReCCLError(f"all_reduce: {e}", rank=self.rank) from None
-        fn = algo.tree_all_reduce if algorithm == "tree" else algo.all_reduce
         tag = self._tagger()
-        res = self._run("all_reduce", lambda: fn(self._p2p(), tag, t.flat, op))
+        if algorithm == "tree":
+            res = self._run("all_reduce", lambda: algo.tree_all_reduce(self._p2p(), tag,
+                                                                       t.flat, op))
+        else:
+            own = t.own_memory()
+            res = self._run("all_reduce", lambda: algo.all_reduce(self._p2p(), tag, t.flat, op,
+                                                                  out=own))
         return t.wrap(res, t.arr.shape, inplace=True)
 
     def reduce_scatter(self, x: Any, op: str = "sum") -> Any:

@@ -1,4 +1,4 @@
-"""The I/O side of a rank: listening sockets, authenticated links, netlink, one I/O thread.
+"""The I/O side of a rank: listening sockets, authenticated links, netlink, threads.
 
 Everything protocol-related happens in `reccl.transport.Transport`; this layer
 opens and accepts the links it asks for (TCP bound to one NIC per rail, a Unix
@@ -7,12 +7,19 @@ secret (`reccl.auth`) before a single frame of it reaches the transport, reads
 and writes length-prefixed frames without extra copies, feeds the transport
 link events, frames, carrier changes and clock ticks, and blocks callers until
 their messages arrive.
+
+Threads: every link has a writer and a reader thread doing blocking socket
+calls (the GIL is released for the whole copy, and both directions of a link
+and all links run at once: measured 1.5-2x a single select loop on loopback,
+see docs/reccl.md); one service thread accepts, runs the handshakes' timers,
+watches netlink and runs the transport's timers. The transport itself is
+guarded by one lock; frames are queued for the writers under that lock, so
+each link carries them in the order the transport made them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import selectors
 import socket
@@ -46,8 +53,8 @@ from .transport import (
 log = logging.getLogger("reccl.endpoint")
 SOCKET_BUFFER = 4 << 20
 HANDSHAKE_TIMEOUT = 5.0
-READ_BUDGET = 1 << 20
-"""Bytes read from one socket per loop turn before the others get theirs."""
+MAX_HANDSHAKES = 64
+"""Unauthenticated connections in progress at once; more are refused (and counted)."""
 
 
 def ipc_address(name: str) -> str:
@@ -89,32 +96,25 @@ def open_ipc_listener(name: str) -> socket.socket:
 
 
 class _Stream:
-    """One socket: handshake state, the frame being read, the frames waiting to be written."""
+    """One authenticated socket of a link: its writer queue and its two threads."""
 
-    def __init__(self, sock: socket.socket, role: str, link: Link | None, deadline: float
-                 ) -> None:
+    def __init__(self, sock: socket.socket, link: Link, role: str) -> None:
         self.sock = sock
-        self.role = role            # 'client' or 'server'
-        self.link = link            # known for clients; set by the handshake for servers
-        self.state = "connecting" if role == "client" else "hello"
-        self.deadline = deadline
-        self.nonce_c = b""
-        self.nonce_s = b""
-        self.hdr = bytearray(wire.HEADER.size)
-        self.hdr_got = 0
-        self.frame: np.ndarray | None = None
-        self.frame_got = 0
+        self.link = link
+        self.role = role
         self.ctrl: deque = deque()
         self.data: deque = deque()
-        self.cur: list[memoryview] = []
-        self.want_write = False
+        self.cv = threading.Condition()
+        self.closed = False
 
-    def pending(self) -> bool:
-        return bool(self.cur or self.ctrl or self.data)
+    def put(self, parts: list, control: bool) -> None:
+        with self.cv:
+            (self.ctrl if control else self.data).append(parts)
+            self.cv.notify()
 
 
 class Endpoint:
-    """One rank's transport plus its sockets and I/O thread."""
+    """One rank's transport plus its sockets and threads."""
 
     def __init__(self, me: int, topo: Topology, session: int, secret: bytes,
                  opts: TransportOptions, listeners: list[socket.socket],
@@ -133,23 +133,17 @@ class Endpoint:
         self.on_event = on_event
         self.events: list[Event] = []
         self.counters = {"auth_failed": 0, "handshake_timeouts": 0, "send_errors": 0,
-                         "links_accepted": 0, "links_connected": 0}
+                         "links_accepted": 0, "links_connected": 0, "refused": 0}
         self._lock = threading.Lock()
-        """Guards the transport."""
-        self._progress = threading.Lock()
-        """Held by whoever runs the progress engine (sockets): the I/O thread or a caller."""
-        self._drivers = 0
-        self._idle = threading.Condition()
+        """Guards the transport and the link table."""
         self._mail = threading.Condition()
         self._box: dict[tuple[int, int], deque] = {}
         self._peer_error: dict[int, str] = {}
         self._blackhole: set[int] = set()
-        self._outbox: deque = deque()
-        self._touched: set[_Stream] = set()
-        self._write_failed: list[tuple[_Stream, str]] = []
-        self._streams: dict[socket.socket, _Stream] = {}
         self._links: dict[Link, _Stream] = {}
+        self._handshakes = 0
         self._stop = False
+        self._tick = threading.Condition(self._lock)
         self._sel = selectors.DefaultSelector()
         for rail, s in enumerate(listeners):
             self._sel.register(s, selectors.EVENT_READ, ("listen", rail))
@@ -166,10 +160,12 @@ class Endpoint:
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
         self._sel.register(self._wake_r, selectors.EVENT_READ, ("wake", -1))
-        self._thread = threading.Thread(target=self._loop, name=f"reccl-io-{me}", daemon=True)
+        self._threads: list[threading.Thread] = []
+        self._service = threading.Thread(target=self._guard, args=(self._serve,),
+                                         name=f"reccl-svc-{me}", daemon=True)
 
     def start(self) -> None:
-        """Apply the NICs' current link state, open this rank's links, start the I/O thread."""
+        """Apply the NICs' current link state, open this rank's links, start the threads."""
         now = self.clock()
         with self._lock:
             acts: list = []
@@ -178,10 +174,9 @@ class Endpoint:
                     if name and not self.links.state.get(name, True):
                         acts += self.transport.set_nic(rail, False, now)
             acts += self.transport.start(now)
-            rest = self._apply(acts, now)
-        self._write_touched()
+            rest = self._apply(acts)
         self._execute(rest)
-        self._thread.start()
+        self._service.start()
 
     def wait_connected(self, timeout: float) -> list[str]:
         """Wait until every link is up; returns the links still down after `timeout`."""
@@ -206,92 +201,63 @@ class Endpoint:
     def send(self, peer: int, tag: int, data: bytes | memoryview, borrow: bool = False
              ) -> None:
         """Queue a message; returns at once (delivery is the transport's job). `borrow`:
-        see `Transport.send`; call `release` before the buffer changes."""
+        see `Transport.send`; `operation` releases borrowed buffers when it ends."""
         with self._lock:
             try:
                 acts = self.transport.send(peer, tag, data, self.clock(), borrow)
             except PeerUnreachable as e:
                 raise ReCCLError(str(e), rank=self.me, peer=peer) from None
-            # The I/O thread writes: frames of one link then leave in transport order.
-            was_empty = not self._outbox
-            self._outbox.extend(acts)
-        if was_empty and acts and not self._drivers:
-            self._wake()
+            rest = self._apply(acts)
+        self._execute(rest)
 
     def recv(self, peer: int, tag: int, timeout: float | None = None
              ) -> bytes | bytearray | memoryview:
         """Wait for the message `tag` from `peer`; on timeout the error says what was last
         heard from the peer on every channel."""
         key = (peer, tag)
-        start = time.monotonic()
-        deadline = None if timeout is None else start + timeout
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._mail:
             box = self._box.get(key)
             if box:
                 return self._take(key, box)
         with self._lock:
             self.transport.watch(peer, True, self.clock())
-        self._drive_begin()
         try:
-            while True:
-                with self._mail:
+            with self._mail:
+                while True:
                     box = self._box.get(key)
                     if box:
                         return self._take(key, box)
                     if peer in self._peer_error:
                         raise ReCCLError(self._peer_error[peer], rank=self.me, peer=peer)
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    with self._lock:
-                        heard = self.transport.describe_peer(peer, self.clock())
-                    raise ReCCLError(f"rank {self.me}: timeout after {timeout} s waiting "
-                                     f"for message {tag:#x} from rank {peer} (slow or "
-                                     f"stopped peer); {heard}", rank=self.me, peer=peer)
-                step = 0.05 if left is None else min(left, 0.05)
-                if self._progress.acquire(timeout=step):
-                    try:
-                        if self._stop:
-                            raise ReCCLError(f"rank {self.me}: communicator closed while "
-                                             f"waiting for rank {peer}", rank=self.me,
-                                             peer=peer)
-                        self._run_once(step)
-                    finally:
-                        self._progress.release()
+                    left = None if deadline is None else deadline - time.monotonic()
+                    if left is not None and left <= 0:
+                        break
+                    self._mail.wait(left if left is not None else 1.0)
+            with self._lock:
+                heard = self.transport.describe_peer(peer, self.clock())
+            raise ReCCLError(f"rank {self.me}: timeout after {timeout} s waiting for message "
+                             f"{tag:#x} from rank {peer} (slow or stopped peer); {heard}",
+                             rank=self.me, peer=peer)
         finally:
-            self._drive_end()
             with self._lock:
                 self.transport.watch(peer, False, self.clock())
-
-    def _drive_begin(self) -> None:
-        with self._idle:
-            self._drivers += 1
-            first = self._drivers == 1
-        if first:
-            self._wake()  # the I/O thread leaves its select and lets the caller drive
-
-    def _drive_end(self) -> None:
-        with self._idle:
-            self._drivers -= 1
-            if not self._drivers:
-                self._idle.notify_all()
-
-    @contextlib.contextmanager
-    def driving(self) -> Iterator[None]:
-        """Within this block (a whole collective) the calling thread drives the sockets
-        whenever it waits, and the I/O thread stays parked: no thread switch per message."""
-        self._drive_begin()
-        try:
-            yield
-        finally:
-            with self._lock:
-                self.transport.release()
-            self._drive_end()
 
     def _take(self, key: tuple[int, int], box: deque) -> bytes | bytearray | memoryview:
         data = box.popleft()
         if not box:
             del self._box[key]
         return data
+
+    @contextlib.contextmanager
+    def operation(self) -> Iterator[None]:
+        """Around a collective: afterwards, buffers it lent to the transport are copied
+        where a chunk may still need resending, so the caller may change them."""
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.transport.release()
 
     def inspect(self, fn: Callable[[Transport], object]) -> object:
         """Run fn on the transport under its lock (statistics, counters)."""
@@ -309,28 +275,30 @@ class Endpoint:
         return False
 
     def set_link(self, rail: int, up: bool, silent: bool = False) -> None:
-        """Fault injection without root: black-hole a NIC (nothing read or written on its
-        links, no new link on it), and tell the transport unless `silent`."""
+        """Fault injection without root: black-hole a NIC (frames on its links vanish both
+        ways, no new link on it), and tell the transport unless `silent`."""
         with self._lock:
             if up:
                 self._blackhole.discard(rail)
             else:
                 self._blackhole.add(rail)
-            if not silent:  # the I/O thread carries the actions out, in order
-                self._outbox.extend(self.transport.set_nic(rail, up, self.clock()))
-        self._wake()
+            rest = self._apply(self.transport.set_nic(rail, up, self.clock())) \
+                if not silent else []
+        self._execute(rest)
 
     def close(self) -> None:
-        """Stop the I/O thread and close the sockets."""
-        self._stop = True
+        """Stop the threads and close the sockets."""
+        with self._lock:
+            self._stop = True
+            streams = list(self._links.values())
+            self._links.clear()
+            self._tick.notify_all()
         self._wake()
-        with self._idle:
-            self._idle.notify_all()
-        if self._thread.is_alive():
-            self._thread.join(timeout=5)
-        self._progress.acquire(timeout=5)
-        for st in list(self._streams.values()):
-            st.sock.close()
+        for st in streams:
+            self._shut(st)
+        for t in [self._service, *self._threads]:
+            if t.is_alive() and t is not threading.current_thread():
+                t.join(timeout=5)
         for s in (*self.listeners, self.ipc_listener, self._wake_r, self._wake_w):
             s.close()
         if self.links:
@@ -343,12 +311,14 @@ class Endpoint:
         except OSError:
             pass
 
-    # --------------------------------------------------------------- I/O side
+    # --------------------------------------------------------- service thread
 
-    def _loop(self) -> None:
+    def _guard(self, fn: Callable, *args: object) -> None:
         try:
-            self._run_loop()
+            fn(*args)
         except Exception as e:  # a bug here must surface as errors, not as a hang
+            if self._stop:
+                return
             log.exception("rank %d: I/O thread failed", self.me)
             with self._mail:
                 for peer in self.transport.conns:
@@ -356,91 +326,39 @@ class Endpoint:
                                                       f"{type(e).__name__}: {e}")
                 self._mail.notify_all()
 
-    def _run_loop(self) -> None:
-        while not self._stop:
-            if self._drivers:  # a caller drives the sockets itself: stay out of its way
-                with self._idle:
-                    self._idle.wait_for(lambda: not self._drivers or self._stop, 0.05)
-                continue
-            with self._progress:
-                self._run_once(0.05)
-
-    def _run_once(self, max_wait: float) -> None:
-        """One turn of the progress engine: wait for sockets (at most `max_wait` or the
-        next timer), read, hand frames to the transport, run its timers, write. Runs with
-        `_progress` held, by the I/O thread or by a caller waiting for a message (which
-        saves a thread switch per message). Socket reads and writes happen outside the
-        transport lock, which the callers need to queue sends and watch receives."""
+    def _serve(self) -> None:
+        """Accept connections, follow netlink, run the transport's timers."""
         tr = self.transport
-        if True:
+        while not self._stop:
             with self._lock:
                 deadline = tr.next_deadline()
-                pending = bool(self._outbox)
-            hs = min((s.deadline for s in self._streams.values() if s.state != "up"),
-                     default=None)
             now = self.clock()
-            wait = 0.0 if pending else \
-                min(x for x in (deadline, hs, now + max_wait) if x is not None) - now
-            ready = self._sel.select(max(0.0, wait))
-            # Carrier changes first: a NIC going down must not wait behind a batch of data.
-            ready.sort(key=lambda kv: kv[0].data[0] != "netlink")
-            got: list = []
-            for key, mask in ready:
+            wait = 0.05 if deadline is None else min(0.05, max(0.0, deadline - now))
+            ready = self._sel.select(wait)
+            ready.sort(key=lambda kv: kv[0].data[0] != "netlink")  # carrier first
+            if self._stop:
+                return
+            acts: list = []
+            for key, _ in ready:
                 kind, arg = key.data
                 if kind == "wake":
-                    self._drain_wake()
-                elif kind == "stream":
-                    st = self._streams.get(key.fileobj)
-                    if st is None:
-                        continue
-                    if mask & selectors.EVENT_WRITE and st.state == "up":
-                        self._pump_writes(st)
-                    if mask & selectors.EVENT_READ and st.sock in self._streams:
-                        self._read(st, got)
+                    try:
+                        while self._wake_r.recv(4096):
+                            pass
+                    except (BlockingIOError, InterruptedError):
+                        pass
+                elif kind == "listen":
+                    self._accept(key.fileobj, arg)
+                elif kind == "netlink":
+                    with self._lock:
+                        acts += self._link_changes(self.clock())
             with self._lock:
                 now = self.clock()
-                acts = list(self._outbox)
-                self._outbox.clear()
-                with self._mail:
-                    failed, self._write_failed = self._write_failed, []
-                for st, reason in failed:
-                    acts += self._drop(st, reason, now)
-                for key, mask in ready:
-                    kind, arg = key.data
-                    if kind == "netlink":
-                        acts += self._link_changes(now)
-                    elif kind == "listen":
-                        self._accept(key.fileobj, arg, now)
-                    elif kind == "stream" and mask & selectors.EVENT_WRITE:
-                        st = self._streams.get(key.fileobj)
-                        if st is not None and st.state == "connecting":
-                            acts += self._connected(st, now)
-                for what, st, frame in got:
-                    if what == "frame":
-                        if self._links.get(st.link) is st:
-                            acts += tr.on_frame(st.link, frame, now)
-                    elif what == "handshake":
-                        if st.sock in self._streams:
-                            acts += self._handshake_frame(st, frame, now)
-                    elif what == "bad":
-                        acts += self._bad_frame(st, frame, now)
-                    else:  # closed or failed
-                        acts += self._drop(st, frame, now)
-                acts += self._expire_handshakes(now)
-                acts += tr.flush(now)
                 deadline = tr.next_deadline()
                 if deadline is not None and deadline <= now:
                     acts += tr.on_tick(now)
-                rest = self._apply(acts, now)
-            self._write_touched()
+                rest = self._apply(acts)
             self._execute(rest)
-
-    def _drain_wake(self) -> None:
-        try:
-            while self._wake_r.recv(4096):
-                pass
-        except (BlockingIOError, InterruptedError):
-            pass
 
     def _link_changes(self, now: float) -> list:
         acts: list = []
@@ -453,307 +371,234 @@ class Endpoint:
                     acts += self.transport.set_nic(rail, up, now)
         return acts
 
-    # ------------------------------------------------------- links, handshake
+    def _spawn(self, fn: Callable, *args: object, name: str) -> None:
+        t = threading.Thread(target=self._guard, args=(fn, *args), name=name, daemon=True)
+        self._threads = [x for x in self._threads if x.is_alive()]
+        self._threads.append(t)
+        t.start()
 
-    def _register(self, st: _Stream) -> None:
-        self._streams[st.sock] = st
-        events = selectors.EVENT_READ | (selectors.EVENT_WRITE if st.want_write else 0)
-        self._sel.register(st.sock, events, ("stream", -1))
+    # --------------------------------------------------------------- handshake
 
-    def _set_write(self, st: _Stream, on: bool) -> None:
-        if st.want_write != on and st.sock in self._streams:
-            st.want_write = on
-            self._sel.modify(st.sock, selectors.EVENT_READ |
-                             (selectors.EVENT_WRITE if on else 0), ("stream", -1))
+    def _accept(self, listener: socket.socket, rail: int) -> None:
+        for _ in range(16):
+            try:
+                s, _ = listener.accept()
+            except OSError:
+                return
+            if (rail != IPC_LINK and rail in self._blackhole) or \
+                    self._handshakes >= MAX_HANDSHAKES:
+                self.counters["refused"] += 1
+                s.close()
+                continue
+            self._handshakes += 1
+            self._spawn(self._server_handshake, s, rail, name=f"reccl-hs-{self.me}")
 
-    def _drop(self, st: _Stream, reason: str, now: float, report: bool = True) -> list:
-        """Close a socket; a link that was up is reported down to the transport."""
-        if st.sock not in self._streams:
-            return []
-        del self._streams[st.sock]
-        self._sel.unregister(st.sock)
-        try:
-            st.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        except OSError:
-            pass
-        st.sock.close()
-        if st.state == "up" and st.link is not None and self._links.get(st.link) is st:
-            del self._links[st.link]
-            if report:
-                return self.transport.link_down(st.link, reason, now)
-        elif st.role == "client" and st.link is not None and report:
-            return self.transport.connect_failed(st.link, reason, now)
-        return []
-
-    def _connect(self, link: Link, now: float) -> list:
+    def _connect(self, link: Link) -> None:
+        """Thread: open `link`, authenticate it, then run it."""
         nbr, rail = link
         try:
             if rail == IPC_LINK:
                 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                s.setblocking(False)
                 target: object = ipc_address(self.topo.ranks[nbr].ipc)
             else:
                 if rail in self._blackhole:
-                    return self.transport.connect_failed(link, "nic black-holed (test)", now)
+                    raise OSError("nic black-holed (test)")
                 s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
                 _tune(s)
                 s.bind((self.topo.ranks[self.me].nics[rail][0], 0))  # leave through this NIC
-                s.setblocking(False)
                 target = self.topo.ranks[nbr].nics[rail]
-            err = s.connect_ex(target)  # type: ignore[arg-type]
-        except OSError as e:
-            return self.transport.connect_failed(link, str(e), now)
-        if err not in (0, errno.EINPROGRESS, errno.EAGAIN):
-            s.close()
-            return self.transport.connect_failed(link, errno.errorcode.get(err, str(err)), now)
-        st = _Stream(s, "client", link, now + HANDSHAKE_TIMEOUT)
-        st.want_write = True
-        self._register(st)
-        return []
-
-    def _accept(self, listener: socket.socket, rail: int, now: float) -> None:
-        for _ in range(16):
+            s.settimeout(HANDSHAKE_TIMEOUT)
             try:
-                s, _ = listener.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError:
-                return
-            if rail != IPC_LINK and rail in self._blackhole:
-                s.close()
-                continue
-            if s.family == socket.AF_INET:
-                _tune(s)
-            s.setblocking(False)
-            st = _Stream(s, "server", None, now + HANDSHAKE_TIMEOUT)
-            st.expected_rail = rail  # type: ignore[attr-defined]
-            self._register(st)
-
-    def _expire_handshakes(self, now: float) -> list:
-        acts: list = []
-        for st in [s for s in self._streams.values() if s.state != "up" and now >= s.deadline]:
-            self.counters["handshake_timeouts"] += 1
-            acts += self._drop(st, "handshake timed out", now)
-        return acts
-
-    def _send_raw(self, st: _Stream, frame: bytes) -> None:
-        st.ctrl.append([memoryview(frame)])
-        self._touched.add(st)
-
-    def _handshake(self, st: _Stream, h: wire.Header, body: wire.Body, now: float) -> list:
-        """Advance the link handshake with one frame (see `reccl.auth`)."""
-        try:
-            if st.role == "server" and st.state == "hello":
-                if not isinstance(body, wire.Hello):
-                    raise auth.AuthError(f"first frame is {wire.TYPE_NAMES[h.type]}, not HELLO")
-                rail = IPC_LINK if h.channel == wire.IPC_RAIL else h.channel
-                if body.session != self.session or h.dst != self.me or \
-                        not 0 <= h.src < self.topo.world or h.src == self.me or \
-                        rail != getattr(st, "expected_rail", rail):
-                    raise auth.AuthError(f"HELLO for session {body.session:#x} rank {h.dst} "
-                                         f"rail {h.channel} from rank {h.src} does not fit")
-                st.link = (h.src, rail)
-                st.nonce_c, st.nonce_s = body.nonce, auth.nonce()
-                proof = auth.link_proof(self.secret, "server", self.session, h.src, self.me,
-                                        h.channel, st.nonce_c, st.nonce_s)
-                reply = wire.Header(wire.CHALLENGE, self.me, h.src, h.channel)
-                self._send_raw(st, wire.encode(reply, wire.Challenge(st.nonce_s, proof)))
-                st.state = "auth"
-                return []
-            if st.role == "server" and st.state == "auth":
-                if not isinstance(body, wire.Auth):
-                    raise auth.AuthError(f"expected AUTH, got {wire.TYPE_NAMES[h.type]}")
-                assert st.link is not None
-                nbr, rail = st.link
+                s.connect(target)  # type: ignore[arg-type]
                 chan = wire.IPC_RAIL if rail == IPC_LINK else rail
-                auth.check(auth.link_proof(self.secret, "client", self.session, nbr, self.me,
-                                           chan, st.nonce_c, st.nonce_s), body.proof,
-                           f"link from rank {nbr}")
-                return self._link_ready(st, now)
-            if st.role == "client" and st.state == "challenge":
+                nonce_c = auth.nonce()
+                s.sendall(wire.encode(wire.Header(wire.HELLO, self.me, nbr, chan),
+                                      wire.Hello(self.session, nonce_c)))
+                h, body = _read_frame(s)
                 if not isinstance(body, wire.Challenge):
                     raise auth.AuthError(f"expected CHALLENGE, got {wire.TYPE_NAMES[h.type]}")
-                assert st.link is not None
-                nbr, rail = st.link
-                chan = wire.IPC_RAIL if rail == IPC_LINK else rail
                 auth.check(auth.link_proof(self.secret, "server", self.session, self.me, nbr,
-                                           chan, st.nonce_c, body.nonce), body.proof,
+                                           chan, nonce_c, body.nonce), body.proof,
                            f"link to rank {nbr}")
                 proof = auth.link_proof(self.secret, "client", self.session, self.me, nbr, chan,
-                                        st.nonce_c, body.nonce)
-                self._send_raw(st, wire.encode(wire.Header(wire.AUTH, self.me, nbr, chan),
-                                               wire.Auth(proof)))
-                return self._link_ready(st, now)
-            raise auth.AuthError(f"unexpected {wire.TYPE_NAMES[h.type]} during handshake")
-        except auth.AuthError as e:
-            self.counters["auth_failed"] += 1
-            log.warning("rank %d: rejected a link (%s): %s", self.me, st.role, e)
-            return self._drop(st, f"authentication failed: {e}", now)
-
-    def _link_ready(self, st: _Stream, now: float) -> list:
-        assert st.link is not None
-        acts: list = []
-        old = self._links.get(st.link)
-        if old is not None and old is not st:
-            acts += self._drop(old, "replaced by a new connection", now)
-        st.state = "up"
-        self._links[st.link] = st
-        self.counters["links_connected" if st.role == "client" else "links_accepted"] += 1
-        return acts + self.transport.link_up(st.link, now)
-
-    def _connected(self, st: _Stream, now: float) -> list:
-        err = st.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
-        if err:
-            return self._drop(st, errno.errorcode.get(err, str(err)), now)
-        assert st.link is not None
-        nbr, rail = st.link
-        st.nonce_c = auth.nonce()
-        chan = wire.IPC_RAIL if rail == IPC_LINK else rail
-        st.state = "challenge"
-        self._set_write(st, False)
-        self._send_raw(st, wire.encode(wire.Header(wire.HELLO, self.me, nbr, chan),
-                                       wire.Hello(self.session, st.nonce_c)))
-        return []
-
-    # ---------------------------------------------------------------- frames
-
-    def _read(self, st: _Stream, got: list) -> None:
-        """Read what the socket has (up to READ_BUDGET) into whole frames, appended to `got`
-        as ('frame' | 'handshake', stream, frame), ('bad', stream, error) or
-        ('closed', stream, reason); the transport sees them under its lock."""
-        if st.state == "connecting":
+                                        nonce_c, body.nonce)
+                s.sendall(wire.encode(wire.Header(wire.AUTH, self.me, nbr, chan),
+                                      wire.Auth(proof)))
+            except BaseException:
+                s.close()
+                raise
+        except (OSError, wire.WireError, auth.AuthError) as e:
+            if isinstance(e, auth.AuthError | wire.WireError):
+                self.counters["auth_failed"] += 1
+            elif isinstance(e, TimeoutError):
+                self.counters["handshake_timeouts"] += 1
+            with self._lock:
+                rest = self._apply(self.transport.connect_failed(link, str(e) or
+                                                                 type(e).__name__,
+                                                                 self.clock()))
+            self._execute(rest)
             return
-        if st.link is not None and st.link[1] != IPC_LINK and st.link[1] in self._blackhole:
-            return
-        budget = READ_BUDGET
-        while budget > 0:
-            try:
-                if st.frame is None:
-                    n = st.sock.recv_into(memoryview(st.hdr)[st.hdr_got:])
-                else:
-                    n = st.sock.recv_into(memoryview(st.frame)[st.frame_got:])
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as e:
-                got.append(("closed", st, f"read failed: {e}"))
-                return
-            if n == 0:
-                got.append(("closed", st, "closed by peer"))
-                return
-            budget -= n
-            if st.frame is None:
-                st.hdr_got += n
-                if st.hdr_got < len(st.hdr):
-                    continue
-                try:
-                    h = wire.decode_header(st.hdr)
-                except wire.WireError as e:
-                    got.append(("bad", st, e))
-                    return
-                # np.empty: no zero fill; the frame is read straight into it
-                st.frame = np.empty(len(st.hdr) + h.length, np.uint8)
-                st.frame[:len(st.hdr)] = st.hdr
-                st.frame_got = len(st.hdr)
-                st.hdr_got = 0
-            else:
-                st.frame_got += n
-            if st.frame_got < len(st.frame):
-                continue
-            frame, st.frame = st.frame, None
-            if st.state == "up":
-                got.append(("frame", st, frame))
-            else:
-                got.append(("handshake", st, frame))
-                return  # the handshake decides whether this stream may say more
+        self._run_link(s, link, "client")
 
-    def _handshake_frame(self, st: _Stream, frame: np.ndarray, now: float) -> list:
+    def _server_handshake(self, s: socket.socket, rail: int) -> None:
+        """Thread: authenticate an accepted connection, then run it."""
         try:
-            h, body = wire.decode(frame)
-        except wire.WireError as e:
-            return self._bad_frame(st, e, now)
-        acts = self._handshake(st, h, body, now)
-        if st.sock in self._streams and st.state == "up":
-            more: list = []
-            self._read(st, more)  # frames that came right behind the handshake
-            for what, s2, f in more:
-                if what == "frame":
-                    acts += self.transport.on_frame(s2.link, f, now)
-                elif what == "bad":
-                    acts += self._bad_frame(s2, f, now)
-                elif what == "closed":
-                    acts += self._drop(s2, f, now)
-        return acts
+            s.settimeout(HANDSHAKE_TIMEOUT)
+            h, body = _read_frame(s)
+            if not isinstance(body, wire.Hello):
+                raise auth.AuthError(f"first frame is {wire.TYPE_NAMES[h.type]}, not HELLO")
+            chan_rail = IPC_LINK if h.channel == wire.IPC_RAIL else h.channel
+            if body.session != self.session or h.dst != self.me or \
+                    not 0 <= h.src < self.topo.world or h.src == self.me or chan_rail != rail:
+                raise auth.AuthError(f"HELLO for session {body.session:#x} rank {h.dst} rail "
+                                     f"{h.channel} from rank {h.src} does not fit")
+            nonce_s = auth.nonce()
+            proof = auth.link_proof(self.secret, "server", self.session, h.src, self.me,
+                                    h.channel, body.nonce, nonce_s)
+            s.sendall(wire.encode(wire.Header(wire.CHALLENGE, self.me, h.src, h.channel),
+                                  wire.Challenge(nonce_s, proof)))
+            h2, body2 = _read_frame(s)
+            if not isinstance(body2, wire.Auth):
+                raise auth.AuthError(f"expected AUTH, got {wire.TYPE_NAMES[h2.type]}")
+            auth.check(auth.link_proof(self.secret, "client", self.session, h.src, self.me,
+                                       h.channel, body.nonce, nonce_s), body2.proof,
+                       f"link from rank {h.src}")
+        except (OSError, wire.WireError, auth.AuthError) as e:
+            if isinstance(e, TimeoutError):
+                self.counters["handshake_timeouts"] += 1
+            else:
+                self.counters["auth_failed"] += 1
+            log.warning("rank %d: rejected a connection: %s", self.me, e)
+            s.close()
+            return
+        finally:
+            self._handshakes -= 1
+        self._run_link(s, (h.src, chan_rail), "server")
 
-    def _bad_frame(self, st: _Stream, e: wire.WireError, now: float) -> list:
-        if st.state != "up":
-            self.counters["auth_failed"] += 1
-            return self._drop(st, f"not a ReCCL handshake: {e}", now)
-        self.transport.counters["malformed"] += 1
-        return self._drop(st, f"malformed frame: {e}", now)
+    # ------------------------------------------------------------------ links
 
-    def _write_touched(self) -> None:
-        touched, self._touched = self._touched, set()
-        for st in touched:
-            if st.sock in self._streams and not st.want_write:
-                self._pump_writes(st)
+    def _run_link(self, s: socket.socket, link: Link, role: str) -> None:
+        """Thread: install an authenticated socket as `link`, start its writer, read."""
+        s.settimeout(None)
+        st = _Stream(s, link, role)
+        with self._lock:
+            if self._stop:
+                s.close()
+                return
+            acts: list = []
+            old = self._links.get(link)
+            if old is not None:
+                acts += self._unlink(old, "replaced by a new connection")
+            self._links[link] = st
+            self.counters["links_connected" if role == "client" else "links_accepted"] += 1
+            acts += self.transport.link_up(link, self.clock())
+            rest = self._apply(acts)
+        self._execute(rest)
+        self._spawn(self._writer, st, name=f"reccl-tx-{self.me}-{link[0]}.{link[1]}")
+        self._reader(st)
 
-    def _pump_writes(self, st: _Stream) -> None:
-        """Write queued frames (control first) until the socket is full; a failure is
-        queued for the transport (`_write_failed`), which hears of it under its lock."""
+    def _unlink(self, st: _Stream, reason: str, report: bool = True) -> list:
+        """Under the lock: forget a stream and close it; the transport hears of it."""
+        if self._links.get(st.link) is not st:
+            return []
+        del self._links[st.link]
+        self._shut(st)
+        return self.transport.link_down(st.link, reason, self.clock()) if report else []
+
+    def _shut(self, st: _Stream) -> None:
+        with st.cv:
+            st.closed = True
+            st.ctrl.clear()
+            st.data.clear()
+            st.cv.notify_all()
+        try:
+            st.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass
+        try:
+            st.sock.shutdown(socket.SHUT_RDWR)  # wakes the reader blocked in recv
+        except OSError:
+            pass
+
+    def _lost(self, st: _Stream, reason: str) -> None:
+        with self._lock:
+            rest = self._apply(self._unlink(st, reason))
+        self._execute(rest)
+
+    def _reader(self, st: _Stream) -> None:
+        hdr = bytearray(wire.HEADER.size)
+        hv = memoryview(hdr)
+        sock, tr = st.sock, self.transport
+        try:
+            while not st.closed:
+                if not _recv_exact(sock, hv):
+                    return self._lost(st, "closed by peer")
+                try:
+                    h = wire.decode_header(hdr)
+                except wire.WireError as e:
+                    tr.counters["malformed"] += 1
+                    return self._lost(st, f"malformed frame: {e}")
+                # np.empty: no zero fill; the body is read straight into the frame
+                frame = np.empty(len(hdr) + h.length, np.uint8)
+                frame[:len(hdr)] = hdr
+                if not _recv_exact(sock, memoryview(frame)[len(hdr):]):
+                    return self._lost(st, "closed by peer")
+                if st.link[1] != IPC_LINK and st.link[1] in self._blackhole:
+                    continue
+                with self._lock:
+                    if self._links.get(st.link) is not st:
+                        return None
+                    now = self.clock()
+                    acts = tr.on_frame(st.link, frame, now)
+                    acts += tr.flush(now)
+                    rest = self._apply(acts)
+                self._execute(rest)
+        except OSError as e:
+            if not st.closed:
+                self._lost(st, f"read failed: {e}")
+        finally:
+            sock.close() if st.closed else None
+        return None
+
+    def _writer(self, st: _Stream) -> None:
+        sock = st.sock
         while True:
-            if not st.cur:
-                if st.ctrl:
-                    st.cur = [memoryview(p).cast("B") for p in st.ctrl.popleft() if len(p)]
-                elif st.data:
-                    st.cur = [memoryview(p).cast("B") for p in st.data.popleft() if len(p)]
-                else:
-                    self._set_write(st, False)
+            with st.cv:
+                while not (st.ctrl or st.data or st.closed):
+                    st.cv.wait()
+                if st.closed:
                     return
+                parts = (st.ctrl or st.data).popleft()
+            if st.link[1] != IPC_LINK and st.link[1] in self._blackhole:
+                continue
             try:
-                n = st.sock.sendmsg(st.cur)
-            except (BlockingIOError, InterruptedError):
-                self._set_write(st, True)
-                return
+                _send_all(sock, parts)
             except OSError as e:
-                self.counters["send_errors"] += 1
-                st.ctrl.clear()
-                st.data.clear()
-                st.cur = []
-                self._set_write(st, False)
-                with self._mail:
-                    self._write_failed.append((st, f"write failed: {e}"))
-                self._wake()
+                if not st.closed:
+                    self.counters["send_errors"] += 1
+                    self._lost(st, f"write failed: {e}")
                 return
-            while n:
-                head = st.cur[0]
-                if n >= len(head):
-                    n -= len(head)
-                    st.cur.pop(0)
-                else:
-                    st.cur[0] = head[n:]
-                    n = 0
 
     # --------------------------------------------------------------- actions
 
-    def _apply(self, acts: list, now: float) -> list:
-        """Carry out the socket actions (under the transport lock, in transport order);
-        return the ones for the caller's side (deliveries, events, failures)."""
+    def _apply(self, acts: list) -> list:
+        """Under the lock: carry out the socket actions in transport order (frames are
+        queued for the writers, so each link keeps that order); return the rest."""
         rest = []
         queue = deque(acts)
         while queue:
             a = queue.popleft()
             if isinstance(a, Transmit):
                 st = self._links.get(a.link)
-                if st is None or (a.link[1] != IPC_LINK and a.link[1] in self._blackhole):
-                    continue
-                (st.ctrl if a.control else st.data).append(a.parts)
-                self._touched.add(st)
+                if st is not None:
+                    st.put(a.parts, a.control)
             elif isinstance(a, Connect):
-                queue.extend(self._connect(a.link, now))
+                if not self._stop:
+                    self._spawn(self._connect, a.link, name=f"reccl-conn-{self.me}")
             elif isinstance(a, Close):
                 st = self._links.get(a.link)
                 if st is not None:
-                    self._drop(st, a.reason, now, report=False)
+                    queue.extend(self._unlink(st, a.reason, report=False))
             else:
                 rest.append(a)
         return rest
@@ -782,3 +627,40 @@ class Endpoint:
         if delivered:
             with self._mail:
                 self._mail.notify_all()
+
+
+def _recv_exact(sock: socket.socket, buf: memoryview) -> bool:
+    """Fill `buf` from the socket; False on a clean end of stream."""
+    got, n = 0, len(buf)
+    while got < n:
+        k = sock.recv_into(buf[got:])
+        if k == 0:
+            return False
+        got += k
+    return True
+
+
+def _send_all(sock: socket.socket, parts: list) -> None:
+    bufs = [memoryview(p).cast("B") for p in parts if len(p)]
+    while bufs:
+        n = sock.sendmsg(bufs)
+        while n:
+            if n >= len(bufs[0]):
+                n -= len(bufs.pop(0))
+            else:
+                bufs[0] = bufs[0][n:]
+                n = 0
+
+
+def _read_frame(sock: socket.socket) -> tuple[wire.Header, wire.Body]:
+    """Read one whole handshake frame (bounded: handshake frames are tiny)."""
+    hdr = bytearray(wire.HEADER.size)
+    if not _recv_exact(sock, memoryview(hdr)):
+        raise OSError("closed during the handshake")
+    h = wire.decode_header(hdr)
+    if h.length > 256:
+        raise wire.WireError(f"handshake frame of {h.length} bytes")
+    body = bytearray(h.length)
+    if not _recv_exact(sock, memoryview(body)):
+        raise OSError("closed during the handshake")
+    return wire.decode(bytes(hdr) + bytes(body))
