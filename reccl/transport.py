@@ -234,7 +234,8 @@ class Transport:
         if conn.fatal:
             raise PeerUnreachable(conn.fatal)
         lend = borrow and not isinstance(data, bytes)
-        mv = memoryview(data if isinstance(data, bytes) or borrow else bytes(data)).cast("B")
+        mv = memoryview(data if isinstance(data, bytes) or borrow else bytes(data))
+        mv = mv.cast("B") if mv.nbytes else memoryview(b"")
         n = len(mv)
         step = conn.chunk_size
         for off in range(0, max(n, 1), step):
