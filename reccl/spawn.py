@@ -59,11 +59,11 @@ class RankError(RuntimeError):
 
 def run_ranks(fn: Callable, layout: list[RankSpec], args: tuple = (),
               options: CommOptions | None = None, timeout: float = 120.0,
-              allow_errors: bool = False) -> dict[int, Any]:
+              allow_errors: bool = False, secret: str | None = None) -> dict[int, Any]:
     """Run fn(comm, *args) on every rank; returns {rank: result} (errors as text when
     allow_errors, else raises RankError)."""
     ctx = mp.get_context("spawn")
-    secret = new_secret()
+    secret = secret or new_secret()
     server = StoreServer("127.0.0.1:0", secret=secret.encode())
     q = ctx.Queue()
     procs = [ctx.Process(target=_child, args=(r, len(layout), server.address, secret, spec,
