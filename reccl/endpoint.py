@@ -655,7 +655,11 @@ def _send_all(sock: socket.socket, parts: list) -> None:
 def _read_frame(sock: socket.socket) -> tuple[wire.Header, wire.Body]:
     """Read one whole handshake frame (bounded: handshake frames are tiny)."""
     hdr = bytearray(wire.HEADER.size)
-    if not _recv_exact(sock, memoryview(hdr)):
+    if not _recv_exact(sock, memoryview(hdr)[:2]):
+        raise OSError("closed during the handshake")
+    if hdr[:2] != wire.MAGIC:  # not ReCCL at all: no need to wait for a whole header
+        raise wire.WireError("bad magic at byte 0 (not a ReCCL frame)", foreign=True)
+    if not _recv_exact(sock, memoryview(hdr)[2:]):
         raise OSError("closed during the handshake")
     h = wire.decode_header(hdr)
     if h.length > 256:
