@@ -202,6 +202,9 @@ class StoreClient:
         if not line:
             raise StoreError(f"store {self.addr} closed the connection (wrong job secret?)")
         reply = json.loads(line)
+        if "nonce" in reply:
+            raise StoreError(f"store {self.addr} requires the job secret (authentication "
+                             f"failed: set RECCL_SECRET)")
         if "error" in reply:
             raise StoreError(f"store {self.addr}: {reply['error']}")
         return reply
