@@ -72,7 +72,8 @@ def claim(store: KeyValueStore, group: str, rank: int, world: int, timeout: floa
         w0 = int(store.get(f"{group}/world", timeout=timeout))
     except Exception as e:
         raise RendezvousError(f"rank 0 never arrived within {timeout:.0f} s ({e})") from None
-    if w0 != world:
+    if w0 != world:  # tell the others too: they would otherwise wait for this rank
+        store.set(f"{group}/rank/{rank}", json.dumps({"world": world}).encode())
         raise RendezvousError(f"world size mismatch: rank {rank} was started with world size "
                               f"{world}, rank 0 with {w0}")
     return int(store.get(f"{group}/session", timeout=timeout))
