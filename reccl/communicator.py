@@ -259,8 +259,10 @@ class Communicator:
 
     # ---------------------------------------------------------- collectives
 
-    def all_reduce(self, x: Any, op: str = "sum", algorithm: str = "auto") -> Any:
-        """Reduce across ranks and give every rank the result (torch tensors: in place).
+    def all_reduce(self, x: Any, op: str = "sum", algorithm: str = "auto", out: Any = None
+                   ) -> Any:
+        """Reduce across ranks and give every rank the result (torch tensors: in place;
+        `out`: a NumPy array of the same shape and dtype to write it to, e.g. `x` itself).
         algorithm: 'ring', 'tree', or 'auto' (tree for small messages, see ops)."""
         t = _Tensor(x, "all_reduce")
         t.check_arith(op)
@@ -268,15 +270,29 @@ class Communicator:
             algorithm = choose_algorithm(t.arr.nbytes, self.size, algorithm)
         except ValueError as e:
             raise ReCCLError(f"all_reduce: {e}", rank=self.rank) from None
+        dest = self._out(out, t, "all_reduce")
         tag = self._tagger()
         if algorithm == "tree":
             res = self._run("all_reduce", lambda: algo.tree_all_reduce(self._p2p(), tag,
                                                                        t.flat, op))
+            if dest is not None:
+                dest[...] = res
+                res = dest
         else:
-            own = t.own_memory()
+            own = dest if dest is not None else t.own_memory()
             res = self._run("all_reduce", lambda: algo.all_reduce(self._p2p(), tag, t.flat, op,
                                                                   out=own))
-        return t.wrap(res, t.arr.shape, inplace=True)
+        return out if out is not None else t.wrap(res, t.arr.shape, inplace=True)
+
+    def _out(self, out: Any, t: _Tensor, what: str) -> np.ndarray | None:
+        """The flat NumPy view of an `out` argument, checked against the input."""
+        if out is None:
+            return None
+        if not isinstance(out, np.ndarray) or not out.flags.c_contiguous or \
+                out.shape != t.arr.shape or out.dtype != t.arr.dtype:
+            raise ReCCLError(f"{what}: out must be a C-contiguous numpy.ndarray of shape "
+                             f"{t.arr.shape} and dtype {t.arr.dtype}", rank=self.rank)
+        return out.reshape(-1)
 
     def reduce_scatter(self, x: Any, op: str = "sum") -> Any:
         """Reduce across ranks; rank r gets rows [r*n/p, (r+1)*n/p) of the result."""
@@ -291,14 +307,21 @@ class Communicator:
                         lambda: algo.reduce_scatter(self._p2p(), tag, t.flat, op))
         return t.wrap(res, (shape[0] // self.size, *shape[1:]))
 
-    def reduce(self, x: Any, op: str = "sum", root: int = 0) -> Any:
-        """Reduce to `root` (torch: in place there); other ranks get None."""
+    def reduce(self, x: Any, op: str = "sum", root: int = 0, out: Any = None) -> Any:
+        """Reduce to `root` (torch: in place there; NumPy: into `out` if given); other ranks
+        get None."""
         t = _Tensor(x, "reduce")
         t.check_arith(op)
         self._check_root(root, "reduce")
+        dest = self._out(out, t, "reduce")
         tag = self._tagger()
         res = self._run("reduce", lambda: algo.reduce(self._p2p(), tag, t.flat, op, root))
-        return None if res is None else t.wrap(res, t.arr.shape, inplace=True)
+        if res is None:
+            return None
+        if dest is not None:
+            dest[...] = res
+            return out
+        return t.wrap(res, t.arr.shape, inplace=True)
 
     def all_gather(self, x: Any) -> Any:
         """Every rank's array stacked along a new first axis (shape (world, *x.shape))."""
@@ -307,12 +330,17 @@ class Communicator:
         res = self._run("all_gather", lambda: algo.all_gather(self._p2p(), tag, t.flat))
         return t.wrap(res, (self.size, *t.arr.shape))
 
-    def broadcast(self, x: Any, root: int = 0) -> Any:
-        """Root's array on every rank (same shape and dtype everywhere; torch: in place)."""
+    def broadcast(self, x: Any, root: int = 0, out: Any = None) -> Any:
+        """Root's array on every rank (same shape and dtype everywhere; torch: in place;
+        NumPy: into `out` if given)."""
         t = _Tensor(x, "broadcast")
         self._check_root(root, "broadcast")
+        dest = self._out(out, t, "broadcast")
         tag = self._tagger()
         res = self._run("broadcast", lambda: algo.broadcast(self._p2p(), tag, t.flat, root))
+        if dest is not None:
+            dest[...] = res
+            return out
         return t.wrap(res, t.arr.shape, inplace=True)
 
     def all_to_all(self, x: Any, send_splits: list[int] | None = None,
