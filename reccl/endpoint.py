@@ -179,11 +179,12 @@ class Endpoint:
         self._service.start()
 
     def wait_connected(self, timeout: float) -> list[str]:
-        """Wait until every link is up; returns the links still down after `timeout`."""
+        """Wait until every link that can connect has connected once; returns the links
+        still missing after `timeout`."""
         end = time.monotonic() + timeout
         while True:
             with self._lock:
-                down = [link for link, up in self.transport.links.items() if not up]
+                down = self.transport.pending_links()
             if not down or time.monotonic() >= end:
                 return [self._link_name(link) for link in down]
             time.sleep(0.005)

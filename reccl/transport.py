@@ -170,6 +170,7 @@ class Transport:
         self.opts = o = opts or TransportOptions()
         self.nic_down: set[tuple[int, int]] = set()
         self.links: dict[Link, bool] = {}
+        self.ever_up: set[Link] = set()
         self.connecting: set[Link] = set()
         self.conns: dict[int, Connection] = {}
         for p in range(topo.world):
@@ -210,6 +211,12 @@ class Transport:
                 (toward, ch.rail)
         return (ch.via, IPC_LINK) if self.topo.same_host(ch.via, self.me) else \
             (ch.via, ch.rail)
+
+    def pending_links(self) -> list[Link]:
+        """Links never connected yet that could be (no known-down NIC at either end)."""
+        return [link for link, up in self.links.items() if not up and link not in self.ever_up
+                and not (link[1] != IPC_LINK and ((self.me, link[1]) in self.nic_down or
+                                                  link in self.nic_down))]
 
     def connector(self, link: Link) -> bool:
         """True when this rank opens `link` (the lower rank of the two does)."""
@@ -461,6 +468,7 @@ class Transport:
         """The I/O layer has an authenticated stream on `link`."""
         acts: list[Action] = []
         self.links[link] = True
+        self.ever_up.add(link)
         self.connecting.discard(link)
         for conn, cs in self._on_link(link):
             if cs.alive or self._nic_blocked(cs):

@@ -367,7 +367,8 @@ def test_random_cuts_and_heals_lose_nothing_between_any_pair(seed, events):
 
 def test_weights_follow_goodput_of_a_slower_rail():
     net = connected(make_topology([1, 1], 2), seed=13, rate=100e6, rail_rate={1: 20e6},
-                    opts=TransportOptions(chunk_size=64 << 10))
+                    opts=TransportOptions(chunk_size=64 << 10, channel_window=2 << 20,
+                                          min_window=256 << 10))
     data = os.urandom(24_000_000)
     net.send(0, 1, 1, data)
     assert net.run_until(lambda: net.inbox.get((1, 0)))
