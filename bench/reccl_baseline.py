@@ -91,3 +91,50 @@ def udp_stream(total: int = 256 << 20, size: int = 8192) -> tuple[float, float]:
     s.close()
     rate = got / (last - first) if first and last and last > first else 0.0
     return rate, 1 - got / total
+
+
+def _duplex_peer(role: int, port_q, res_q, total: int, block: int) -> None:
+    import threading
+
+    if role == 0:
+        srv = socket.create_server(("127.0.0.1", 0))
+        port_q.put(srv.getsockname()[1])
+        s, _ = srv.accept()
+        srv.close()
+    else:
+        s = socket.create_connection(("127.0.0.1", port_q.get(timeout=30)))
+    out = memoryview(bytes(block))
+    inb = memoryview(bytearray(block))
+    t0 = time.perf_counter()
+
+    def send() -> None:
+        for _ in range(total // block):
+            s.sendall(out)
+
+    th = threading.Thread(target=send)
+    th.start()
+    got = 0
+    while got < total:
+        n = s.recv_into(inb)
+        if not n:
+            break
+        got += n
+    th.join()
+    res_q.put(time.perf_counter() - t0)
+    s.close()
+
+
+def tcp_duplex(total: int = 256 << 20, block: int = 4 << 20) -> float:
+    """Bytes/s per direction when two processes both sendall and recv_into at once over one
+    loopback TCP connection (a sender thread and a receiver thread each): what a 2-rank
+    all_reduce, whose ranks send and receive at the same time, could reach in Python."""
+    ctx = mp.get_context("spawn")
+    q, res = ctx.Queue(), ctx.Queue()
+    procs = [ctx.Process(target=_duplex_peer, args=(i, q, res, total, block), daemon=True)
+             for i in range(2)]
+    for p in procs:
+        p.start()
+    dt = max(res.get(timeout=120), res.get(timeout=120))
+    for p in procs:
+        p.join(timeout=10)
+    return total / dt

@@ -50,7 +50,7 @@ Link = tuple[int, int]
 class TransportOptions:
     """Tunables of the transport (seconds, bytes, chunks)."""
 
-    chunk_size: int = 512 << 10
+    chunk_size: int = 1 << 20
     """Payload bytes per DATA frame on NIC links (the unit of failover)."""
     ipc_chunk_size: int = 1 << 20
     """Payload bytes per DATA frame between ranks of one host."""
