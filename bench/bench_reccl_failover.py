@@ -28,8 +28,8 @@ def run(argv: list[str]) -> dict:
 
 def main() -> None:
     root = os.geteuid() == 0
-    base = ["-c", "all_reduce", "-e", "2M", "--hosts", "2", "--fail-at", "1.0",
-            "--duration", "3.0", "--check", "1"]
+    base = ["all_reduce", "-e", "2M", "--hosts", "2", "--fail-at", "1.0",
+            "--duration", "3.0", "-c", "1"]
     if root:
         base += ["--netns", "--rate", RATE]
         print(f"# ReCCL failover, 2 hosts in namespaces, every NIC capped at {RATE}")

@@ -57,8 +57,8 @@ def namespaces() -> dict[str, dict[int, list[float]]]:
     results: dict[str, dict[int, list[float]]] = {"failover": {}, "fail-stop": {}}
     for _ in range(3):
         for mode in results:
-            argv = ["--netns", "--rate", "160mbit", "--hosts", "2", "--rails", "2", "-c",
-                    "all_reduce", "-b", "1M", "-e", "4M", "-f", "4", "-n", "4", "--check", "0"]
+            argv = ["all_reduce", "--netns", "--rate", "160mbit", "--hosts", "2", "--rails", "2",
+                    "-b", "1M", "-e", "4M", "-f", "4", "-n", "4", "-c", "0"]
             if mode == "fail-stop":
                 argv.append("--fail-stop")
             r, w = os.pipe()
@@ -74,8 +74,8 @@ def namespaces() -> dict[str, dict[int, list[float]]]:
             os.close(r)
             for line in text.splitlines():
                 f = line.split()
-                if f and f[0] == "all_reduce":
-                    results[mode].setdefault(int(f[1]), []).append(float(f[5]) / 1e6)
+                if f and f[0].isdigit():  # nccl-tests row: size count type redop root time
+                    results[mode].setdefault(int(f[0]), []).append(float(f[5]) / 1e6)
     return results
 
 
