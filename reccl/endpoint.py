@@ -53,6 +53,8 @@ from .transport import (
 log = logging.getLogger("reccl.endpoint")
 SOCKET_BUFFER = 4 << 20
 HANDSHAKE_TIMEOUT = 5.0
+RELEASE_WAIT = 0.005
+"""Longest wait for outstanding acknowledgements when a collective ends (see `operation`)."""
 MAX_HANDSHAKES = 64
 """Unauthenticated connections in progress at once; more are refused (and counted)."""
 
@@ -144,6 +146,8 @@ class Endpoint:
         self._handshakes = 0
         self._stop = False
         self._tick = threading.Condition(self._lock)
+        self._acked = threading.Condition(self._lock)
+        """Notified when acknowledgements arrive (see `operation`)."""
         self._sel = selectors.DefaultSelector()
         for rail, s in enumerate(listeners):
             self._sel.register(s, selectors.EVENT_READ, ("listen", rail))
@@ -253,11 +257,16 @@ class Endpoint:
     @contextlib.contextmanager
     def operation(self) -> Iterator[None]:
         """Around a collective: afterwards, buffers it lent to the transport are copied
-        where a chunk may still need resending, so the caller may change them."""
+        where a chunk may still need resending, so the caller may change them. The last
+        acknowledgements are usually a fraction of a millisecond away: waiting up to
+        RELEASE_WAIT for them is cheaper than copying the last slices."""
         try:
             yield
         finally:
-            with self._lock:
+            end = time.monotonic() + RELEASE_WAIT
+            with self._acked:
+                while self.transport.borrowing() and time.monotonic() < end:
+                    self._acked.wait(max(0.0, end - time.monotonic()))
                 self.transport.release()
 
     def inspect(self, fn: Callable[[Transport], object]) -> object:
@@ -553,6 +562,8 @@ class Endpoint:
                     acts = tr.on_frame(st.link, frame, now)
                     acts += tr.flush(now)
                     rest = self._apply(acts)
+                    if h.type == wire.ACK:
+                        self._acked.notify_all()
                 self._execute(rest)
         except OSError as e:
             if not st.closed:

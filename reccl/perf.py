@@ -150,7 +150,7 @@ def cut_link(comm, rail: int, netns: bool, silent: bool = False) -> float:
     if netns:
         from .linkstate import interface_of, set_link
 
-        dev = str(interface_of(comm.endpoint.nic_socks[rail].getsockname()[0]))
+        dev = str(interface_of(comm.topology.ranks[comm.rank].nics[rail][0]))
         if silent:  # a token bucket of 8 bit/s with a 2 KB queue drops everything
             subprocess.run(["tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate", "8bit",
                             "burst", "2kb", "limit", "2kb"], check=True)

@@ -253,6 +253,11 @@ class Transport:
         self._pump(conn, now, acts)
         return acts
 
+    def borrowing(self) -> bool:
+        """True while a chunk still refers to a caller's buffer (see `send`)."""
+        return any(c.borrowed for conn in self.conns.values()
+                   for q in (conn.pending, conn.retx, conn.unacked.values()) for c in q)
+
     def release(self) -> None:
         """The caller is about to reuse borrowed buffers: copy what may still be resent."""
         for conn in self.conns.values():

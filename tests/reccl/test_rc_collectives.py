@@ -116,7 +116,7 @@ def big_all_reduce_with_cut(comm, n, cut_rank, rail, silent):
         comm.set_link(rail, False, silent=silent)
     second = comm.all_reduce(x)
     if silent and comm.rank == cut_rank:
-        time.sleep(1.0)  # the peer waits meanwhile: its probes on the cut rail go unanswered
+        time.sleep(2.5)  # the peer waits meanwhile: silence on the cut rail (1 s) is noticed
     third = comm.all_reduce(x, "max")
     kinds = [(e.kind, e.detail) for e in comm.events()]
     return first, second, third, kinds, comm.stats()
@@ -140,7 +140,7 @@ def test_all_reduce_survives_a_nic_failure_bit_exact(silent):
         assert "channel_down" in kinds[1]  # told by the notice
         assert any("link down on rank 0 nic1" in d for d in details)
     else:  # silent while the peer was heard on the other rail, on one side or both
-        assert any("silent for" in d and "heard on channel 0" in d for d in details)
+        assert any("silent for" in d and "heard on channel 0" in d for d in details), details
     for r in range(2):
         cut = [c for c in res[r][4] if c["channel"] == 1][0]
         assert not cut["alive"] and cut["failures"] == 1
