@@ -145,7 +145,6 @@ class Endpoint:
         self._links: dict[Link, _Stream] = {}
         self._handshakes = 0
         self._stop = False
-        self._tick = threading.Condition(self._lock)
         self._acked = threading.Condition(self._lock)
         """Notified when acknowledgements arrive (see `operation`)."""
         self._sel = selectors.DefaultSelector()
@@ -302,7 +301,6 @@ class Endpoint:
             self._stop = True
             streams = list(self._links.values())
             self._links.clear()
-            self._tick.notify_all()
         self._wake()
         for st in streams:
             self._shut(st)
@@ -400,7 +398,8 @@ class Endpoint:
                 self.counters["refused"] += 1
                 s.close()
                 continue
-            self._handshakes += 1
+            with self._lock:
+                self._handshakes += 1
             self._spawn(self._server_handshake, s, rail, name=f"reccl-hs-{self.me}")
 
     def _connect(self, link: Link) -> None:
@@ -482,7 +481,8 @@ class Endpoint:
             s.close()
             return
         finally:
-            self._handshakes -= 1
+            with self._lock:
+                self._handshakes -= 1
         self._run_link(s, (h.src, chan_rail), "server")
 
     # ------------------------------------------------------------------ links

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import pickle
 import random
+import signal
 import socket
 import subprocess
 import sys
@@ -170,6 +171,19 @@ def main() -> None:
                 link(comm, 1, False)
             t0 = time.monotonic()
             comm.all_reduce(x)
+        elif scenario == "idle_stall":
+            # Compute gaps between steps, then rank 1 stopped for 3 s mid-collective.
+            x = rank_data(r, 250_000, seed)
+            for i, gap in enumerate([0.0, 1.5, 0.2, 2.5, 0.0]):
+                res["results"][f"all_reduce{i}"] = comm.all_reduce(x)
+                time.sleep(gap)
+            pids = comm.all_gather(np.array([os.getpid()]))[:, 0]
+            if r == 0:
+                later(0.05, os.kill, int(pids[1]), signal.SIGSTOP)
+                later(3.05, os.kill, int(pids[1]), signal.SIGCONT)
+            t1 = time.monotonic()
+            res["results"]["stalled"] = comm.all_reduce(x)
+            res["stall_wait"] = time.monotonic() - t1
         elif scenario == "oneway":
             # Rail 0 loses rank 0's egress, rail 1 rank 1's: each side sees one rail go
             # silent (carrier stays up) and must learn about the other from a notice.

@@ -99,6 +99,18 @@ def test_one_way_loss_and_reordering(testbed_factory, tmp_path):
     assert tb.dropped(0, 0) + tb.dropped(1, 1) > 0  # the impairment did drop segments
 
 
+def test_compute_gaps_and_a_stopped_rank_cause_no_failover(testbed_factory, tmp_path):
+    tb = testbed_factory(2)
+    codes, out = run_job(tb, "idle_stall", 10, tmp_path)
+    assert codes == [0, 0], [o["error"] for o in out.values()]
+    xs = [rank_data(r, 250_000, 10) for r in range(2)]
+    for r in range(2):
+        for name, got in out[r]["results"].items():
+            assert_exact(got, reference_ring(xs, "sum"), (name, r))
+        assert out[r]["events"] == []  # no channel died, nothing to announce
+    assert out[0]["stall_wait"] >= 2.5  # rank 0 did wait for its stopped peer
+
+
 def test_double_one_way_failure_each_side_detects_one_and_is_told_the_other(testbed_factory,
                                                                            tmp_path):
     tb = testbed_factory(2, rails=3)
