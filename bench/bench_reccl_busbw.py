@@ -21,10 +21,10 @@ import sys
 import time
 
 import numpy as np
+from reccl_baseline import tcp_duplex, tcp_stream
 
 from reccl.perf import parse_size
 from reccl.spawn import loopback_layout, run_ranks
-from reccl_baseline import tcp_duplex, tcp_stream
 
 
 def job(comm, sizes: list[int], iters: int) -> dict[int, float]:
