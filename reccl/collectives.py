@@ -11,10 +11,11 @@ recv(peer, tag) and a `tag(step)` giving this collective's message tags.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
+from .connection import contiguous, pieces
 from .ops import combine, finish, segment_bounds
 
 
@@ -29,11 +30,27 @@ class P2P(Protocol):
     def recv(self, peer: int, tag: int) -> bytes | bytearray: ...
 
 
-def _view(buf: bytes | bytearray, dtype: np.dtype, count: int, what: str) -> np.ndarray:
-    arr = np.frombuffer(buf, dtype=dtype)
+def _view(buf: Any, dtype: np.dtype, count: int, what: str) -> np.ndarray:
+    arr = np.frombuffer(contiguous(buf), dtype=dtype)
     if arr.size != count:
         raise ValueError(f"{what}: got {arr.size} elements, expected {count}")
     return arr
+
+
+def _parts(buf: Any, dtype: np.dtype, count: int, what: str
+           ) -> list[tuple[int, np.ndarray]]:
+    """(element offset, elements) of each part of a received message: a message that came
+    over several channels is used where it lies, without joining it first."""
+    out, total = [], 0
+    for off, mv in pieces(buf):
+        if off % dtype.itemsize or len(mv) % dtype.itemsize:
+            return [(0, _view(buf, dtype, count, what))]
+        arr = np.frombuffer(mv, dtype=dtype)
+        out.append((off // dtype.itemsize, arr))
+        total += arr.size
+    if total != count:
+        raise ValueError(f"{what}: got {total} elements, expected {count}")
+    return out
 
 
 SLICE_BYTES = 1 << 20
@@ -71,9 +88,10 @@ def ring_reduce_scatter(p2p: P2P, tag: Callable[[int], int], work: np.ndarray, o
         p2p.send(right, tag(step(0, 0, j)), work[lo:hi].data)
     for k in range(p - 1):
         for j, lo, hi in slices(bounds[(r - k - shift - 1) % p], isz):
-            got = _view(p2p.recv(left, tag(step(0, k, j))), work.dtype, hi - lo,
-                        "reduce-scatter slice")
-            combine(op, got, work[lo:hi], out=work[lo:hi])
+            for off, got in _parts(p2p.recv(left, tag(step(0, k, j))), work.dtype, hi - lo,
+                                   "reduce-scatter slice"):
+                a, b = lo + off, lo + off + got.size
+                combine(op, got, work[a:b], out=work[a:b])
             if k + 1 < p - 1:
                 p2p.send(right, tag(step(0, k + 1, j)), work[lo:hi].data)
     return (r - shift + 1) % p
@@ -94,8 +112,9 @@ def ring_all_gather(p2p: P2P, tag: Callable[[int], int], work: np.ndarray,
             p2p.send(right, tag(step(phase, 0, j)), work[lo:hi].data)
     for k in range(p - 1):
         for j, lo, hi in slices(bounds[(have - k - 1) % p], isz):
-            work[lo:hi] = _view(p2p.recv(left, tag(step(phase, k, j))), work.dtype, hi - lo,
-                                "all-gather slice")
+            for off, got in _parts(p2p.recv(left, tag(step(phase, k, j))), work.dtype,
+                                   hi - lo, "all-gather slice"):
+                work[lo + off:lo + off + got.size] = got
             if k + 1 < p - 1:
                 p2p.send(right, tag(step(phase, k + 1, j)), work[lo:hi].data)
 
@@ -118,9 +137,10 @@ def all_reduce(p2p: P2P, tag: Callable[[int], int], flat: np.ndarray, op: str,
         p2p.send(right, tag(step(0, 0, j)), flat[lo:hi].data)
     for k in range(p - 1):
         for j, lo, hi in slices(bounds[(r - k - 1) % p], isz):
-            got = _view(p2p.recv(left, tag(step(0, k, j))), work.dtype, hi - lo,
-                        "reduce-scatter slice")
-            combine(op, got, flat[lo:hi], out=work[lo:hi])
+            for off, got in _parts(p2p.recv(left, tag(step(0, k, j))), work.dtype, hi - lo,
+                                   "reduce-scatter slice"):
+                a, b = lo + off, lo + off + got.size
+                combine(op, got, flat[a:b], out=work[a:b])
             if k + 1 < p - 1:
                 p2p.send(right, tag(step(0, k + 1, j)), work[lo:hi].data)
             else:  # fully reduced: finish it and start its all-gather
@@ -236,7 +256,7 @@ def all_to_all(p2p: P2P, tag: Callable[[int], int], rows: np.ndarray,
     parts[r] = rows[offs[r]:offs[r + 1]].copy()
     for k in range(1, p):
         src = (r - k) % p
-        buf = p2p.recv(src, tag(0))
+        buf = contiguous(p2p.recv(src, tag(0)))
         if row_bytes and len(buf) % row_bytes:
             raise ValueError(f"all_to_all: {len(buf)} bytes from rank {src} is not a whole "
                              f"number of {row_bytes}-byte rows")

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import auth, rendezvous
 from . import collectives as algo
+from .connection import contiguous
 from .endpoint import Endpoint, open_ipc_listener, open_listener
 from .errors import ReCCLError
 from .linkstate import interface_of
@@ -381,7 +382,8 @@ class Communicator:
     def recv_array(self, src: int, tag: int = 0, out: Any = None) -> Any:
         """Receive what `send_array` sent; into `out` (same size) when given."""
         self._check_user(src, tag, "recv")
-        buf = self._run("recv", lambda: self.endpoint.recv(src, tag, self.options.timeout))
+        buf = contiguous(self._run("recv", lambda: self.endpoint.recv(src, tag,
+                                                                      self.options.timeout)))
         n = int.from_bytes(buf[:4], "big")
         meta = json.loads(bytes(buf[4:4 + n]))
         arr = np.frombuffer(buf, dtype=np.dtype(meta["dtype"]), offset=4 + n)

@@ -18,6 +18,34 @@ from . import wire
 from .topology import Channel
 
 
+class Pieces(list):
+    """A message delivered as its chunks' payloads in order (no reassembly copy): what a
+    message spread over several channels arrives as. `bytes()` joins them."""
+
+    @property
+    def nbytes(self) -> int:
+        return sum(len(p) for p in self)
+
+    def __bytes__(self) -> bytes:
+        return b"".join(bytes(p) for p in self)
+
+
+def contiguous(msg: bytes | bytearray | memoryview | Pieces) -> bytes | bytearray | memoryview:
+    """A message as one buffer (joins `Pieces`, a copy; anything else as it is)."""
+    return bytes(msg) if isinstance(msg, Pieces) else msg
+
+
+def pieces(msg: bytes | bytearray | memoryview | Pieces) -> list[tuple[int, memoryview]]:
+    """(byte offset, buffer) of each part of a message, in order."""
+    if not isinstance(msg, Pieces):
+        return [(0, memoryview(msg))]
+    out, off = [], 0
+    for p in msg:
+        out.append((off, memoryview(p)))
+        off += len(p)
+    return out
+
+
 @dataclass(eq=False)
 class Chunk:
     """A piece of a message awaiting acknowledgement."""
@@ -97,7 +125,7 @@ class Connection:
         # receiver side
         self.rcv_next = 0
         self.ooo: dict[int, wire.Data] = {}
-        self.asm: tuple[int, int, bytearray, int] | None = None
+        self.asm: tuple[int, int, Pieces, int] | None = None
         self.ack_due: set[int] = set()
         # liveness
         self.watched = 0
@@ -147,21 +175,19 @@ class Connection:
             if n == d.msg_len:  # whole message in one chunk: hand over without a copy
                 done.append((d.tag, d.payload))
                 return True
-            buf = bytearray(d.msg_len)
-            buf[:n] = d.payload
-            self.asm = (d.tag, d.msg_len, buf, n)
+            self.asm = (d.tag, d.msg_len, Pieces([d.payload]), n)
             return True
-        tag, msg_len, buf, got = self.asm
-        if d.tag != tag or d.msg_len != msg_len or d.offset != got:
+        tag, msg_len, parts, got = self.asm
+        if d.tag != tag or d.msg_len != msg_len or d.offset != got or got + n > msg_len:
             self.asm = None
             return False
-        buf[got:got + n] = d.payload
+        parts.append(d.payload)  # chunks come in sequence order: the parts are in order
         got += n
         if got == msg_len:
             self.asm = None
-            done.append((tag, buf))
+            done.append((tag, parts))
         else:
-            self.asm = (tag, msg_len, buf, got)
+            self.asm = (tag, msg_len, parts, got)
         return True
 
     def ack_body(self) -> wire.Ack:

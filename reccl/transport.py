@@ -66,6 +66,8 @@ class TransportOptions:
     """Payload bytes per DATA frame on NIC links (the unit of failover)."""
     ipc_chunk_size: int = 1 << 20
     """Payload bytes per DATA frame between ranks of one host."""
+    min_chunk: int = 64 << 10
+    """Smallest chunk a message is cut into to spread it over several channels."""
     channel_window: int = 16 << 20
     """Unacknowledged bytes a channel of weight 1 may hold (scaled down by weight)."""
     min_window: int = 512 << 10
@@ -192,7 +194,7 @@ class Transport(ChannelLifecycle):
         mv = memoryview(data if isinstance(data, bytes) or borrow else bytes(data))
         mv = mv.cast("B") if mv.nbytes else memoryview(b"")
         n = len(mv)
-        step = conn.chunk_size
+        step = self._chunk_for(conn, n)
         for off in range(0, max(n, 1), step):
             conn.pending.append(Chunk(conn.next_seq, tag, n, off, mv[off:off + step],
                                       borrowed=lend))
@@ -205,6 +207,20 @@ class Transport(ChannelLifecycle):
         """True while a chunk still refers to a caller's buffer (see `send`)."""
         return any(c.borrowed for conn in self.conns.values()
                    for q in (conn.pending, conn.retx, conn.unacked.values()) for c in q)
+
+    def _chunk_for(self, conn: Connection, n: int) -> int:
+        """Chunk size for an n-byte message: the connection's, or smaller so that the
+        message spreads over every usable channel of the best tier (in multiples of 4 KiB,
+        a multiple of every element size, and not below `min_chunk`)."""
+        usable = [cs for cs in conn.channels if self.usable(conn, cs)]
+        if not usable:
+            return conn.chunk_size
+        tier = min(cs.ch.tier for cs in usable)
+        k = sum(1 for cs in usable if cs.ch.tier == tier)
+        if k < 2 or n >= k * conn.chunk_size:
+            return conn.chunk_size
+        share = -(-n // k)
+        return min(conn.chunk_size, max(self.opts.min_chunk, -(-share // 4096) * 4096))
 
     def release(self) -> None:
         """The caller is about to reuse borrowed buffers: copy what may still be resent."""
