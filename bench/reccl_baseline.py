@@ -138,3 +138,48 @@ def tcp_duplex(total: int = 256 << 20, block: int = 4 << 20) -> float:
     for p in procs:
         p.join(timeout=10)
     return total / dt
+
+
+SINK = """
+import socket, sys, time
+srv = socket.create_server((sys.argv[1], 0)); print(srv.getsockname()[1], flush=True)
+c, _ = srv.accept(); buf = bytearray(1 << 20); got = 0; t0 = None
+while True:
+    n = c.recv_into(buf)
+    if not n: break
+    t0 = t0 or time.perf_counter(); got += n
+print(got / (time.perf_counter() - t0), flush=True)
+"""
+SOURCE = """
+import socket, sys, time
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])))
+data = memoryview(bytes(1 << 20)); end = time.monotonic() + float(sys.argv[3])
+while time.monotonic() < end: s.sendall(data)
+s.close()
+"""
+
+
+def netns_stream(rate: str, seconds: float = 3.0) -> float:
+    """Bytes/s of a Python TCP sendall stream between two namespaces over one NIC capped at
+    `rate` (the reference of the namespace benchmarks; needs root)."""
+    import secrets
+    import subprocess
+    import sys
+
+    from reccl.netns import Testbed
+
+    tb = Testbed(f"rb{secrets.token_hex(2)}", 2, 1).create()
+    try:
+        for h in range(2):
+            tb.rate_limit(h, 0, rate)
+        sink = subprocess.Popen(["ip", "netns", "exec", tb.ns(1), sys.executable, "-c", SINK,
+                                 tb.ip(1, 0)], stdout=subprocess.PIPE, text=True)
+        assert sink.stdout is not None
+        port = sink.stdout.readline().strip()
+        subprocess.run(["ip", "netns", "exec", tb.ns(0), sys.executable, "-c", SOURCE,
+                        tb.ip(1, 0), port, str(seconds)], check=True, timeout=seconds + 30)
+        rate_bps = float(sink.stdout.readline())
+        sink.wait(timeout=10)
+        return rate_bps
+    finally:
+        tb.destroy()
