@@ -52,8 +52,8 @@ def main() -> None:
         argv = base + ["--rails", str(k), "--fail-link", "0:1"]
         if mode == "fail-stop":
             argv.append("--fail-stop")
-        if silent:
-            argv.append("--fail-silent")
+        if silent:  # detection takes ~1.2 s: run longer so "after" is mostly after it
+            argv += ["--fail-silent", "--duration", "5.0"]
         s = run(argv)
         nan = float("nan")
         before, after = s.get("busbw_before", nan), s.get("busbw_after", nan)
