@@ -24,6 +24,8 @@ class P2P(Protocol):
 
     rank: int
     size: int
+    slice_bytes: int
+    """Ring slice size, the same on every rank (see SLICE_BYTES)."""
 
     def send(self, peer: int, tag: int, data: bytes | memoryview) -> None: ...
 
@@ -54,10 +56,14 @@ def _parts(buf: Any, dtype: np.dtype, count: int, what: str
 
 
 SLICE_BYTES = 1 << 20
-"""Ring segments travel in slices of this size (1 MiB measured better than 512 KiB and
-no worse than 2 MiB on loopback, see docs/reccl.md), so that a rank reduces or forwards slice
-j while slice j+1 is still on the wire (pipelining), and a slice fits one transport chunk
-(delivered without reassembly)."""
+"""Default ring slice: segments travel in slices, so that a rank reduces or forwards
+slice j while slice j+1 is still on the wire (pipelining). The communicator uses one
+transport chunk (1 MiB: measured better than 512 KiB, see docs/reccl.md) per NIC of the
+rank with the fewest, so a slice spreads over the NICs in whole chunks."""
+
+
+def _slice(p2p: P2P) -> int:
+    return getattr(p2p, "slice_bytes", SLICE_BYTES)
 
 
 def step(phase: int, k: int, j: int = 0) -> int:
@@ -65,10 +71,11 @@ def step(phase: int, k: int, j: int = 0) -> int:
     return (phase << 26) | (k << 16) | j
 
 
-def slices(bounds: tuple[int, int], itemsize: int) -> list[tuple[int, int, int]]:
-    """(j, lo, hi) pieces of one segment, SLICE_BYTES at most each (none if empty)."""
+def slices(bounds: tuple[int, int], itemsize: int, size: int = SLICE_BYTES
+           ) -> list[tuple[int, int, int]]:
+    """(j, lo, hi) pieces of one segment, `size` bytes at most each (none if empty)."""
     lo, hi = bounds
-    per = max(1, SLICE_BYTES // max(1, itemsize))
+    per = max(1, size // max(1, itemsize))
     if (hi - lo + per - 1) // per >= 1 << 16:
         per = -(-(hi - lo) // ((1 << 16) - 1))
     return [(j, a, min(hi, a + per)) for j, a in enumerate(range(lo, hi, per))]
@@ -84,10 +91,10 @@ def ring_reduce_scatter(p2p: P2P, tag: Callable[[int], int], work: np.ndarray, o
         return r
     right, left = (r + 1) % p, (r - 1) % p
     isz = work.dtype.itemsize
-    for j, lo, hi in slices(bounds[(r - shift) % p], isz):
+    for j, lo, hi in slices(bounds[(r - shift) % p], isz, _slice(p2p)):
         p2p.send(right, tag(step(0, 0, j)), work[lo:hi].data)
     for k in range(p - 1):
-        for j, lo, hi in slices(bounds[(r - k - shift - 1) % p], isz):
+        for j, lo, hi in slices(bounds[(r - k - shift - 1) % p], isz, _slice(p2p)):
             for off, got in _parts(p2p.recv(left, tag(step(0, k, j))), work.dtype, hi - lo,
                                    "reduce-scatter slice"):
                 a, b = lo + off, lo + off + got.size
@@ -108,10 +115,10 @@ def ring_all_gather(p2p: P2P, tag: Callable[[int], int], work: np.ndarray,
     right, left = (r + 1) % p, (r - 1) % p
     isz = work.dtype.itemsize
     if not started:
-        for j, lo, hi in slices(bounds[have], isz):
+        for j, lo, hi in slices(bounds[have], isz, _slice(p2p)):
             p2p.send(right, tag(step(phase, 0, j)), work[lo:hi].data)
     for k in range(p - 1):
-        for j, lo, hi in slices(bounds[(have - k - 1) % p], isz):
+        for j, lo, hi in slices(bounds[(have - k - 1) % p], isz, _slice(p2p)):
             for off, got in _parts(p2p.recv(left, tag(step(phase, k, j))), work.dtype,
                                    hi - lo, "all-gather slice"):
                 work[lo + off:lo + off + got.size] = got
@@ -133,10 +140,10 @@ def all_reduce(p2p: P2P, tag: Callable[[int], int], flat: np.ndarray, op: str,
     right, left = (r + 1) % p, (r - 1) % p
     bounds = segment_bounds(work.size, p)
     isz = work.dtype.itemsize
-    for j, lo, hi in slices(bounds[r], isz):
+    for j, lo, hi in slices(bounds[r], isz, _slice(p2p)):
         p2p.send(right, tag(step(0, 0, j)), flat[lo:hi].data)
     for k in range(p - 1):
-        for j, lo, hi in slices(bounds[(r - k - 1) % p], isz):
+        for j, lo, hi in slices(bounds[(r - k - 1) % p], isz, _slice(p2p)):
             for off, got in _parts(p2p.recv(left, tag(step(0, k, j))), work.dtype, hi - lo,
                                    "reduce-scatter slice"):
                 a, b = lo + off, lo + off + got.size

@@ -196,6 +196,9 @@ class Communicator:
                                                      for s in listeners], ipc_name)
         infos = rendezvous.exchange(kv, group, me, o.store_timeout)
         self.topology = Topology(infos)
+        # The same on every rank (from the shared topology): ring slices of one chunk per
+        # NIC of the rank with the fewest.
+        self.slice_bytes = o.transport.chunk_size * max(1, min(len(i.nics) for i in infos))
         ifnames = ([interface_of(ip) for ip in nics] if o.watch_links else [None] * len(nics))
         topts = o.transport
         if o.fail_stop and topts.failover:
@@ -470,5 +473,6 @@ class Communicator:
 class _P2P:
     def __init__(self, comm: Communicator) -> None:
         self.rank, self.size = comm.rank, comm.size
+        self.slice_bytes = comm.slice_bytes
         self.send = comm.send_bytes
         self.recv = comm.recv_bytes
