@@ -37,12 +37,11 @@ def loop(comm, gaps: list[float], stall: float, gil: float) -> dict:
         steps.append((gap, time.monotonic() - t0))
         time.sleep(gap)
     pids = comm.all_gather(np.array([os.getpid()]))[:, 0]
-    if comm.rank == 0:
-        def stop_and_continue() -> None:
-            os.kill(int(pids[1]), signal.SIGSTOP)
-            time.sleep(stall)
-            os.kill(int(pids[1]), signal.SIGCONT)
-        threading.Thread(target=stop_and_continue).start()
+    resume = None
+    if comm.rank == 0:  # stopped before the next all_reduce can finish
+        os.kill(int(pids[1]), signal.SIGSTOP)
+        resume = threading.Timer(stall, os.kill, (int(pids[1]), signal.SIGCONT))
+        resume.start()
     t0 = time.monotonic()
     error = ""
     try:
@@ -50,6 +49,8 @@ def loop(comm, gaps: list[float], stall: float, gil: float) -> dict:
     except Exception as e:  # noqa: BLE001 - reported, that is the figure
         error = str(e)
     stalled = time.monotonic() - t0
+    if resume:
+        resume.join()
     t0 = time.monotonic()
     if comm.rank == 1:
         pattern, n = re.compile(r"(x+x+)+y"), 18

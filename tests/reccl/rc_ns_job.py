@@ -178,12 +178,16 @@ def main() -> None:
                 res["results"][f"all_reduce{i}"] = comm.all_reduce(x)
                 time.sleep(gap)
             pids = comm.all_gather(np.array([os.getpid()]))[:, 0]
-            if r == 0:
-                later(0.05, os.kill, int(pids[1]), signal.SIGSTOP)
-                later(3.05, os.kill, int(pids[1]), signal.SIGCONT)
+            resume = None
+            if r == 0:  # stop the peer first, so that it stalls this very all_reduce
+                os.kill(int(pids[1]), signal.SIGSTOP)
+                resume = threading.Timer(3.0, os.kill, (int(pids[1]), signal.SIGCONT))
+                resume.start()
             t1 = time.monotonic()
             res["results"]["stalled"] = comm.all_reduce(x)
             res["stall_wait"] = time.monotonic() - t1
+            if resume:
+                resume.join()
         elif scenario == "oneway":
             # Rail 0 loses rank 0's egress, rail 1 rank 1's: each side sees one rail go
             # silent (carrier stays up) and must learn about the other from a notice.

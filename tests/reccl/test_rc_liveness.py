@@ -45,12 +45,11 @@ def stalled(comm, how, seconds):
     x = np.arange(1 << 18, dtype=np.float32) * (comm.rank + 1)
     comm.all_reduce(x)
     t0 = time.monotonic()
-    if how == "sigstop" and comm.rank == 0:
-        def stop_then_continue():
-            os.kill(int(pids[1]), signal.SIGSTOP)
-            time.sleep(seconds)
-            os.kill(int(pids[1]), signal.SIGCONT)
-        threading.Thread(target=stop_then_continue).start()
+    resume = None
+    if how == "sigstop" and comm.rank == 0:  # stopped before this all_reduce can finish
+        os.kill(int(pids[1]), signal.SIGSTOP)
+        resume = threading.Timer(seconds, os.kill, (int(pids[1]), signal.SIGCONT))
+        resume.start()
     if how == "gil" and comm.rank == 1:
         pattern = re.compile(r"(x+x+)+y")  # catastrophic backtracking: C code, GIL held
         n = 18
@@ -58,7 +57,10 @@ def stalled(comm, how, seconds):
             pattern.match("x" * n)
             n += 1
     y = comm.all_reduce(x)
-    return y, time.monotonic() - t0, downs(comm)
+    took = time.monotonic() - t0
+    if resume:
+        resume.join()
+    return y, took, downs(comm)
 
 
 def check_stall(res, seconds):
