@@ -304,9 +304,10 @@ class Endpoint:
         self._wake()
         for st in streams:
             self._shut(st)
+        end = time.monotonic() + 5.0  # one deadline for all: connects may be hanging
         for t in [self._service, *self._threads]:
             if t.is_alive() and t is not threading.current_thread():
-                t.join(timeout=5)
+                t.join(timeout=max(0.0, end - time.monotonic()))
         for s in (*self.listeners, self.ipc_listener, self._wake_r, self._wake_w):
             s.close()
         if self.links:
