@@ -103,6 +103,7 @@ def test_ddp_equals_gloo_and_a_nic_cut_changes_nothing(tmp_path):
 
 
 @pytest.mark.root
+@pytest.mark.slow
 def test_ddp_across_namespaces_survives_a_real_nic_cut():
     """torchrun per pretend host in its own namespace (two nodes, real veths); rank 0's nic1
     goes down mid-training: the loss curve and final parameters are unchanged."""
