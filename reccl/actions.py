@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .connection import Message
+
 IPC_LINK = -1
 """`rail` of the intra-host link in a link key (neighbour rank, rail)."""
 Link = tuple[int, int]
@@ -45,7 +47,7 @@ class Deliver:
 
     peer: int
     tag: int
-    data: bytes | bytearray | memoryview
+    data: Message
 
 
 @dataclass

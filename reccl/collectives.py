@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .connection import contiguous, pieces
+from .connection import Message, contiguous, pieces
 from .ops import combine, finish, segment_bounds
 
 
@@ -29,7 +29,7 @@ class P2P(Protocol):
 
     def send(self, peer: int, tag: int, data: bytes | memoryview) -> None: ...
 
-    def recv(self, peer: int, tag: int) -> bytes | bytearray: ...
+    def recv(self, peer: int, tag: int) -> Message: ...
 
 
 def _view(buf: Any, dtype: np.dtype, count: int, what: str) -> np.ndarray:

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import auth, rendezvous
 from . import collectives as algo
-from .connection import contiguous
+from .connection import Message, contiguous
 from .endpoint import Endpoint, open_ipc_listener, open_listener
 from .errors import ReCCLError
 from .linkstate import interface_of
@@ -23,7 +23,7 @@ from .ops import check_op, choose_algorithm
 from .rendezvous import KeyValueStore, RendezvousError
 from .store import StoreClient, StoreError, StoreServer
 from .topology import Topology
-from .transport import Event, TransportOptions
+from .transport import Event, Transport, TransportOptions
 
 log = logging.getLogger("reccl")
 USER_TAG_LIMIT = 1 << 62
@@ -192,14 +192,16 @@ class Communicator:
             for s in listeners:
                 s.close()
             raise
-        me = rendezvous.Me(r, self.size, self.host, [list(s.getsockname()[:2])
+        me = rendezvous.Me(r, self.size, self.host, [(str(s.getsockname()[0]),
+                                                      int(s.getsockname()[1]))
                                                      for s in listeners], ipc_name)
         infos = rendezvous.exchange(kv, group, me, o.store_timeout)
         self.topology = Topology(infos)
         # The same on every rank (from the shared topology): ring slices of one chunk per
         # NIC of the rank with the fewest.
         self.slice_bytes = o.transport.chunk_size * max(1, min(len(i.nics) for i in infos))
-        ifnames = ([interface_of(ip) for ip in nics] if o.watch_links else [None] * len(nics))
+        ifnames: list[str | None] = ([interface_of(ip) for ip in nics] if o.watch_links
+                                     else [None] * len(nics))
         topts = o.transport
         if o.fail_stop and topts.failover:
             topts = replace(topts, failover=False)
@@ -208,9 +210,7 @@ class Communicator:
         self.endpoint.start()
         missing = self.endpoint.wait_connected(o.connect_timeout)
         if missing:
-            reachable = {p for p in range(self.size) if p != r and any(
-                self.endpoint.inspect(lambda t, p=p: [t.usable(t.conns[p], cs)
-                                                      for cs in t.conns[p].channels]))}
+            reachable = {p for p in range(self.size) if p != r and self._reachable(p)}
             cut_off = [p for p in range(self.size) if p != r and p not in reachable]
             if cut_off:
                 self.endpoint.close()
@@ -221,6 +221,11 @@ class Communicator:
             log.warning("rank %d: starting with links down (retrying): %s", r,
                         "; ".join(missing))
         log.info("rank %d/%d on %s: nics %s (%s)", r, self.size, self.host, nics, ifnames)
+
+    def _reachable(self, peer: int) -> bool:
+        def check(t: Transport) -> bool:
+            return any(t.usable(t.conns[peer], cs) for cs in t.conns[peer].channels)
+        return bool(self.endpoint.inspect(check))
 
     def _release_store(self) -> None:
         if self._own_store:
@@ -245,7 +250,7 @@ class Communicator:
         releases the borrowed buffers when the collective ends)."""
         self.endpoint.send(peer, tag, data, borrow=True)
 
-    def recv_bytes(self, peer: int, tag: int) -> bytes | bytearray:
+    def recv_bytes(self, peer: int, tag: int) -> Message:
         """Point-to-point receive of raw bytes (used by the algorithms)."""
         return self.endpoint.recv(peer, tag, self.options.timeout)
 

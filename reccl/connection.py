@@ -30,12 +30,16 @@ class Pieces(list):
         return b"".join(bytes(p) for p in self)
 
 
-def contiguous(msg: bytes | bytearray | memoryview | Pieces) -> bytes | bytearray | memoryview:
+Message = bytes | bytearray | memoryview | Pieces
+"""What a receive returns: one buffer, or the pieces of a message spread over channels."""
+
+
+def contiguous(msg: Message) -> bytes | bytearray | memoryview:
     """A message as one buffer (joins `Pieces`, a copy; anything else as it is)."""
     return bytes(msg) if isinstance(msg, Pieces) else msg
 
 
-def pieces(msg: bytes | bytearray | memoryview | Pieces) -> list[tuple[int, memoryview]]:
+def pieces(msg: Message) -> list[tuple[int, memoryview]]:
     """(byte offset, buffer) of each part of a message, in order."""
     if not isinstance(msg, Pieces):
         return [(0, memoryview(msg))]
@@ -150,7 +154,7 @@ class Connection:
 
     # ------------------------------------------------------------- receiving
 
-    def receive(self, d: wire.Data, window: int) -> tuple[str, list[tuple[int, object]]]:
+    def receive(self, d: wire.Data, window: int) -> tuple[str, list[tuple[int, Message]]]:
         """Take one DATA chunk; returns (outcome, [(tag, message)] now complete), outcome
         'new', 'duplicate', 'overflow' or 'bad' (inconsistent with the message it extends)."""
         off = (d.seq - self.rcv_next) & 0xFFFFFFFF
@@ -159,7 +163,7 @@ class Connection:
         if off >= window:
             return "overflow", []
         self.ooo[d.seq] = d
-        done: list[tuple[int, object]] = []
+        done: list[tuple[int, Message]] = []
         while self.rcv_next in self.ooo:
             chunk = self.ooo.pop(self.rcv_next)
             self.rcv_next = (self.rcv_next + 1) & 0xFFFFFFFF

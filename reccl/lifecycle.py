@@ -18,6 +18,8 @@ from .connection import ChannelState, Connection
 from .topology import RELAY
 
 if TYPE_CHECKING:
+    from .actions import Link
+    from .topology import Channel, Topology
     from .transport import TransportOptions
 
 log = logging.getLogger("reccl.transport")
@@ -27,10 +29,30 @@ class ChannelLifecycle:
     """Failure handling of `Transport` (see the module docstring)."""
 
     me: int
+    topo: Topology
     opts: TransportOptions
     conns: dict[int, Connection]
     nic_down: set[tuple[int, int]]
     links: dict
+
+    if TYPE_CHECKING:  # provided by Transport
+        def hop(self, ch: Channel, toward: int) -> Link: ...
+
+        def usable(self, conn: Connection, cs: ChannelState) -> bool: ...
+
+        def _conn(self, peer: int) -> Connection: ...
+
+        def _pump(self, conn: Connection, now: float, acts: list[Action]) -> None: ...
+
+        def _emit(self, conn: Connection, cs: ChannelState, ptype: int, body: wire.Body,
+                  now: float, acts: list[Action], control: bool = True,
+                  epoch: int | None = None, tsecr: int = 0) -> None: ...
+
+        def _any_usable(self, conn: Connection, prefer: ChannelState
+                        ) -> ChannelState | None: ...
+
+        def _link_lost(self, link: Link, reason: str, now: float, acts: list[Action],
+                       close: bool) -> None: ...
 
 
     def set_nic(self, rail: int, up: bool, now: float) -> list[Action]:

@@ -35,7 +35,7 @@ CLOSE_MARK = object()
 
 def make_topology(hosts: list[int], rails: int) -> Topology:
     """Ranks spread over hosts (hosts[i] = number of ranks on host i), `rails` NICs each."""
-    ranks = []
+    ranks: list[RankInfo] = []
     for h, n in enumerate(hosts):
         for _ in range(n):
             r = len(ranks)
@@ -229,12 +229,14 @@ class SimNet:
             at, kind, what = min(cands, key=lambda c: (c[0], c[1]))
             self.now = max(self.now, at)
             if kind == 0:
-                self._deliver(what)  # type: ignore[arg-type]
+                assert isinstance(what, tuple)
+                self._deliver(what)
             elif kind == 1:
                 _, _, fn = self.timers.pop(0)
                 fn()
             else:
-                self._run(what, self.t[what].on_tick(self.now))  # type: ignore[index]
+                assert isinstance(what, int)
+                self._run(what, self.t[what].on_tick(self.now))
 
     def run_until(self, cond: Callable[[], bool], limit: float = 30.0) -> bool:
         """Step in small increments until cond() holds or `limit` virtual seconds pass."""

@@ -19,6 +19,7 @@ import socket
 import socketserver
 import threading
 import time
+from typing import Any
 
 from . import auth
 
@@ -27,7 +28,7 @@ class StoreError(RuntimeError):
     """A store request failed: timeout, bad address, server gone."""
 
 
-def parse_address(addr: str) -> tuple[int, object]:
+def parse_address(addr: str) -> tuple[int, Any]:
     """'HOST:PORT' -> (AF_INET, (host, port)); 'unix:PATH' -> (AF_UNIX, path)."""
     if addr.startswith("unix:"):
         path = addr[5:]
@@ -104,10 +105,11 @@ class StoreServer:
             self._srv: socketserver.BaseServer = _Unix(str(target), _Handler)
             self.address = f"unix:{target}"
         else:
-            self._srv = _TCP(target, _Handler)
-            host, port = self._srv.server_address[:2]
-            self.address = f"{host}:{port}"
-        self._srv.store = self  # type: ignore[attr-defined]
+            tcp = _TCP(target, _Handler)
+            host, port = tcp.server_address[:2]
+            self.address = f"{host!s}:{port}"
+            self._srv = tcp
+        setattr(self._srv, "store", self)  # noqa: B010 (read back by the request handler)
         self._thread = threading.Thread(target=self._srv.serve_forever, name="reccl-store",
                                         daemon=True)
         self._thread.start()

@@ -53,7 +53,7 @@ class TorchStore:
         self.timeout = timeout
 
     def set(self, key: str, value: bytes) -> None:
-        self.store.set(key, value)
+        self.store.set(key, value)  # type: ignore[arg-type]  # c10d stores bytes as they are
 
     def get(self, key: str, timeout: float | None = None) -> bytes:
         t = self.timeout if timeout is None else timeout
@@ -140,7 +140,7 @@ class ProcessGroupReCCL(dist.ProcessGroup):
     """The c10d process group; see the module docstring."""
 
     def __init__(self, store: dist.Store, rank: int, size: int, timeout: timedelta) -> None:
-        super().__init__(rank, size)
+        super().__init__(rank, size)  # type: ignore[call-arg]  # the Python-subclass form
         secs = timeout.total_seconds()
         kv = TorchStore(store, secs)
         secret = os.environ.get(auth.ENV)
@@ -190,7 +190,7 @@ class ProcessGroupReCCL(dist.ProcessGroup):
 
     # --------------------------------------------------------- collectives
 
-    def allreduce(self, tensors: list[torch.Tensor], opts: Any = None) -> ReCCLWork:
+    def allreduce(self, tensors: list[torch.Tensor], opts: Any = None) -> ReCCLWork:  # type: ignore[override]  # c10d calls (tensors, opts)
         op = _op(opts.reduceOp) if opts is not None else "sum"
 
         def run() -> None:
@@ -198,13 +198,13 @@ class ProcessGroupReCCL(dist.ProcessGroup):
                 self.comm.all_reduce(t, op)
         return self._submit(run, tensors)
 
-    def broadcast(self, tensors: list[torch.Tensor], opts: Any) -> ReCCLWork:
+    def broadcast(self, tensors: list[torch.Tensor], opts: Any) -> ReCCLWork:  # type: ignore[override]  # c10d calls (tensors, opts)
         def run() -> None:
             for t in tensors:
                 self.comm.broadcast(t, root=opts.rootRank)
         return self._submit(run, tensors)
 
-    def reduce(self, tensors: list[torch.Tensor], opts: Any) -> ReCCLWork:
+    def reduce(self, tensors: list[torch.Tensor], opts: Any) -> ReCCLWork:  # type: ignore[override]  # c10d calls (tensors, opts)
         op = _op(opts.reduceOp)
 
         def run() -> None:
@@ -212,8 +212,9 @@ class ProcessGroupReCCL(dist.ProcessGroup):
                 self.comm.reduce(t, op, root=opts.rootRank)
         return self._submit(run, tensors)
 
-    def allgather(self, output_lists: list[list[torch.Tensor]], inputs: list[torch.Tensor],
-                  opts: Any = None) -> ReCCLWork:
+    def allgather(  # type: ignore[override]  # c10d calls (tensors, opts)
+            self, output_lists: list[list[torch.Tensor]], inputs: list[torch.Tensor],
+            opts: Any = None) -> ReCCLWork:
         def run() -> None:
             for outs, t in zip(output_lists, inputs, strict=True):
                 gathered = self.comm.all_gather(t.contiguous())
@@ -227,10 +228,11 @@ class ProcessGroupReCCL(dist.ProcessGroup):
             output.copy_(self.comm.all_gather(input.contiguous()).reshape(output.shape))
         return self._submit(run, [output])
 
-    all_gather_single = _allgather_base  # the name torch 2.13 calls
+    all_gather_single = _allgather_base  # torch 2.13's name
 
-    def reduce_scatter(self, outputs: list[torch.Tensor], input_lists: list[list[torch.Tensor]],
-                       opts: Any) -> ReCCLWork:
+    def reduce_scatter(  # type: ignore[override]  # c10d calls (tensors, opts)
+            self, outputs: list[torch.Tensor], input_lists: list[list[torch.Tensor]],
+            opts: Any) -> ReCCLWork:
         op = _op(opts.reduceOp)
 
         def run() -> None:
@@ -248,7 +250,7 @@ class ProcessGroupReCCL(dist.ProcessGroup):
             output.copy_(self.comm.reduce_scatter(rows, op).reshape(output.shape))
         return self._submit(run, [output])
 
-    reduce_scatter_single = _reduce_scatter_base  # the name torch 2.13 calls
+    reduce_scatter_single = _reduce_scatter_base  # type: ignore[assignment]  # torch 2.13's name
 
     def alltoall_base(self, output: torch.Tensor, input: torch.Tensor,
                       output_split_sizes: list[int], input_split_sizes: list[int],
@@ -263,7 +265,7 @@ class ProcessGroupReCCL(dist.ProcessGroup):
             output.copy_(got.reshape(output.shape))
         return self._submit(run, [output])
 
-    all_to_all_single = alltoall_base  # the name torch 2.13 calls
+    all_to_all_single = alltoall_base  # type: ignore[assignment]  # torch 2.13's name
 
     def alltoall(self, outputs: list[torch.Tensor], inputs: list[torch.Tensor],
                  opts: Any = None) -> ReCCLWork:
