@@ -11,17 +11,12 @@ from scapy.layers.l2 import Ether
 from sglb_harness import (
     FLOWLET_GAP,
     UPLINK_PORTS,
-    Clock,
-    Node,
     configure_leaf,
-    mac_int,
-    make_switch,
     out_ports,
     udp,
 )
 
-from sglb.codes import DropReason, Role
-from sglb.headers import SglbNotice
+from sglb.codes import DropReason
 
 four = st.lists(st.integers(0, 7), min_size=4, max_size=4)
 weights = st.lists(st.integers(0, 15), min_size=4, max_size=4)
@@ -47,15 +42,6 @@ def test_new_flowlet_takes_a_live_path_within_tolerance(program, rq, w, mask, do
     path = UPLINK_PORTS.index(outs[0])
     assert path in live
     assert rq[path] <= min(rq[i] for i in live) + tol
-
-
-def test_spine_rejects_notices(program):
-    sw = make_switch(program, Clock())
-    sw.table_set_default("switch_config", "set_switch",
-                         [int(Role.SPINE), 0, 101, mac_int("02:00:00:00:00:65"), 50, 0, 7])
-    node = Node(sw, Clock())
-    assert node.send(3, Ether() / SglbNotice(spine_id=102, leaf_id=1, epoch=3)) == []
-    assert node.drops(DropReason.BAD_NOTICE) == 1
 
 
 def test_flowlet_gap_boundary(leaf):
