@@ -58,7 +58,7 @@ def test_reconcile_pushes_pipeline_writes_everything_and_rereads_equal(switch, s
         d = make_driver(address, sglb_pipeline)
         async with d.session():
             await d.reconcile(core.desired())
-            want = entities(core.desired(), d.book.identity, d.book.generations)
+            want = entities(core.desired(), d.book.identity, d.book.writebacks)
             got = await d.read_entities()
         return d.writes, want, got
 
@@ -138,7 +138,7 @@ def test_apply_merges_changed_ops_and_counters_read(switch, sglb_pipeline):
     assert 1 <= writes <= len(ops) + 1
     params = dict(profile.params)
     assert params["live_mask"] & 0b01 == 0  # path 0 (port 3) no longer live
-    assert params["gen"] == 2  # liveness changed: new generation
+    assert params["ep0"] == 0  # no notice punted: no epoch written back
     assert tx == {1: 0, 2: 0, 3: 0, 4: 0}
 
 
