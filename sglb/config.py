@@ -28,8 +28,10 @@ from sglb.codes import LbMode, Role
 
 PATH_CHOICES = (8, 16, 64)           # MAX_PATHS values p4src/include/paths.p4 accepts
 MAX_PATHS = 8                        # the default: paths (uplinks) per leaf
-DRE_PERIOD_SHIFT = 6                 # #define DRE_PERIOD_SHIFT: period T = 2^6 us
+DRE_PERIOD_SHIFT = 6                 # #define DRE_PERIOD_SHIFT (default): period T = 2^6 us
 DRE_PERIOD_US = 1 << DRE_PERIOD_SHIFT
+DRE_PERIOD_SHIFT_MAX = 24            # T up to 16.8 s: dre_time is 48 bits, any shift fits
+DRE_FRAMES_PER_PERIOD = 4            # a period spans at least this many full frames
 FB_TIME_SHIFT = 4                    # #define FB_TIME_SHIFT: feedback time unit 16 us
 QBITS = 3                            # set_profile's rq_i: congestion levels 0..7
 QMAX = (1 << QBITS) - 1              # #define QMAX
@@ -73,30 +75,49 @@ def quantise(utilisation: float, bits: int = QBITS) -> int:
     return min((1 << bits) - 1, int(utilisation * (1 << bits)))
 
 
-def dre_shift(capacity_mbps: float) -> int:
+def dre_period_shift_for(slowest_mbps: float) -> int:
+    """DRE_PERIOD_SHIFT for a fabric whose slowest link runs at ``slowest_mbps``.
+
+    The estimate is meant to average several frames: the period T = 2^shift us
+    is the smallest power of two that spans DRE_FRAMES_PER_PERIOD full-size
+    frames of the slowest link, and at least the default 64 us (CONGA's scale
+    for 10-100 Gbit/s links). On the software testbed (2 Mbit/s links: a
+    1,514-byte frame takes 6 ms) that is 2^15 us = 33 ms; with the default
+    64 us a single frame there reads "saturated" for 0.4 ms and idle after.
+    """
+    _check_number(slowest_mbps, "slowest link (Mbit/s)", positive=True)
+    frames_us = DRE_FRAMES_PER_PERIOD * ETHERNET_FRAME_MAX * 8 / slowest_mbps
+    return min(DRE_PERIOD_SHIFT_MAX, max(DRE_PERIOD_SHIFT, math.ceil(math.log2(frames_us))))
+
+
+def dre_shift(capacity_mbps: float, period_shift: int = DRE_PERIOD_SHIFT) -> int:
     """Shift that maps a port's DRE bytes to a congestion level for its capacity.
 
-    With the estimate halved every period T and fed at a constant rate R, it
-    swings between R*T and 2*R*T bytes (mean 1.5*R*T); the shift puts that
-    mean at level FULL_LOAD_LEVEL when R is the link capacity. Being a power
-    of two, the scale is exact to a factor of sqrt(2). Capacities so small
-    that a byte is already level 6 get shift 0.
+    With the estimate halved every period T (2^period_shift us, the program's
+    DRE_PERIOD_SHIFT) and fed at a constant rate R, it swings between R*T and
+    2*R*T bytes (mean 1.5*R*T); the shift puts that mean at level
+    FULL_LOAD_LEVEL when R is the link capacity. Being a power of two, the
+    scale is exact to a factor of sqrt(2). Capacities so small that a byte is
+    already level 6 get shift 0.
     """
     _check_number(capacity_mbps, "capacity (Mbit/s)", positive=True)
-    bytes_per_period = capacity_mbps * DRE_PERIOD_US / 8   # Mbit/s = bit/us
+    if not 0 <= period_shift <= DRE_PERIOD_SHIFT_MAX:
+        raise ValueError(f"period_shift must be within 0..{DRE_PERIOD_SHIFT_MAX}, "
+                         f"got {period_shift!r}")
+    bytes_per_period = capacity_mbps * (1 << period_shift) / 8   # Mbit/s = bit/us
     shift = max(0, round(math.log2(1.5 * bytes_per_period / FULL_LOAD_LEVEL)))
     if shift > SHIFT_MAX:
         raise ValueError(f"capacity {capacity_mbps!r} Mbit/s overflows the 32-bit DRE")
     return shift
 
 
-def level_thresholds(capacity_mbps: float) -> list[int]:
+def level_thresholds(capacity_mbps: float, period_shift: int = DRE_PERIOD_SHIFT) -> list[int]:
     """port_levels' set_levels(t1..t7): DRE bytes at which the port reaches levels 1..7.
 
     The same scale as a leaf's ``bytes >> dre_shift``: level k from k << shift
     bytes, so a spine's tag and a leaf's own DRE read a link alike.
     """
-    shift = dre_shift(capacity_mbps)
+    shift = dre_shift(capacity_mbps, period_shift)
     return [min(k << shift, 0xFFFFFFFF) for k in range(1, QMAX + 1)]
 
 
@@ -252,9 +273,10 @@ def switch_params(role: Role, switch_id: int, mac: int, flowlet_gap_us: int,
             ("gap_unknown", fb.gap_unknown_us)]
 
 
-def levels_params(capacity_mbps: float) -> Params:
+def levels_params(capacity_mbps: float, period_shift: int = DRE_PERIOD_SHIFT) -> Params:
     """port_levels' set_levels(t1..t7) for a port of this capacity."""
-    return [(f"t{k}", t) for k, t in enumerate(level_thresholds(capacity_mbps), start=1)]
+    return [(f"t{k}", t) for k, t in
+            enumerate(level_thresholds(capacity_mbps, period_shift), start=1)]
 
 
 def downlinks_params(port_a: int, port_b: int, share_a: int) -> Params:

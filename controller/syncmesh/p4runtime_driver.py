@@ -123,8 +123,10 @@ class PipelineFiles:
     """The target's ``p4_device_config`` bytes."""
 
 
-def compile_pipeline(program: Path, out_dir: Path | None = None) -> PipelineFiles:
-    """Compile ``program`` with the software target's front end into P4Info + device config."""
+def compile_pipeline(program: Path, out_dir: Path | None = None,
+                     defines: Mapping[str, str] | None = None) -> PipelineFiles:
+    """Compile ``program`` with the software target's front end into P4Info + device config
+    (``defines``: -D macros, e.g. sglb.p4's DRE_PERIOD_SHIFT)."""
     from softswitch.p4info import p4info_text
     from softswitch.p4runtime.pipeline_loader import (
         build_p4info,
@@ -134,7 +136,7 @@ def compile_pipeline(program: Path, out_dir: Path | None = None) -> PipelineFile
 
     out = Path(out_dir or tempfile.mkdtemp(prefix="sglb-pipeline-"))
     out.mkdir(parents=True, exist_ok=True)
-    blob = device_config_from_file(program)
+    blob = device_config_from_file(program, defines=dict(defines) if defines else None)
     files = PipelineFiles(out / f"{program.stem}.p4info.txtpb", out / f"{program.stem}.p4cfg")
     files.p4info.write_text(p4info_text(build_p4info(load_program(blob))))
     files.device_config.write_bytes(blob)

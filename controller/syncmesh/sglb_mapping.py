@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 from sglb.codes import LbMode, Punt, Role
 from sglb.config import (
+    DRE_PERIOD_SHIFT,
     EPOCH_MASK,
     MAX_PATHS,
     NOTICE_COPIES,
@@ -88,6 +89,8 @@ class Identity:
     """MAX_PATHS the switch's program was compiled with."""
     notice_copies: int = NOTICE_COPIES
     """Copies of every notice a spine sends to each leaf (1..16)."""
+    dre_period_shift: int = DRE_PERIOD_SHIFT
+    """DRE_PERIOD_SHIFT the switch's program was compiled with (sglb.config.dre_period_shift_for)."""
 
     def __post_init__(self) -> None:
         check_max_paths(self.max_paths)
@@ -180,7 +183,8 @@ def entities(desired: Mapping[OpKey, SwitchOp], identity: Identity,
     capacity = {op.port: op.mbps for op in by_type[PortCapacity]}  # type: ignore[union-attr]
     for port in sorted(capacity):
         out.append(TableWrite("port_levels", (("standard_metadata.egress_port", port),),
-                              "set_levels", tuple(levels_params(capacity[port]))))
+                              "set_levels",
+                              tuple(levels_params(capacity[port], identity.dre_period_shift))))
     for op in by_type[LeafRoute]:
         assert isinstance(op, LeafRoute)
         out.append(TableWrite("ipv4_route", (("hdr.ipv4.dstAddr", _lpm(op.subnet)),),
@@ -201,7 +205,7 @@ def entities(desired: Mapping[OpKey, SwitchOp], identity: Identity,
         bindings[op.port] = ("bind_host", ())
 
     if is_leaf:
-        out += _leaf_paths(by_type, capacity, writebacks or {}, identity.max_paths)
+        out += _leaf_paths(by_type, capacity, writebacks or {}, identity)
         port_of = {op.index: op.port for op in by_type[PathEntry]  # type: ignore[union-attr]
                    if isinstance(op, PathEntry)}
         for op in by_type[SpinePaths]:
@@ -254,7 +258,8 @@ def spine_of_paths(desired: Mapping[OpKey, SwitchOp]) -> dict[int, int]:
 
 
 def _leaf_paths(by_type: Mapping[type, list[SwitchOp]], capacity: Mapping[int, float],
-                writebacks: Mapping[tuple[int, int], int], max_paths: int) -> list[Entity]:
+                writebacks: Mapping[tuple[int, int], int], identity: Identity) -> list[Entity]:
+    max_paths = identity.max_paths
     paths: dict[int, dict[int, PathEntry]] = defaultdict(dict)
     for op in by_type[PathEntry]:
         assert isinstance(op, PathEntry)
@@ -272,7 +277,8 @@ def _leaf_paths(by_type: Mapping[type, list[SwitchOp]], capacity: Mapping[int, f
     if ports and max(ports) >= max_paths:
         raise MappingError(f"sglb.p4 holds {max_paths} paths per leaf (MAX_PATHS), this leaf "
                            f"has {max(ports) + 1} uplinks")
-    uplinks = {i: (port, dre_shift(capacity[port])) for i, port in ports.items()}
+    uplinks = {i: (port, dre_shift(capacity[port], identity.dre_period_shift))
+               for i, port in ports.items()}
     out: list[Entity] = [TableWrite("uplinks", (), "set_uplinks",
                                     tuple(uplinks_params(uplinks, max_paths)))]
     for dst in sorted(paths):

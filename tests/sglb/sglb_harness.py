@@ -57,10 +57,12 @@ class Clock:
 
 
 @functools.cache
-def compiled(max_paths: int = MAX_PATHS):
-    """sglb.p4 compiled once per MAX_PATHS for the session."""
-    defines = None if max_paths == MAX_PATHS else {"MAX_PATHS": str(max_paths)}
-    return compile_file(str(P4_PATH), defines=defines)
+def compiled(max_paths: int = MAX_PATHS, dre_period_shift: int | None = None):
+    """sglb.p4 compiled once per MAX_PATHS (and DRE_PERIOD_SHIFT) for the session."""
+    defines = {} if max_paths == MAX_PATHS else {"MAX_PATHS": str(max_paths)}
+    if dre_period_shift is not None:
+        defines["DRE_PERIOD_SHIFT"] = str(dre_period_shift)
+    return compile_file(str(P4_PATH), defines=defines or None)
 
 
 @pytest.fixture(scope="session")

@@ -181,21 +181,34 @@ def test_action_args_checked():
         uplinks_args([1, 2], [3])
 
 
-def _leaf_with_load(program, gap_us: int) -> Node:
-    """Two 1 Gb/s paths (ports 1, 2); path 0's port carries 1,000-byte frames
-    every gap_us for 2 ms (sent by the controller straight out of port 1)."""
+def test_dre_period_for_the_slowest_link_by_hand():
+    # 4 frames of 1,514 bytes at 2 Mbit/s: 24,224 us -> 2^15 us
+    assert config.dre_period_shift_for(2) == 15
+    assert config.dre_period_shift_for(1) == 16
+    assert config.dre_period_shift_for(1000) == DRE_PERIOD_SHIFT    # never below 64 us
+    assert config.dre_period_shift_for(1e-6) == config.DRE_PERIOD_SHIFT_MAX
+    # 2 Mbit/s over 2^15 us: 8,192 B per period; mean swing 12,288 / 6 = 2,048 -> 2^11
+    assert dre_shift(2, 15) == 11 and config.level_thresholds(2, 15)[0] == 2048
+    with pytest.raises(ValueError, match="period_shift"):
+        dre_shift(2, 25)
+
+
+def _leaf_with_load(program, gap_us: int, capacity: float = 1000, period_shift: int = 6,
+                    frame: int = 1000, span_us: int = 2000) -> Node:
+    """Two paths of `capacity` Mbit/s (ports 1, 2); path 0's port carries `frame`-byte
+    frames every gap_us for span_us (sent by the controller straight out of port 1)."""
     clock = Clock()
     sw = make_switch(program, clock)
     sw.table_set_default("switch_config", "set_switch",
                          switch_args(Role.LEAF, 0, 0x0200000000F0, 50, LbMode.SGLB, 0,
                                      feedback=NO_FEEDBACK))
-    shift = dre_shift(1000)  # 1 Gbit/s
+    shift = dre_shift(capacity, period_shift)
     sw.table_set_default("uplinks", "set_uplinks", uplinks_args(UPLINK_PORTS[:2], [shift] * 2))
     sw.table_add("ipv4_route", [Lpm(0x0A010000, 16)], "to_leaf", [1])
     sw.table_add("dst_profile", [Exact(1)], "set_profile", profile_args(0b11, [0, 2], [1, 1]))
     load = bytes(PacketOut(op=PACKET_OUT_DIRECT, egress_port=UPLINK_PORTS[0])) + bytes(
-        Ether() / IP(dst="10.9.9.9") / UDP() / (b"L" * (1000 - 42)))
-    for _ in range(2000 // gap_us):
+        Ether() / IP(dst="10.9.9.9") / UDP() / (b"L" * (frame - 42)))
+    for _ in range(span_us // gap_us):
         clock.now += gap_us
         assert out_ports(sw.process_packet(CPU_PORT, load)) == [UPLINK_PORTS[0]]
     return Node(sw, clock)
@@ -213,3 +226,17 @@ def test_full_rate_uplink_reads_congested(program):
 def test_light_uplink_reads_idle(program):
     node = _leaf_with_load(program, gap_us=64)  # 1/8 of the capacity
     assert out_ports(node.send(10, udp(sport=1))) == [UPLINK_PORTS[0]]
+
+
+def test_slow_links_need_the_longer_dre_period():
+    """2 Mbit/s (the testbed's links): with the period from dre_period_shift_for
+    a full-rate link reads congested and a link at 1/8 of its rate idle; with
+    the default 64 us a single frame would read saturated, then idle."""
+    shift = config.dre_period_shift_for(2)
+    program = compiled(dre_period_shift=shift)
+    full = _leaf_with_load(program, gap_us=6056, capacity=2, period_shift=shift, frame=1514,
+                           span_us=400_000)                       # one frame per frame time
+    assert out_ports(full.send(10, udp(sport=1))) == [UPLINK_PORTS[1]]
+    light = _leaf_with_load(program, gap_us=8 * 6056, capacity=2, period_shift=shift,
+                            frame=1514, span_us=400_000)
+    assert out_ports(light.send(10, udp(sport=1))) == [UPLINK_PORTS[0]]
