@@ -27,7 +27,7 @@ def _canonical(p4info) -> dict:
     d.pop("pkg_info", None)
     if not d.get("type_info"):
         d.pop("type_info", None)
-    for kind, entities in d.items():
+    for entities in d.values():
         if isinstance(entities, list):
             entities.sort(key=lambda e: e.get("preamble", {}).get("name", ""))
     return d

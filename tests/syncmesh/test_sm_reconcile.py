@@ -19,9 +19,8 @@ from syncmesh.sglb_mapping import (
     switch_mac,
 )
 
-from sglb.config import writeback
-
 from fabricmodel import leaf_spine
+from sglb.config import writeback
 
 FAB = leaf_spine(3, 2, 2, 1, links_per_pair=2)
 LEAF = entities(SyncMeshCore(FAB, "l1", 1).desired(), Identity(switch_mac(1)))

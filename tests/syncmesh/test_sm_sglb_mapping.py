@@ -102,7 +102,7 @@ def test_shifts_follow_port_capacity():
 
 def test_limits_of_the_program_are_refused():
     fab = leaf_spine(2, 5, 1, 1, links_per_pair=2)  # 10 uplinks per leaf > 8 paths
-    with pytest.raises(MappingError, match="8 paths per leaf \(MAX_PATHS\)"):
+    with pytest.raises(MappingError, match=r"8 paths per leaf \(MAX_PATHS\)"):
         entities(SyncMeshCore(fab, "l1", 1).desired(), Identity(1))
     fab = leaf_spine(2, 1, 1, 1, links_per_pair=3)  # bundles of 3 > 2
     with pytest.raises(MappingError, match="at most 2 parallel links"):
