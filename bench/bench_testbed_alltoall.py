@@ -151,7 +151,7 @@ def run_mode(fabric, glb: bool, gap_us: int, feedback: Feedback, label: str, arg
 def testbed_feedback(args) -> Feedback:
     """The leaves' feedback settings for this run (docs/sglb.md, "Testbed settings")."""
     return Feedback(enabled=True, tag_frame_max=args.fabric_mtu + 14, fresh_us=args.fresh_us,
-                    stale_us=10 * args.fresh_us, unknown_level=3,
+                    stale_us=10 * args.fresh_us, unknown_level=0,
                     gap_margin_us=args.gap_margin_us, gap_unknown_us=args.gap_unknown_us)
 
 

@@ -95,7 +95,7 @@ control SglbIngress(inout headers_t hdr,
     table switch_config {
         actions = { set_switch; }
         default_action = set_switch(ROLE_LEAF, MODE_SGLB, 0, 0, 200, 1, 0,
-                                    0, 1514, 10000, 100000, 3, 100, 100000);
+                                    0, 1514, 10000, 100000, 0, 100, 100000);
         size = 1;
     }
 

@@ -184,8 +184,10 @@ class Feedback:
     """Feedback at most this old replaces the profile's remote level."""
     stale_us: int = 100_000
     """Older feedback only raises the level; beyond this it is unknown."""
-    unknown_level: int = 3
-    """Remote level assumed where feedback is not fresh (the profile's if higher)."""
+    unknown_level: int = 0
+    """Floor of the remote level where feedback is not fresh: 0 defers to the profile
+    (which SyncMesh ages toward high when its spine is silent); a higher floor makes
+    leaves prefer measured paths, at the price of exploring unmeasured ones less."""
     gap_margin_us: int = 100
     """Added to a measured one-way-delay skew before a flowlet may move."""
     gap_unknown_us: int = 100_000

@@ -286,3 +286,24 @@ def test_tag_is_skipped_for_long_frames_and_in_ecmp_mode(program):
     ecmp.set_profile(1, mask=0b11)
     (out,) = ecmp.send(HOST_PORT, udp(dst="10.1.0.9"))
     assert Ether(out.data).type == 0x0800
+
+
+def test_by_default_unknown_defers_to_the_profile_so_unmeasured_paths_are_explored(program):
+    """unknown_level 0 (the default): a path nobody has measured reads its profile
+    level, so new flowlets keep finding it while a measured path is as idle
+    (a floor above the measured levels would herd every flowlet onto the paths
+    already measured); ageing feedback still never reads below its last level."""
+    fb = Feedback(fresh_us=10_000, stale_us=100_000)
+    assert fb.unknown_level == 0
+    leaf = configure_leaf(program, paths=2, feedback=fb, dre_shift=QUIET)
+    leaf.set_profile(1, mask=0b11, rq=(0, 0), w=(1, 1))
+    _feedback(leaf, A_UP[0], src_leaf=1, fb_path=0, fb_level=0)
+    assert _paths_used(leaf) == {0, 1}
+    _feedback(leaf, A_UP[0], src_leaf=1, fb_path=0, fb_level=5)
+    assert _paths_used(leaf, seed=4) == {1}
+    leaf.clock.now += 50_000                        # ageing: held at 5, the profile says 0
+    assert _paths_used(leaf, seed=5) == {1}
+    leaf.clock.now += 60_000                        # stale: unknown, the profile's level
+    assert _paths_used(leaf, seed=6) == {0, 1}
+    leaf.set_profile(1, mask=0b11, rq=(4, 0), w=(1, 1))
+    assert _paths_used(leaf, seed=7) == {1}
