@@ -17,6 +17,7 @@ from sglb_harness import (
 )
 
 from sglb.codes import DropReason
+from sglb.config import FB_TIME_SHIFT, Feedback
 
 four = st.lists(st.integers(0, 7), min_size=4, max_size=4)
 weights = st.lists(st.integers(0, 15), min_size=4, max_size=4)
@@ -78,3 +79,36 @@ def test_nothing_is_lost_silently(leaf, port, ethertype, body, prefix):
     outs = leaf.send(port, frame)
     after = _totals(leaf)
     assert outs or after[0] > before[0] or after[1] > before[1], frame.hex()
+
+
+FB = Feedback(fresh_us=10_000, stale_us=100_000, gap_margin_us=100, gap_unknown_us=20_000)
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(levels=four, ages=st.lists(st.integers(0, 20_000), min_size=4, max_size=4),
+       owds=st.lists(st.integers(0, 50_000), min_size=4, max_size=4),
+       idle=st.integers(FLOWLET_GAP + 1, 60_000), sport=st.integers(1024, 65535))
+def test_a_new_flowlet_never_overtakes_its_previous_one(program, levels, ages, owds, idle, sport):
+    """Whatever the fed-back levels, ages and one-way delays, a flowlet leaves its
+    path p for q only if idle >= owd_p - owd_q + margin (both fresh) or, where a
+    delay is not fresh, idle >= gap_unknown (the documented delay-skew rule)."""
+    node = configure_leaf(program, feedback=FB, dre_shift=24)
+    node.set_profile(1)
+    (first,) = out_ports(node.send(10, udp(sport=sport)))
+    p = UPLINK_PORTS.index(first)
+    node.clock.now += idle
+    now_units = node.clock.now >> FB_TIME_SHIFT
+    for i in range(4):
+        word = 1 << 31 | levels[i] << 28 | (now_units - (ages[i] >> FB_TIME_SHIFT)) % (1 << 28)
+        node.sw.register_write(f"fb_{i}", 1, word)
+        node.sw.register_write(f"owd_{i}", 1, (owds[i] + 7_000_000) % (1 << 32))
+    (out,) = out_ports(node.send(10, udp(sport=sport)))
+    q = UPLINK_PORTS.index(out)
+    if q == p:
+        return
+    fresh = [a >> FB_TIME_SHIFT << FB_TIME_SHIFT <= FB.fresh_us for a in ages]
+    if fresh[p] and fresh[q]:
+        assert idle >= owds[p] - owds[q] + FB.gap_margin_us
+    else:
+        assert idle >= FB.gap_unknown_us
