@@ -48,7 +48,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from testsupport import stop_processes  # noqa: E402
 
 from fabricmodel import load  # noqa: E402
-from sglb.config import Feedback  # noqa: E402
+from sglb.config import DRE_PERIOD_SHIFT, ETHERNET_FRAME_MAX, Feedback  # noqa: E402
 from topologies import alltoall  # noqa: E402
 from topologies.demo import log_to_file  # noqa: E402
 
@@ -260,8 +260,11 @@ def main(argv: list[str] | None = None) -> int:
     defines = program_defines(fabric, ControlOptions())
     pipeline = compile_pipeline(PROGRAM, run_dir / "pipeline", defines)
     load_before = os.getloadavg()[0]
-    print(f"{fabric.name}: links at {fabric.links[0].capacity_mbps:g} Mbit/s, sglb.p4 with "
-          f"{defines or 'default defines'}; probes every {args.interval * 1000:g} ms, moved = "
+    shift = int(defines.get("DRE_PERIOD_SHIFT", DRE_PERIOD_SHIFT))
+    frame_ms = ETHERNET_FRAME_MAX * 8 / fabric.links[0].capacity_mbps / 1000
+    print(f"{fabric.name}: links at {fabric.links[0].capacity_mbps:g} Mbit/s (a full frame: "
+          f"{frame_ms:.1f} ms), sglb.p4 with {defines or 'default defines'} (DRE period "
+          f"{(1 << shift) / 1000:.1f} ms); probes every {args.interval * 1000:g} ms, moved = "
           f"{args.window} in a row via s2", flush=True)
     modes = {
         "feedback": Feedback(enabled=True, tag_frame_max=args.fabric_mtu + 14,
