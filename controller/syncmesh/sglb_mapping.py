@@ -206,7 +206,7 @@ def entities(desired: Mapping[OpKey, SwitchOp], identity: Identity,
 
     if is_leaf:
         out += _leaf_paths(by_type, capacity, writebacks or {}, identity)
-        port_of = {op.index: op.port for op in by_type[PathEntry]  # type: ignore[union-attr]
+        port_of = {op.index: op.port for op in by_type[PathEntry]
                    if isinstance(op, PathEntry)}
         for op in by_type[SpinePaths]:
             assert isinstance(op, SpinePaths)
