@@ -259,11 +259,11 @@ def test_punted_notice_epoch_is_written_back_once_the_view_includes_it(switch, s
     of the failure keeps no epoch (the notice rules), the one written after
     carries writeback(5) on the path through s1."""
     from scapy.layers.l2 import Ether
+    from syncmesh.linkstate import PortState, Version
+    from syncmesh.messages import LinkNotice
 
     from sglb.config import writeback
     from sglb.headers import SglbNotice
-    from syncmesh.linkstate import PortState, Version
-    from syncmesh.messages import LinkNotice
 
     address, device, _ = switch
     core = desired("l1")
