@@ -13,8 +13,8 @@
  *          of each uplink (a DRE per egress port), port liveness and failure
  *          notices accepted only on the port bound to the spine they name;
  *          flowlets keep their path until idle longer than both flowlet_gap
- *          and the measured delay skew toward the new path, or until the path
- *          dies.
+ *          and the measured delay skew toward the new path, and then only if
+ *          the path is no longer among the best, or until the path dies.
  *   spine: IPv4 routing down to the destination leaf over one or two parallel
  *          links split in proportion to their capacity; raises the tag's
  *          congestion field at egress; a port-status packet for a downlink
@@ -601,6 +601,12 @@ control SglbIngress(inout headers_t hdr,
                         SGLB_FOR_EACH_PATH(SGLB_PICK)
                         meta.chosen = meta.pick;
                         if (meta.lb_mode == MODE_SGLB) {
+                            /* A new flowlet moves only if that helps: it keeps a
+                             * previous path that is still a candidate. */
+                            SGLB_FOR_EACH_PATH(SGLB_LAST_CANDIDATE)
+                            if (meta.last_candidate == 1) {
+                                meta.chosen = meta.last_path - 1;
+                            }
                             if (meta.last_path != 0 && meta.last_live == 0) {
                                 events.count(EV_FAILOVER);
                             } else {

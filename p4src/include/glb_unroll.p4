@@ -176,6 +176,12 @@
     meta.acc##I = (bit<16>)meta.weight_sum;                                    \
 }
 
+/* Is the flowlet's previous path among the candidates? */
+#define SGLB_LAST_CANDIDATE(I)                                                 \
+    if (meta.last_path == I + 1) {                                             \
+        meta.last_candidate = meta.candidates[I:I];                            \
+    }
+
 /* Weighted pick: the first path whose cumulative weight exceeds the point. */
 #define SGLB_PICK(I)                                                           \
     if (meta.picked == 0 && meta.pick_point < (bit<32>)meta.acc##I) {          \

@@ -73,6 +73,7 @@ struct metadata_t {
     bit<32> idle;             /* us since the flowlet's previous packet */
     bit<1>  last_live;
     bit<1>  last_fresh;
+    bit<1>  last_candidate;   /* the previous path is still among the candidates */
     bit<32> last_owd;
 
     /* classification and bookkeeping */
