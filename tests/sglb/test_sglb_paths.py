@@ -24,7 +24,6 @@ from sglb import config
 from sglb.codes import DropReason, Event
 from sglb.headers import NOTICE_FAIL, PacketOut, SglbNotice, SglbProbe, SglbTag
 
-
 # MAX_PATHS = 64 compiles the widest program (seconds): marked slow
 WIDTHS = [8, 16, pytest.param(64, marks=pytest.mark.slow)]
 
