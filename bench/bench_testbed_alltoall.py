@@ -194,9 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fabric-mtu", type=int, default=1520, help="MTU of the leaf-spine links")
     p.add_argument("--fresh-us", type=int, default=200_000,
                    help="feedback this young replaces the profile (stale after 10x)")
-    p.add_argument("--gap-margin-us", type=int, default=12_000,
-                   help="added to a measured delay skew (2 frame times at 2 Mbit/s)")
-    p.add_argument("--gap-unknown-us", type=int, default=100_000,
+    p.add_argument("--gap-margin-us", type=int, default=50_000,
+                   help="added to a measured delay skew (the spread of one-way delays here)")
+    p.add_argument("--gap-unknown-us", type=int, default=200_000,
                    help="idle time to move a flowlet where path delays are unknown")
     p.add_argument("--profiles-only", action="store_true",
                    help="also run SGLB without in-band feedback, one run per --sglb-gaps-us")
