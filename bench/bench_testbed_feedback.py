@@ -268,7 +268,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.window} in a row via s2", flush=True)
     modes = {
         "feedback": Feedback(enabled=True, tag_frame_max=args.fabric_mtu + 14,
-                             fresh_us=args.fresh_us, stale_us=10 * args.fresh_us),
+                             fresh_us=args.fresh_us, stale_us=10 * args.fresh_us,
+                             gap_margin_us=50_000, gap_unknown_us=200_000),
         "profiles only": Feedback(enabled=False),
     }
     results: dict = {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
