@@ -35,7 +35,7 @@ from sglb.config import (
 )
 from sglb.headers import PACKET_OUT_DIRECT, PacketOut
 from softswitch import Exact, Lpm, P4Error, compile_file
-from softswitch.p4info import build_p4info
+from softswitch.p4info import p4info_from_program_info
 
 P4SRC = Path(__file__).resolve().parents[2] / "p4src"
 
@@ -51,7 +51,7 @@ def _p4_defines() -> dict[str, int]:
 
 def _action_params(max_paths: int, action: str) -> dict[str, int]:
     """{parameter: width} of an action of the compiled program, in declaration order."""
-    p4info = build_p4info(compiled(max_paths).info)
+    p4info = p4info_from_program_info(compiled(max_paths).info)
     for a in p4info.actions:
         if a.preamble.name.split(".")[-1] == action:
             return {prm.name: prm.bitwidth for prm in a.params}

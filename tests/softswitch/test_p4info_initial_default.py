@@ -6,7 +6,7 @@ compares sglb.p4's P4Info with p4c's and leaves this field out meanwhile."""
 import pytest
 
 from softswitch.frontend import compile_source
-from softswitch.p4info import build_p4info
+from softswitch.p4info import p4info_from_program_info
 
 PROGRAM = r"""
 #include <core.p4>
@@ -41,7 +41,7 @@ V1Switch(P(), VC(), I(), E(), CC(), D()) main;
                           "(P4Runtime 1.4), which p4c 1.2.5.16 writes for every table",
                    strict=True)
 def test_table_has_initial_default_action():
-    info = build_p4info(compile_source(PROGRAM).info)
+    info = p4info_from_program_info(compile_source(PROGRAM).info)
     (table,) = info.tables
     action_ids = {a.preamble.name.split(".")[-1]: a.preamble.id for a in info.actions}
     assert table.HasField("initial_default_action")
