@@ -20,6 +20,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("softswitch.engine")
 
+# loop iterations (P4 `for` statements) one packet may run in one pass through the
+# pipeline; a program that loops longer drops the packet (a P4 loop whose condition
+# never turns false would otherwise hang the switch)
+LOOP_BUDGET = 1_000_000
+
 __all__ = [
     "PacketContext",
     "PacketOut",
@@ -120,6 +125,18 @@ class HeaderStack:
         self.e[size - count :] = [cls() for _ in range(count)]
         self.n = max(self.n - count, 0)
 
+    def at(self, i: int) -> Any:
+        """Element `i`, or a fresh invalid element when `i` is out of range: reading it gives
+        an invalid header and writes to it are lost (spec 8.26)."""
+        if 0 <= i < len(self.e):
+            return self.e[i]
+        return type(self.e[0])()
+
+    def put(self, i: int, value: Any) -> None:
+        """Assign element `i`; no effect when `i` is out of range (spec 8.26)."""
+        if 0 <= i < len(self.e):
+            self.e[i] = value
+
     def next_for_extract(self) -> Any:
         """Element at nextIndex for extract; StackOutOfBounds when full."""
         if self.n >= len(self.e):
@@ -149,6 +166,7 @@ class PacketContext:
     recirc: int | None = None
     truncate = 0
     dm = 0  # colour of the table's direct meter
+    loops = LOOP_BUDGET  # iterations left for `for` loops (statements.py)
 
     def __init__(self, sw: Switch, data: bytes, now: int) -> None:
         self.sw = sw

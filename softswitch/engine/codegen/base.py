@@ -8,6 +8,7 @@ calls into another only through the abstract methods declared here.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -16,6 +17,7 @@ from softswitch.frontend import types as T
 from softswitch.frontend.program import Program
 
 from ..errors import CompileError
+from .analysis import Facts
 
 
 class Emitter:
@@ -34,8 +36,26 @@ class Emitter:
     def dedent(self) -> None:
         self.level -= 1
 
+    def splice(self, other: Emitter) -> None:
+        """Append the lines of `other` (emitted at level 0) at the current level."""
+        pad = "    " * self.level
+        self.lines.extend(pad + line for line in other.lines)
+
     def text(self) -> str:
         return "\n".join(self.lines) + "\n"
+
+
+@dataclass
+class Place:
+    """An l-value evaluated once (spec 6.8 step 3, 12.1): `read` is an expression for its
+    current value; `store(value)` emits the statement writing it."""
+
+    read: str
+    write: Callable[[str], None]
+
+    def store(self, value: str) -> None:
+        """Emit the write of `value` (a Python expression) into the l-value."""
+        self.write(value)
 
 
 @dataclass
@@ -110,6 +130,9 @@ class CodegenBase(ABC):
         self.deferred: list[Emitter] = []  # functions, emitted before the code that calls them
         self.sub_blocks: dict[tuple[int, str], str] = {}  # (instance, prefix) -> global name
         self.state_names: dict[int, str] = {}  # id(parser state) -> global name
+        self.nesting = 0  # depth of the expression being compiled (expressions.SPILL_DEPTH)
+        self.facts = Facts()  # effects, exits and names reached, memoised
+        self.loop_updates: list[list[A.Statement]] = []  # updates a `continue` runs, innermost last
 
     def fresh(self, base: str) -> str:
         """A new global name starting with `base`."""
@@ -141,6 +164,18 @@ class CodegenBase(ABC):
         """Reduce an exact integer result to the representation of type t."""
 
     @abstractmethod
+    def captured(self, e: A.Expression) -> tuple[Emitter, str]:
+        """`expr(e)` with the statements it emits kept apart (to place them or guard them)."""
+
+    @abstractmethod
+    def spill(self, code: str, t: T.P4Type | None = None) -> str:
+        """Evaluate `code` now into a temporary (a copy for aggregates); returns its name."""
+
+    @abstractmethod
+    def place(self, lhs: A.Expression, save: bool) -> Place:
+        """The l-value `lhs`; with `save`, run-time indexes are evaluated now into temporaries."""
+
+    @abstractmethod
     def assign(self, lhs: A.Expression, value: str) -> None:
         """Emit code storing `value` (already a Python expression) into lvalue `lhs`."""
 
@@ -151,6 +186,10 @@ class CodegenBase(ABC):
     @abstractmethod
     def value_copy(self, x: A.Expression) -> str:
         """Expression for the value of `x`, copied when it is an aggregate (P4 value semantics)."""
+
+    @abstractmethod
+    def effectful(self, e: A.Node | None) -> bool:
+        """True when evaluating `e` may change state (it calls something with side effects)."""
 
     # ---- packing.py
 
