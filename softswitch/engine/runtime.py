@@ -198,7 +198,9 @@ def log_msg(msg: str, values: tuple[Any, ...] = ()) -> None:
 def agg_fields(value: Any) -> Any:
     """Comparable content of a header/struct/stack value (for == and !=)."""
     if isinstance(value, HeaderStack):
-        return tuple(agg_fields(h) for h in value.e)
+        return tuple(agg_fields(h) for h in value.e)  # nextIndex is not compared (spec 8.18)
+    if isinstance(value, tuple):
+        return tuple(agg_fields(x) for x in value)
     slots = getattr(type(value), "__slots__", None)
     if slots is None:
         return value

@@ -163,8 +163,11 @@ class Facts:
                 refs.append(table.default_action)
             return any(r.action is not None and self.may_exit(r.action) for r in refs)
         if k is A.CallKind.CONTROL_APPLY:
-            t = getattr(c.target, "type", None)
+            if isinstance(c.target, A.Param):
+                return True  # a control passed to the constructor: not known here
+            # an instance, or `Type.apply()` (direct invocation: the receiver's type)
+            t = getattr(c.target if c.target is not None else c.receiver, "type", None)
             base = getattr(t, "base", t)
             decl = getattr(base, "decl", None)
-            return decl is not None and self.may_exit(decl)
+            return isinstance(decl, A.ControlDecl) and self.may_exit(decl)
         return False

@@ -133,6 +133,9 @@ class CodegenBase(ABC):
         self.nesting = 0  # depth of the expression being compiled (expressions.SPILL_DEPTH)
         self.facts = Facts()  # effects, exits and names reached, memoised
         self.loop_updates: list[list[A.Statement]] = []  # updates a `continue` runs, innermost last
+        # constructor parameters of the instance being compiled: id(param) -> ("value", v) |
+        # ("block", (function name, declaration)) | ("extern", ExternInfo)
+        self.ctor_bindings: dict[int, tuple[str, Any]] = {}
 
     def fresh(self, base: str) -> str:
         """A new global name starting with `base`."""

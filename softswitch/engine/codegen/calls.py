@@ -330,6 +330,9 @@ class CallCode(CodegenBase):
         raise self.err(c, f"unsupported extern function {name}")
 
     def extern_info(self, inst: Any, node: Any) -> ExternInfo:
+        bound = self.ctor_bindings.get(id(inst))
+        if bound is not None and bound[0] == "extern":
+            return bound[1]  # type: ignore[no-any-return]  # an extern passed to the constructor
         info = self.extern_by_decl.get((id(inst), self.prefix)) or self.extern_by_decl.get((id(inst), ""))
         if info is None:
             raise self.err(node, f"extern instance {getattr(inst, 'name', '?')} not found")

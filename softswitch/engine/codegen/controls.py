@@ -18,7 +18,7 @@ from softswitch.frontend import types as T
 from softswitch.frontend.ast import expr_text
 
 from .analysis import calls_in, mentions_params
-from .base import ActionInfo, CodegenBase, Emitter, ExternInfo, TableInfo
+from .base import ActionInfo, CodegenBase, Emitter, ExternInfo, TableInfo, receiver_of
 from .values import is_agg, rt, width_of
 
 
@@ -28,7 +28,12 @@ class ControlCode(CodegenBase):
     def fq(self, decl: Any) -> str:
         """Fully-qualified control-plane name of a control/parser-local declaration."""
         if self.prefix_fq is not None:
-            return f"{self.prefix_fq}.{decl.name}"
+            # inside a sub-instance: the instance path, then the @name (relative) or the name
+            ann = A.find_annotation(getattr(decl, "annotations", None) or [], "name")
+            local = ann.string_arg() if ann is not None else None
+            if local and local.startswith("."):
+                return local[1:]
+            return f"{self.prefix_fq}.{local or decl.name}"
         if decl.fqname:
             return str(decl.fqname)
         return f"{self.block_fq}.{decl.name}" if self.block_fq else decl.name
@@ -187,31 +192,112 @@ class ControlCode(CodegenBase):
         base = t.base if isinstance(t, T.SpecializedType) else t
         if isinstance(base, T.ControlType | T.ParserType):
             decl = base.decl
-            key = (id(d), self.prefix)
-            sub_prefix = f"{self.prefix}/{d.name}"
-            sub_fq = f"{self.prefix_fq or self.block_fq}.{d.name}"
-            if isinstance(decl, A.ControlDecl):
-                self.sub_blocks[key] = self.compile_control(decl, sub_prefix, sub_fq)
-            elif isinstance(decl, A.ParserDecl):
-                self.sub_blocks[key] = self.compile_parser(decl, sub_prefix, sub_fq)
-            else:
+            if not isinstance(decl, A.ControlDecl | A.ParserDecl):
                 raise self.err(d, f"cannot instantiate {base}")
+            sub_fq = self.fq(d)
+            self.sub_blocks[(id(d), self.prefix)] = self.compile_instance(
+                decl, f"{self.prefix}/{d.name}", sub_fq, d.bound_args)
             return
         if not isinstance(base, T.ExternType):
             raise self.err(d, f"unsupported instantiation of {base}")
         gname = self.fresh("X_")
-        args = [a.const_value if a is not None else None for a in d.bound_args]
+        args = [self.ctor_value(a) for a in d.bound_args]
         targs = list(t.args) if isinstance(t, T.SpecializedType) else []
         info = ExternInfo(d, gname, self.fq(d), base.name, args, targs)
         self.externs.append(info)
         self.extern_by_decl[(id(d), self.prefix)] = info
 
+    # ---- constructor parameters (spec 14) and direct invocation (spec 15.1)
+
+    def compile_instance(self, decl: A.ControlDecl | A.ParserDecl, prefix: str, fq: str,
+                         args: list[A.Expression | None]) -> str:
+        """Compile one instance of a parser/control with its constructor arguments bound."""
+        bindings = {id(p): self.ctor_binding(a, p) for p, a in zip(decl.ctor_params, args,
+                                                                 strict=False)}
+        saved = self.ctor_bindings
+        self.ctor_bindings = {**saved, **bindings}
+        try:
+            if isinstance(decl, A.ControlDecl):
+                return self.compile_control(decl, prefix, fq)
+            return self.compile_parser(decl, prefix, fq)
+        finally:
+            self.ctor_bindings = saved
+
+    def ctor_binding(self, a: A.Expression | None, p: A.Param) -> tuple[str, Any]:
+        """What a constructor parameter stands for in the instance being compiled: a value,
+        a compiled block (its function name and declaration), or an extern instance."""
+        if a is None:
+            raise self.err(p, f"no value for constructor parameter '{p.name}'")
+        if isinstance(a, A.PathExpr):
+            d = a.decl
+            if isinstance(d, A.Param) and id(d) in self.ctor_bindings:
+                return self.ctor_bindings[id(d)]
+            if isinstance(d, A.Instantiation):
+                t = d.type.base if isinstance(d.type, T.SpecializedType) else d.type
+                if isinstance(t, T.ParserType):
+                    return ("block", (self.sub_blocks[(id(d), self.prefix)], t.decl))
+                return ("extern", self.extern_info(d, a))
+        if isinstance(a, A.CallExpr) and a.kind is A.CallKind.CONSTRUCTOR and \
+                isinstance(a.target, A.ControlDecl | A.ParserDecl):
+            decl = a.target
+            fq = f"{self.prefix_fq or self.block_fq}.{p.name}"
+            gname = self.detached(lambda: self.compile_instance(
+                decl, f"{self.prefix}/{p.name}#{id(a)}", fq, list(a.bound_args)))
+            return ("block", (gname, decl))
+        return ("value", self.ctor_value(a))
+
+    def ctor_value(self, a: A.Expression | None) -> Any:
+        """The compile-time value of an argument (a constructor parameter passed on included)."""
+        if a is None:
+            return None
+        if isinstance(a, A.PathExpr) and isinstance(a.decl, A.Param):
+            bound = self.ctor_bindings.get(id(a.decl))
+            if bound is not None and bound[0] == "value":
+                return bound[1]
+        return a.const_value
+
+    def detached(self, compile_fn: Any) -> str:
+        """Compile a block while another is being compiled: its code goes to its own buffer
+        (emitted before the module body) and the state of the outer compilation is kept."""
+        saved = (self.out, self.fn_outs, self.loop_updates, self.state_names, self.nesting)
+        self.out = Emitter()
+        self.fn_outs, self.loop_updates, self.nesting = [], [], 0
+        try:
+            name: str = compile_fn()
+        finally:
+            self.deferred.append(self.out)
+            self.out, self.fn_outs, self.loop_updates, self.state_names, self.nesting = saved
+        return name
+
+    def block_of(self, c: A.CallExpr) -> tuple[str, Any]:
+        """The compiled block (function name, declaration) a parser/control apply runs."""
+        target = c.target
+        if isinstance(target, A.Instantiation):
+            gname = self.sub_blocks.get((id(target), self.prefix))
+            t = target.type.base if isinstance(target.type, T.SpecializedType) else target.type
+            if gname is not None:
+                return gname, getattr(t, "decl", None)
+        elif isinstance(target, A.Param):
+            bound = self.ctor_bindings.get(id(target))
+            if bound is not None and bound[0] == "block":
+                return bound[1]
+        else:
+            # `Type.apply(...)`: a local instance per invocation, named after the type
+            t = getattr(receiver_of(c), "type", None)
+            decl = getattr(t, "decl", None)
+            if isinstance(decl, A.ControlDecl | A.ParserDecl):
+                key = (id(c), self.prefix)
+                gname = self.sub_blocks.get(key)
+                if gname is None:
+                    fq = f"{self.prefix_fq or self.block_fq}.{decl.name}"
+                    gname = self.detached(lambda: self.compile_instance(
+                        decl, f"{self.prefix}/{decl.name}#{id(c)}", fq, []))
+                    self.sub_blocks[key] = gname
+                return gname, decl
+        raise self.err(c, "parser/control instance not found")
+
     def call_subcontrol(self, c: A.CallExpr) -> str:
-        inst = c.target
-        gname = self.sub_blocks.get((id(inst), self.prefix))
-        if gname is None:
-            raise self.err(c, "control instance not found")
-        decl = inst.type.decl if hasattr(inst.type, "decl") else None
+        gname, decl = self.block_of(c)
         params = decl.params if decl is not None else []
         bound = self.bind_call(c, params, skip_data=False, callee=decl)
         code = f"{gname}(P{''.join(', ' + a for a in bound.codes)})"
@@ -219,11 +305,7 @@ class ControlCode(CodegenBase):
         return self.finish_call(code, bound, want_value=False, may_exit=may_exit) or ""
 
     def call_subparser(self, c: A.CallExpr) -> str:
-        inst = c.target
-        gname = self.sub_blocks.get((id(inst), self.prefix))
-        if gname is None:
-            raise self.err(c, "parser instance not found")
-        decl = inst.type.decl if hasattr(inst.type, "decl") else None
+        gname, decl = self.block_of(c)
         params = decl.params if decl is not None else []
         bound = self.bind_call(c, params, skip_data=False, callee=decl)
         code = f"{gname}(P{''.join(', ' + a for a in bound.codes)})"

@@ -112,6 +112,9 @@ class ExpressionCode(CodegenBase):
             return self.const(d.value.const_value)
         name = self.names.get(id(d))
         if name is None:
+            bound = self.ctor_bindings.get(id(d))
+            if bound is not None and bound[0] == "value":
+                return self.const(bound[1])  # a constructor parameter (spec 14)
             raise self.err(e, f"cannot use {e.name} here")
         return name
 
@@ -216,7 +219,7 @@ class ExpressionCode(CodegenBase):
         op = e.op
         t = rt(e.type)
         if op in ("==", "!="):
-            if is_agg(e.left.type):
+            if is_agg(e.left.type) or isinstance(rt(e.left.type), T.TupleType):
                 return f"(_aggf({a}) {op} _aggf({b}))"
             return f"({a} {op} {b})"
         if op in ("<", ">", "<=", ">="):
