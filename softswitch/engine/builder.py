@@ -8,6 +8,7 @@ value sets) and executes the module once. `Switch` keeps the result.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,7 +59,17 @@ class BuiltProgram:
 def build_program(program: Program) -> BuiltProgram:
     """Compile `program` and build its runtime objects; CompileError for what cannot run."""
     gen = Codegen(program)
-    source = gen.compile()
+    # chains of operators and else-ifs are compiled without recursion; other nesting
+    # (calls in calls, casts of casts) recurses once per level, as the front end does
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, 5000))
+    try:
+        source = gen.compile()
+    except RecursionError:
+        where = getattr(program, "source_file", "") or "program"
+        raise CompileError(where, "the program is nested too deeply for the engine") from None
+    finally:
+        sys.setrecursionlimit(old_limit)
     built = BuiltProgram(source, gen, runtime.namespace())
     _build_externs(built)
     code = compile(source, f"<softswitch:{getattr(program, 'source_file', 'program')}>", "exec")

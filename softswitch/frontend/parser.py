@@ -187,7 +187,22 @@ def parse_int(text: str) -> tuple[int, int | None, bool]:
     if len(body) > 1 and body[0] == "0" and body[1] in "xXbBoOdD":
         base = {"x": 16, "b": 2, "o": 8, "d": 10}[body[1].lower()]
         body = body[2:]
+    if base == 10 and len(body) > _DECIMAL_CHUNK:
+        return _long_decimal(body), width, signed
     return int(body, base), width, signed
+
+
+_DECIMAL_CHUNK = 4000  # CPython converts at most 4,300 decimal digits in one int() call
+
+
+def _long_decimal(digits: str) -> int:
+    """int() of a decimal literal longer than CPython's conversion limit (its length is
+    bounded by limits.check_tokens first)."""
+    value = 0
+    for i in range(0, len(digits), _DECIMAL_CHUNK):
+        chunk = digits[i:i + _DECIMAL_CHUNK]
+        value = value * 10 ** len(chunk) + int(chunk)
+    return value
 
 
 def _unescape(s: str) -> str:

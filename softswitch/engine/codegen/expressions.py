@@ -179,24 +179,53 @@ class ExpressionCode(CodegenBase):
         raise self.err(e, f"unsupported operator {e.op}")
 
     def x_BinaryExpr(self, e: A.BinaryExpr) -> str:
-        # a chain `a + b + c + ...` nests to the left as deep as it is long: walk its left
-        # spine without recursion, spilling the running value every few operators
-        spine = [e]
-        x = e.left
-        while isinstance(x, A.BinaryExpr) and x.const_value is None:
-            spine.append(x)
-            x = x.left
-        acc = self.expr(x)
-        for n, node in enumerate(reversed(spine)):
-            acc = self.binary_step(node, acc)
-            if node is not e and n % SPILL_DEPTH == SPILL_DEPTH - 1:
-                acc = self.spill(acc, node.type)
-        return acc
+        """A tree of binary operators, walked with a stack of its own rather than by recursion:
+        a chain `a + b + c + ...` (or `a + (b + (c + ...))`) is as deep as it is long. Each
+        operator's right operand is compiled apart so that its statements can be placed
+        (spec 8.1: left before right; `&&`/`||` evaluate the right only when needed), and
+        every SPILL_DEPTH levels the value goes to a temporary."""
+        base = self.nesting
+        # frame: [node, stage, left code, saved output, right buffer]
+        stack: list[list[Any]] = [[e, 0, "", None, None]]
+        result = ""
+        while stack:
+            frame = stack[-1]
+            node = frame[0]
+            depth = base + len(stack)
+            if frame[1] == 0:  # the left operand
+                frame[1] = 1
+                if _inner_binary(node.left):
+                    stack.append([node.left, 0, "", None, None])
+                    continue
+                result = self._operand(node.left, depth)
+            if frame[1] == 1:  # the right operand, into a buffer of its own
+                frame[1] = 2
+                frame[2] = result
+                frame[3], frame[4] = self.out, Emitter()
+                self.out = frame[4]
+                if _inner_binary(node.right):
+                    stack.append([node.right, 0, "", None, None])
+                    continue
+                result = self._operand(node.right, depth)
+            # both done: combine
+            self.out = frame[3]
+            result = self.binary_step(node, frame[2], frame[4], result)
+            stack.pop()
+            if stack and depth % SPILL_DEPTH == 0:
+                result = self.spill(result, node.type)
+        return result
 
-    def binary_step(self, e: A.BinaryExpr, a: str) -> str:
-        """`a op right`: the right operand after the left (spec 8.1); && and || evaluate it
-        only when needed, guarding any statements it needs."""
-        buf, b = self.captured(e.right)
+    def _operand(self, x: A.Expression, depth: int) -> str:
+        saved = self.nesting
+        self.nesting = depth
+        try:
+            return self.expr(x)
+        finally:
+            self.nesting = saved
+
+    def binary_step(self, e: A.BinaryExpr, a: str, buf: Emitter, b: str) -> str:
+        """`a op b` where `buf` holds the statements the right operand needs: they run after
+        the left operand is evaluated, and for && and || only when the left asks for it."""
         if e.op in ("&&", "||"):
             if not buf.lines:
                 return f"({a} {'and' if e.op == '&&' else 'or'} {b})"
@@ -459,6 +488,11 @@ class ExpressionCode(CodegenBase):
         if is_agg(x.type) and not isinstance(x, A.ListExpr | A.StructInitExpr):
             return f"{v}.copy()"
         return v
+
+
+def _inner_binary(x: A.Expression) -> bool:
+    """A binary operator the tree walk of x_BinaryExpr handles itself (not a folded constant)."""
+    return isinstance(x, A.BinaryExpr) and x.const_value is None
 
 
 def _slice_bounds(e: A.SliceExpr) -> tuple[int, int]:
