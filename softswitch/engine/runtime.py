@@ -125,17 +125,20 @@ class HeaderStack:
         self.e[size - count :] = [cls() for _ in range(count)]
         self.n = max(self.n - count, 0)
 
-    def at(self, i: int) -> Any:
-        """Element `i`, or a fresh invalid element when `i` is out of range: reading it gives
-        an invalid header and writes to it are lost (spec 8.26)."""
+    def at(self, i: int, where: str = "") -> Any:
+        """Element `i` (a run-time index), or a fresh invalid element when `i` is out of range:
+        reading it gives an invalid header and writes to it are lost (spec 8.26)."""
         if 0 <= i < len(self.e):
             return self.e[i]
+        _index_out_of_range(i, len(self.e), where)
         return type(self.e[0])()
 
-    def put(self, i: int, value: Any) -> None:
+    def put(self, i: int, value: Any, where: str = "") -> None:
         """Assign element `i`; no effect when `i` is out of range (spec 8.26)."""
         if 0 <= i < len(self.e):
             self.e[i] = value
+        else:
+            _index_out_of_range(i, len(self.e), where)
 
     def next_for_extract(self) -> Any:
         """Element at nextIndex for extract; StackOutOfBounds when full."""
@@ -148,6 +151,20 @@ class HeaderStack:
         if self.n == 0:
             raise ParserReject("StackOutOfBounds")
         return self.e[self.n - 1]
+
+
+_warned_indexes: set[str] = set()
+
+
+def _index_out_of_range(i: int, size: int, where: str) -> None:
+    """Warn once per program location: BMv2 simple_switch aborts the whole process here
+    (std::out_of_range from its header-stack dereference), softswitch goes on per spec 8.26."""
+    if where in _warned_indexes or len(_warned_indexes) > 10_000:
+        return
+    _warned_indexes.add(where)
+    log.warning("%s: header stack index %d out of range (size %d): reads give an invalid "
+                "header, writes are lost (P4_16 spec 8.26; BMv2 would abort); "
+                "logged once per location", where or "program", i, size)
 
 
 class PacketContext:

@@ -144,7 +144,7 @@ class ExpressionCode(CodegenBase):
         if e.index.const_value is not None:
             return f"{base}.e[{self.const(e.index.const_value)}]"  # in range (checked)
         # a run-time index out of range reads an invalid header (spec 8.26; runtime.py)
-        return f"{base}.at({self.expr(e.index)})"
+        return f"{base}.at({self.expr(e.index)}, {str(e.loc)!r})"
 
     def x_SliceExpr(self, e: A.SliceExpr) -> str:
         hi, lo = _slice_bounds(e)
@@ -436,7 +436,8 @@ class ExpressionCode(CodegenBase):
             if save:
                 i = self.spill(i)
             # out of range: the write has no effect (spec 8.26)
-            return Place(f"{base}.at({i})", lambda v: out(f"{base}.put({i}, {v})"))
+            where = repr(str(lhs.loc))
+            return Place(f"{base}.at({i}, {where})", lambda v: out(f"{base}.put({i}, {v}, {where})"))
         if isinstance(lhs, A.MemberExpr):
             if lhs.kind is A.MemberKind.FIELD:
                 code = f"{self.ref(lhs.expr, save)}.f_{lhs.member}"
@@ -452,7 +453,7 @@ class ExpressionCode(CodegenBase):
         if isinstance(e, A.IndexExpr) and e.index.const_value is None:
             base = self.ref(e.expr, save)
             i = self.expr(e.index)
-            return f"{base}.at({self.spill(i) if save else i})"
+            return f"{base}.at({self.spill(i) if save else i}, {str(e.loc)!r})"
         if isinstance(e, A.IndexExpr):
             return f"{self.ref(e.expr, save)}.e[{self.const(e.index.const_value)}]"
         if isinstance(e, A.MemberExpr) and e.kind is A.MemberKind.FIELD:
