@@ -67,6 +67,9 @@ class OperatorChecks(CheckerBase):
             e.right = self.expr(e.right, scope)
             return self.shift(e, expected)
         e.left = self.expr(e.left, scope, sub_expected)
+        if op in ("==", "!=") and isinstance(e.right, A.ListExpr | A.StructInitExpr) and \
+                isinstance(T.strip_newtype(e.left.type), T.StructLike):
+            sub_expected = e.left.type  # `h == {1, 2}`: the initializer is an h
         e.right = self.expr(e.right, scope, sub_expected)
         if e.left.type is POISON or e.right.type is POISON:
             raise Abort
