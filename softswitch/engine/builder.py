@@ -112,7 +112,9 @@ def _build_externs(built: BuiltProgram) -> None:
             obj = ActionProfile(info.name, True, int(a[1] or 0), algorithm=str(a[0]))
             built.profiles[info.name] = obj
         else:
-            raise CompileError(getattr(info.decl, "loc", "?"), f"unsupported extern {tn}")
+            raise CompileError(getattr(info.decl, "loc", "?"),
+                               f"unsupported: extern {tn} (softswitch runs the externs of "
+                               f"core.p4 and v1model.p4)")
         ns[info.gname] = obj
 
 
@@ -221,6 +223,9 @@ def _const_int(e: A.Expression | None) -> int:
     v = e.const_value if e is not None else 0
     if isinstance(v, bool):
         return int(v)
+    members = getattr(rt(e.type), "members", None) if e is not None and isinstance(v, str) else None
+    if members is not None and v in members:
+        return list(members).index(v)  # an error or enum member: its number (codegen `_midx`)
     if not isinstance(v, int):
         raise CompileError(getattr(e, "loc", "?"), "action argument is not a compile-time constant")
     return v

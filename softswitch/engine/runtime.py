@@ -287,6 +287,14 @@ def copy_value(v: Any) -> Any:
     return v.copy() if hasattr(v, "copy") else v
 
 
+def member_index(members: tuple[str, ...], value: str) -> int:
+    """Number of an enum or error member in declaration order (how BMv2 encodes them)."""
+    try:
+        return members.index(value)
+    except ValueError:
+        return 0
+
+
 def build_value(cls: type, items: tuple[tuple[str, Any], ...], valid: bool) -> Any:
     """A header/struct of class `cls` from (field, value) pairs; headers built valid."""
     obj = cls()
@@ -365,6 +373,7 @@ def namespace() -> dict[str, Any]:
         "_cp": copy_value,
         "_into": assign_into,
         "_dyn": pack_dynamic,
+        "_midx": member_index,
         "_REJECT": None,
     }
     return {"__builtins__": __builtins__, **names}

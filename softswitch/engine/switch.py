@@ -20,7 +20,14 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Concatenate, NamedTuple, ParamSpec, TypeVar
 
-from .errors import CompileError, InternalError, PacketDropped, PacketTooShort, ParserReject, SwitchError
+from .errors import (
+    CompileError,
+    InternalError,
+    PacketDropped,
+    PacketTooShort,
+    ParserReject,
+    SwitchError,
+)
 from .externs import (
     CloneSession,
     MeterCell,

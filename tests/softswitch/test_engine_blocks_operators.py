@@ -3,7 +3,7 @@ control or parser type (spec "Direct type invocation"), `/` and `%` on run-time 
 (8.5) and `==` on headers, unions, structs, stacks and tuples (8.12, 8.17-8.20)."""
 
 import pytest
-from engine_harness import results, run, switch
+from engine_harness import results, switch
 
 from softswitch import Exact, P4Error, Switch, compile_source
 

@@ -330,7 +330,7 @@ def test_check_program_names_what_the_engine_cannot_run():
     src = STF_PROG.replace("control Ig(", "extern void frob(in bit<8> x);\ncontrol Ig(").replace(
         "apply { t.apply();", "apply { frob(hdr.h.k); t.apply();")
     errors = check_program(compile_source(src, "frob.p4"))
-    assert len(errors) == 1 and "frob.p4:" in errors[0] and "unsupported extern function frob" in errors[0]
+    assert len(errors) == 1 and "frob.p4:" in errors[0] and "unsupported: extern function frob" in errors[0]
     assert check_program(compile_source(STF_PROG, "ok.p4")) == []
 
 

@@ -6,7 +6,6 @@ from engine_harness import results, run, switch
 
 from softswitch.engine import runtime
 
-
 LOOP = """bit<8> acc = 0;
         for (bit<8> i = 0, bit<8> j = 1; i < hdr.i.a; i = i + 1, j += 2) {
             if (i == 3) { continue; }

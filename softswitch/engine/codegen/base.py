@@ -59,6 +59,16 @@ class Place:
 
 
 @dataclass
+class BoundArgs:
+    """A call's arguments, evaluated: the codes passed and the copy-out to do after it."""
+
+    codes: list[str] = field(default_factory=list)
+    # (l-value, source): a source "#k" is the k-th out value of the returned tuple
+    backs: list[tuple[Place, str]] = field(default_factory=list)
+    nouts: int = 0  # scalar out/inout values the callee returns in its tuple
+
+
+@dataclass
 class TableInfo:
     """What the builder needs to create one runtime Table."""
 
@@ -136,6 +146,7 @@ class CodegenBase(ABC):
         # constructor parameters of the instance being compiled: id(param) -> ("value", v) |
         # ("block", (function name, declaration)) | ("extern", ExternInfo)
         self.ctor_bindings: dict[int, tuple[str, Any]] = {}
+        self._apply_calls: dict[int, list[A.CallExpr]] | None = None  # id(instance) -> calls
 
     def fresh(self, base: str) -> str:
         """A new global name starting with `base`."""
@@ -173,6 +184,18 @@ class CodegenBase(ABC):
     @abstractmethod
     def spill(self, code: str, t: T.P4Type | None = None) -> str:
         """Evaluate `code` now into a temporary (a copy for aggregates); returns its name."""
+
+    @abstractmethod
+    def operands(self, items: list[A.Expression]) -> list[str]:
+        """Codes of expressions evaluated left to right (spec 8.1)."""
+
+    @abstractmethod
+    def ref(self, e: A.Expression, save: bool) -> str:
+        """A reference to the aggregate l-value `e` (for a field, an element, `.next`)."""
+
+    @abstractmethod
+    def compound_assign(self, lhs: A.Expression, rhs: A.BinaryExpr) -> None:
+        """`lhs op= b`: lhs = lhs op b with lhs evaluated once (spec 12.1)."""
 
     @abstractmethod
     def place(self, lhs: A.Expression, save: bool) -> Place:
@@ -237,8 +260,13 @@ class CodegenBase(ABC):
         """Code for a call; returns an expression (want_value) or emits statements."""
 
     @abstractmethod
-    def bind_call(self, c: A.CallExpr, params: list[A.Param], skip_data: bool) -> tuple[list[str], list[tuple[A.Expression, int]]]:
-        """Argument expressions and the (lvalue, position) of scalar out/inout params."""
+    def bind_call(self, c: A.CallExpr, params: list[Any], skip_data: bool,
+                  callee: Any = None) -> BoundArgs:
+        """Evaluate the arguments of `c` left to right (spec 6.8)."""
+
+    @abstractmethod
+    def finish_call(self, code: str, bound: BoundArgs, want_value: bool, may_exit: bool) -> str:
+        """Emit the call and its copy-out; returns the result expression."""
 
     @abstractmethod
     def extern_info(self, inst: Any, node: Any) -> ExternInfo:

@@ -16,26 +16,14 @@ packet context `P` (clone, digest, resubmit, ...).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from softswitch.frontend import ast as A
 from softswitch.frontend import types as T
 
 from .analysis import lvalue_path, walk
-from .base import CodegenBase, Emitter, ExternInfo, Place, args_of, receiver_of
+from .base import BoundArgs, CodegenBase, Emitter, ExternInfo, Place, args_of, receiver_of
 from .values import is_agg, rt
-
-
-@dataclass
-class BoundArgs:
-    """A call's arguments, evaluated: the codes passed and the copy-out to do after it."""
-
-    codes: list[str] = field(default_factory=list)
-    # (l-value, source): a source "#k" is the k-th out value of the returned tuple
-    backs: list[tuple[Place, str]] = field(default_factory=list)
-    nouts: int = 0  # scalar out/inout values the callee returns in its tuple
 
 
 class CallCode(CodegenBase):
@@ -106,7 +94,7 @@ class CallCode(CodegenBase):
             return self.call_subcontrol(c)
         if k is K.PARSER_APPLY:
             return self.call_subparser(c)
-        raise self.err(c, f"unsupported call kind {k}")
+        raise self.err(c, f"unsupported: call of kind {k}")
 
     # ---- the calling convention (spec 6.8)
 
@@ -122,6 +110,9 @@ class CallCode(CodegenBase):
             ptype: Any = p.type if p.type is not None else getattr(a, "type", None)
             if a is None:
                 bound.codes.append(self.default_value(ptype) if ptype is not None else "0")
+                continue
+            if isinstance(getattr(ptype, "base", ptype), T.ExternType):
+                bound.codes.append("None")  # the callee was compiled for this extern
                 continue
             saved = self.out
             self.out = buf = Emitter()
@@ -327,7 +318,7 @@ class CallCode(CodegenBase):
             dest, lo, hi = self.ordered([("out", b[0]), b[1], b[2]])
             dest.store(f"_random({lo}, {hi})")
             return ""
-        raise self.err(c, f"unsupported extern function {name}")
+        raise self.err(c, f"unsupported: extern function {name} ({_EXTERNS})")
 
     def extern_info(self, inst: Any, node: Any) -> ExternInfo:
         bound = self.ctor_bindings.get(id(inst))
@@ -380,7 +371,10 @@ class CallCode(CodegenBase):
         if tn == "direct_meter" and meth == "read":
             self.assign(b[0], self.wrap("P.dm", b[0].type))
             return ""
-        raise self.err(c, f"unsupported extern method {tn}.{meth}")
+        raise self.err(c, f"unsupported: extern method {tn}.{meth} ({_EXTERNS})")
+
+
+_EXTERNS = "softswitch runs the externs of core.p4 and v1model.p4"
 
 
 class Multi(str):

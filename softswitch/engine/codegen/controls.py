@@ -14,7 +14,6 @@ from typing import Any, cast
 
 from softswitch.frontend import ast as A
 from softswitch.frontend import types as T
-
 from softswitch.frontend.ast import expr_text
 
 from .analysis import calls_in, mentions_params
@@ -196,10 +195,10 @@ class ControlCode(CodegenBase):
                 raise self.err(d, f"cannot instantiate {base}")
             sub_fq = self.fq(d)
             self.sub_blocks[(id(d), self.prefix)] = self.compile_instance(
-                decl, f"{self.prefix}/{d.name}", sub_fq, d.bound_args)
+                decl, f"{self.prefix}/{d.name}", sub_fq, d.bound_args, self.apply_calls(d))
             return
         if not isinstance(base, T.ExternType):
-            raise self.err(d, f"unsupported instantiation of {base}")
+            raise self.err(d, f"unsupported: instantiation of {base}")
         gname = self.fresh("X_")
         args = [self.ctor_value(a) for a in d.bound_args]
         targs = list(t.args) if isinstance(t, T.SpecializedType) else []
@@ -209,11 +208,14 @@ class ControlCode(CodegenBase):
 
     # ---- constructor parameters (spec 14) and direct invocation (spec 15.1)
 
-    def compile_instance(self, decl: A.ControlDecl | A.ParserDecl, prefix: str, fq: str,
-                         args: list[A.Expression | None]) -> str:
-        """Compile one instance of a parser/control with its constructor arguments bound."""
+    def compile_instance(self, decl: A.ControlDecl | A.ParserDecl, prefix: str, fq: str | None,
+                         args: list[A.Expression | None],
+                         calls: list[A.CallExpr] | None = None) -> str:
+        """Compile one instance of a parser/control with its constructor arguments bound (and
+        its extern-typed apply parameters, from the calls that apply it)."""
         bindings = {id(p): self.ctor_binding(a, p) for p, a in zip(decl.ctor_params, args,
                                                                  strict=False)}
+        bindings.update(self.extern_apply_params(decl, calls or []))
         saved = self.ctor_bindings
         self.ctor_bindings = {**saved, **bindings}
         try:
@@ -245,6 +247,38 @@ class ControlCode(CodegenBase):
                 decl, f"{self.prefix}/{p.name}#{id(a)}", fq, list(a.bound_args)))
             return ("block", (gname, decl))
         return ("value", self.ctor_value(a))
+
+    def apply_calls(self, inst: A.Instantiation) -> list[A.CallExpr]:
+        """The calls applying a parser/control instance, anywhere in the program."""
+        if self._apply_calls is None:
+            found: dict[int, list[A.CallExpr]] = {}
+            for n in calls_in(self.program.ast):
+                if n.kind in (A.CallKind.CONTROL_APPLY, A.CallKind.PARSER_APPLY):
+                    found.setdefault(id(n.target), []).append(n)
+            self._apply_calls = found
+        return self._apply_calls.get(id(inst), [])
+
+    def extern_apply_params(self, decl: A.ControlDecl | A.ParserDecl,
+                            calls: list[A.CallExpr]) -> dict[int, tuple[str, Any]]:
+        """An extern passed as a (directionless) apply argument: the instance is compiled for
+        the extern its calls pass, which must be the same one at every call."""
+        out: dict[int, tuple[str, Any]] = {}
+        for j, p in enumerate(decl.params):
+            if p.direction or not _is_extern_type(p.type) or \
+                    getattr(p.type, "name", "") in ("packet_in", "packet_out"):
+                continue  # (packets are the context P)
+            infos = {}
+            for c in calls:
+                a = c.bound_args[j] if j < len(c.bound_args) else None
+                if isinstance(a, A.PathExpr):
+                    info = self.extern_info(a.decl, a)
+                    infos[info.gname] = info
+            if len(infos) > 1:
+                raise self.err(decl, f"unsupported: '{decl.name}' applied with different "
+                                     f"externs for '{p.name}'")
+            if infos:
+                out[id(p)] = ("extern", next(iter(infos.values())))
+        return out
 
     def ctor_value(self, a: A.Expression | None) -> Any:
         """The compile-time value of an argument (a constructor parameter passed on included)."""
@@ -280,7 +314,8 @@ class ControlCode(CodegenBase):
         elif isinstance(target, A.Param):
             bound = self.ctor_bindings.get(id(target))
             if bound is not None and bound[0] == "block":
-                return bound[1]
+                block: tuple[str, Any] = bound[1]
+                return block
         else:
             # `Type.apply(...)`: a local instance per invocation, named after the type
             t = getattr(receiver_of(c), "type", None)
@@ -291,7 +326,7 @@ class ControlCode(CodegenBase):
                 if gname is None:
                     fq = f"{self.prefix_fq or self.block_fq}.{decl.name}"
                     gname = self.detached(lambda: self.compile_instance(
-                        decl, f"{self.prefix}/{decl.name}#{id(c)}", fq, []))
+                        decl, f"{self.prefix}/{decl.name}#{id(c)}", fq, [], [c]))
                     self.sub_blocks[key] = gname
                 return gname, decl
         raise self.err(c, "parser/control instance not found")
@@ -314,7 +349,7 @@ class ControlCode(CodegenBase):
     def compile_table(self, d: A.TableDecl) -> TableInfo:
         gname = self.fresh("T_")
         name = self.fq(d)
-        keys = [(k.name, k.match_kind, width_of(k.expr.type)) for k in d.keys]
+        keys = [(k.name, k.match_kind, _key_width(k.expr.type)) for k in d.keys]
         actions = []
         for ref in d.actions:
             ainfo = self.action_info(ref.action, ref)
@@ -397,6 +432,8 @@ class ControlCode(CodegenBase):
             kt = rt(k.expr.type)
             if isinstance(kt, T.BoolType):
                 code = f"(1 if {code} else 0)"
+            elif isinstance(kt, T.EnumType | T.ErrorType):
+                code = f"_midx({tuple(kt.members)!r}, {code})"  # as BMv2: the member's number
             elif isinstance(kt, T.Bits) and kt.signed:
                 code = f"({code} & {hex((1 << kt.width) - 1)})"  # the control plane speaks unsigned
             if k.match_kind == "selector":
@@ -448,3 +485,11 @@ class ControlCode(CodegenBase):
         e("")
 
 
+def _key_width(t: T.P4Type) -> int:
+    """Width of a match key; an error or plain enum key is its member number in 32 bits."""
+    return 32 if isinstance(rt(t), T.EnumType | T.ErrorType) else width_of(t)
+
+
+def _is_extern_type(t: T.P4Type | None) -> bool:
+    base = t.base if isinstance(t, T.SpecializedType) else t
+    return isinstance(base, T.ExternType)

@@ -50,7 +50,7 @@ class ExpressionCode(CodegenBase):
             return self.const(e.const_value)
         m: Callable[[Any], str] | None = getattr(self, "x_" + type(e).__name__, None)
         if m is None:
-            raise self.err(e, f"unsupported expression {type(e).__name__}")
+            raise self.err(e, f"unsupported: expression {type(e).__name__}")
         if not isinstance(e, _NESTING):
             return m(e)
         self.nesting += 1
@@ -137,7 +137,7 @@ class ExpressionCode(CodegenBase):
             return f"(not {base}[0])"
         if k is A.MemberKind.TABLE_ACTION_RUN:
             return f"{base}[1]"
-        raise self.err(e, f"unsupported member access .{e.member}")
+        raise self.err(e, f"unsupported: member access .{e.member}")
 
     def x_IndexExpr(self, e: A.IndexExpr) -> str:
         base = self.expr(e.expr)
@@ -176,7 +176,7 @@ class ExpressionCode(CodegenBase):
             if isinstance(t, T.Bits) and not t.signed:
                 return f"({v} ^ {hex((1 << t.width) - 1)})"
             return f"(~{v})"
-        raise self.err(e, f"unsupported operator {e.op}")
+        raise self.err(e, f"unsupported: operator {e.op}")
 
     def x_BinaryExpr(self, e: A.BinaryExpr) -> str:
         """A tree of binary operators, walked with a stack of its own rather than by recursion:
@@ -290,7 +290,7 @@ class ExpressionCode(CodegenBase):
             left_m = (1 << left_t.width) - 1 if isinstance(left_t, T.Bits) else m
             code = f"((({a}) & {hex(left_m)}) << {lw}) | (({b}) & {hex(lm)})"
             return self.wrap(code, t) if signed else f"({code})"
-        raise self.err(e, f"unsupported operator {op}")
+        raise self.err(e, f"unsupported: operator {op}")
 
     def x_TernaryExpr(self, e: A.TernaryExpr) -> str:
         """`c ? a : b` evaluates c, then a or b only (spec 8.1); a chain `c1 ? a : c2 ? b : ...`
@@ -301,7 +301,7 @@ class ExpressionCode(CodegenBase):
             chain.append(x)
             x = x.otherwise
         first = self.expr(e.cond)
-        parts = [(None, first, *self.captured(e.then))]
+        parts: list[tuple[Emitter | None, str, Emitter, str]] = [(None, first, *self.captured(e.then))]
         parts += [(*self.captured(n.cond), *self.captured(n.then)) for n in chain[1:]]
         last_buf, last = self.captured(x)
         lines = last_buf.lines or any(b is not None and b.lines for b, _, _, _ in parts) or any(
@@ -369,7 +369,7 @@ class ExpressionCode(CodegenBase):
             return v
         if type(dst) is type(src):
             return v
-        raise self.err(e, f"unsupported cast from {src} to {dst}")
+        raise self.err(e, f"unsupported: cast from {src} to {dst}")
 
     def x_CallExpr(self, e: A.CallExpr) -> str:
         return self.call(e, want_value=True)

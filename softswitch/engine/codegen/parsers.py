@@ -29,25 +29,26 @@ class ParserCode(CodegenBase):
             raise self.err(c, "extract into a non-header")
         h = self.fresh("_h")
         union_ref = None
-        if isinstance(target, A.MemberExpr) and target.kind is A.MemberKind.FIELD and \
-                isinstance(rt(target.expr.type), T.HeaderUnionType):
+        member = target if isinstance(target, A.MemberExpr) else None
+        if member is not None and member.kind is A.MemberKind.FIELD and \
+                isinstance(rt(member.expr.type), T.HeaderUnionType):
             union_ref = self.fresh("_u")
-            e(f"{union_ref} = {self.ref(target.expr, save=False)}")
-            e(f"{h} = {union_ref}.f_{target.member}")
+            e(f"{union_ref} = {self.ref(member.expr, save=False)}")
+            e(f"{h} = {union_ref}.f_{member.member}")
         else:
             e(f"{h} = {self.ref(target, save=False)}")
         varbit_len = self.spill(self.expr(args[1])) if len(args) > 1 and args[1] is not None else None
         self.emit_read_header(h, t, varbit_len, advance=True)
         e(f"{h}._v = True")
-        if union_ref is not None:
-            union = rt(target.expr.type)
+        if union_ref is not None and member is not None:
+            union = rt(member.expr.type)
             assert isinstance(union, T.HeaderUnionType)
             for f in union.fields:  # one valid member at a time (spec 8.19)
-                if f.name != target.member:
+                if f.name != member.member:
                     e(f"{union_ref}.f_{f.name}._v = False")
         # `hs.next` (of a header stack, or of a stack of unions through one of their members)
         # advances nextIndex after a successful extract (spec 13.8.2)
-        nxt = target.expr if union_ref is not None else target
+        nxt = member.expr if union_ref is not None and member is not None else target
         if isinstance(nxt, A.MemberExpr) and nxt.kind is A.MemberKind.STACK_NEXT:
             e(f"{self.ref(nxt.expr, save=False)}.n += 1")
 
@@ -81,12 +82,12 @@ class ParserCode(CodegenBase):
         e(f"{pos} = P.pos")
         if varbit_len is None:
             raise CompileError("?", f"extract of {t.name} needs the varbit length")
-        fixed = sum(width_of(f.type) for f in t.fields if not isinstance(rt(f.type), T.Varbit))
-        vmax = sum(rt(f.type).max_width for f in t.fields if isinstance(rt(f.type), T.Varbit))
+        fixed_bits = sum(width_of(f.type) for f in t.fields if not isinstance(rt(f.type), T.Varbit))
+        vmax = sum(width_of(f.type) for f in t.fields if isinstance(rt(f.type), T.Varbit))
         # BMv2's extract_VL: a size not a multiple of 8 first, then the packet length, then
         # the header's maximum size
         e(f"if {varbit_len} % 8: raise _Reject('ParserInvalidArgument')")
-        e(f"if {pos} + {fixed} + {varbit_len} > P.nbits: raise _TooShort()")
+        e(f"if {pos} + {fixed_bits} + {varbit_len} > P.nbits: raise _TooShort()")
         e(f"if {varbit_len} > {vmax}: raise _Reject('HeaderTooShort')")
         for f in t.fields:
             ft = rt(f.type)
@@ -278,7 +279,7 @@ class ParserCode(CodegenBase):
         elif isinstance(tr, A.SelectExpr):
             self.emit_select(tr)
         else:
-            raise self.err(tr, "unsupported transition")
+            raise self.err(tr, "unsupported: this transition")
         e.dedent()
         e("")
 

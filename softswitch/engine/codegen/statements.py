@@ -25,7 +25,7 @@ class StatementCode(CodegenBase):
     def stmt(self, s: A.Statement) -> None:
         m = getattr(self, "s_" + type(s).__name__, None)
         if m is None:
-            raise self.err(s, f"unsupported statement {type(s).__name__}")
+            raise self.err(s, f"unsupported: statement {type(s).__name__}")
         m(s)
 
     def block(self, stmts: list[A.Statement]) -> None:
@@ -222,4 +222,4 @@ class StatementCode(CodegenBase):
                 self.names[id(d)] = local
                 self.out(f"{local} = {self.default_value(d.type)}")
             return
-        raise self.err(s, f"unsupported local declaration {type(d).__name__}")
+        raise self.err(s, f"unsupported: local declaration {type(d).__name__}")

@@ -73,7 +73,8 @@ class BlockChecks(CheckerBase):
                 vt = v.type.base if isinstance(v.type, T.SpecializedType) else v.type
                 ok = vt is POISON or (type(vt) is type(base) and (
                     isinstance(base, T.ExternType) and vt.name == base.name
-                    or isinstance(base, T.ParserType) and _same_apply(vt, base)))
+                    or isinstance(base, T.ParserType) and isinstance(vt, T.ParserType)
+                    and _same_apply(vt, base)))
                 if not ok:
                     self.err(v.loc, f"constructor argument '{p.name}' must be a {pt}, not {v.type}")
                 out.append(v)

@@ -239,6 +239,8 @@ class ExpressionChecks(CheckerBase):
             self.err(e.loc, f"cannot index a value of type {bt}")
             raise Abort
         it = T.strip_newtype(e.index.type)
+        if isinstance(it, T.EnumType) and it.underlying is not None:
+            it = it.underlying  # a serializable enum indexes by its value (p4c accepts it)
         if isinstance(it, T.InfInt):
             idx = e.index.const_value
             if idx is not None and not (0 <= idx < bt.size):
