@@ -19,7 +19,7 @@ from softswitch.frontend.types import bit_width
 
 from . import runtime
 from .codegen import Codegen, TableInfo, rt
-from .errors import CompileError
+from .errors import CompileError, SwitchError
 from .externs import CounterArray, MeterArray, RegisterArray
 from .match import Exact, Lpm, MatchValue, Optional, Range, Ternary
 from .runtime import ValueSet
@@ -203,7 +203,10 @@ def _add_const_entries(table: Table, info: TableInfo, entries: list[A.TableEntry
         keys = [_keyset_value(item, spec) for item, spec in zip(items, table.match_keys, strict=False)]
         aname = next(a for a, ref, _ in info.actions if ref.action is ent.action.action)
         prio = ent.priority_value if ent.priority_value is not None else n - i
-        table.add(keys, aname, _const_action_args(ent.action), prio, const_ok=True)
+        try:
+            table.add(keys, aname, _const_action_args(ent.action), prio, const_ok=True)
+        except SwitchError as exc:  # an entry the table cannot take: the program's error
+            raise CompileError(getattr(ent, "loc", "?"), f"entry refused: {exc.message}") from None
 
 
 def _prefix_of(gen: Codegen, info: TableInfo) -> str:

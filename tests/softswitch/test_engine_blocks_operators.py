@@ -6,6 +6,7 @@ import pytest
 from engine_harness import results, switch
 
 from softswitch import Exact, P4Error, Switch, compile_source
+from softswitch.engine import CompileError
 
 
 def test_constructor_parameters_values_controls_and_externs():
@@ -120,3 +121,13 @@ def test_equality_of_headers_stacks_unions_and_structs():
     sw = switch(body, types=EQ_TYPES, fields=EQ_FIELDS)
     assert results(sw, a=3, b=0, c=1)[:7] == [1, 0, 1, 0, 1, 1, 1]
     assert results(sw, a=3, b=5, c=2)[:7] == [1, 0, 0, 0, 1, 1, 0]
+
+
+def test_a_const_entry_the_table_refuses_is_a_located_compile_error():
+    # an lpm entry whose mask is no prefix (p4c refuses it, p4_16_errors/table-entries-lpm-2):
+    # a CompileError at the entry, never another exception out of the switch's constructor
+    decls = """action set(bit<8> v) { hdr.o.r0 = v; }
+    table t { key = { hdr.i.a: lpm; } actions = { set; }
+              const entries = { 0x11 &&& 0xe1 : set(1); } }"""
+    with pytest.raises(CompileError, match=r"harness\.p4:\d+:\d+: error: entry refused: .*prefix"):
+        switch("t.apply();", decls=decls)
