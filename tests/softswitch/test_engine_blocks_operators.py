@@ -131,3 +131,45 @@ def test_a_const_entry_the_table_refuses_is_a_located_compile_error():
               const entries = { 0x11 &&& 0xe1 : set(1); } }"""
     with pytest.raises(CompileError, match=r"harness\.p4:\d+:\d+: error: entry refused: .*prefix"):
         switch("t.apply();", decls=decls)
+
+
+def test_extern_passed_as_an_apply_argument():
+    # a directionless apply parameter of extern type is passed by reference (spec 6.8): the
+    # sub-control counts in the caller's register
+    top = """control Bump(inout bit<8> v, register<bit<8>> r) {
+        apply { bit<8> x; r.read(x, 0); x = x + v; r.write(0, x); v = x; }
+    }"""
+    decls = "register<bit<8>>(1) total; Bump() bump;"
+    sw = switch("hdr.o.r0 = hdr.i.a; bump.apply(hdr.o.r0, total);", decls=decls, top=top)
+    assert results(sw, a=5)[0] == 5
+    assert results(sw, a=7)[0] == 12
+    assert sw.register_read("Ig.total", 0) == 12
+
+
+def test_error_and_enum_values_as_keys_and_stack_indexes():
+    # a table keyed on an error (spec 14.2.1.1) with a const entry, and a stack indexed by a
+    # serializable enum (its value)
+    decls = """action set(bit<8> v) { hdr.o.r0 = v; }
+    table t { key = { sm.parser_error: exact; } actions = { set; NoAction; }
+              const entries = { error.NoError : set(1); error.PacketTooShort : set(2); } }"""
+    top = "enum bit<8> Slot { A = 0, B = 1 }"
+    body = """t.apply();
+        hdr.s[0].setValid(); hdr.s[0].x = 10; hdr.s[1].setValid(); hdr.s[1].x = 11;
+        Slot k = (Slot) hdr.i.b;
+        hdr.o.r1 = hdr.s[k].x;"""
+    sw = switch(body, decls=decls, top=top, types="header e_t { bit<8> x; }", fields="e_t[2] s;")
+    assert results(sw, b=1)[:2] == [1, 11]
+
+
+def test_enum_and_error_values_in_a_hash_field_list():
+    # BMv2 packs an enum or error value as its member number in 32 bits: identity of Blue
+    # is 2; crc16 over (NoError, Blue) and (NoError, Green) as simple_switch computes them
+    body = """Color c = hdr.i.a == 2 ? Color.Blue : Color.Green;
+        bit<16> hv;
+        hash(hv, HashAlgorithm.identity, 16w0, {c}, 32w0x10000);
+        hdr.o.r2 = (bit<8>) hv;
+        hash(hv, HashAlgorithm.crc16, 16w0, {sm.parser_error, c}, 32w0x10000);
+        hdr.o.r3 = hv[15:8]; hdr.o.r4 = hv[7:0];"""
+    sw = switch(body, top="enum Color { Red, Green, Blue }")
+    assert results(sw, a=2)[2:5] == [2, 0xC1, 0x81]
+    assert results(sw, a=1)[2:5] == [1, 0xC0, 0xC1]
