@@ -6,7 +6,6 @@ import pytest
 from engine_harness import results, switch
 
 from softswitch import Exact, P4Error, Switch, compile_source
-from softswitch.engine import CompileError
 
 
 def test_constructor_parameters_values_controls_and_externs():
@@ -125,11 +124,12 @@ def test_equality_of_headers_stacks_unions_and_structs():
 
 def test_a_const_entry_the_table_refuses_is_a_located_compile_error():
     # an lpm entry whose mask is no prefix (p4c refuses it, p4_16_errors/table-entries-lpm-2):
-    # a CompileError at the entry, never another exception out of the switch's constructor
+    # a located error from the front end, with p4c's message, never another exception out of
+    # the switch's constructor
     decls = """action set(bit<8> v) { hdr.o.r0 = v; }
     table t { key = { hdr.i.a: lpm; } actions = { set; }
               const entries = { 0x11 &&& 0xe1 : set(1); } }"""
-    with pytest.raises(CompileError, match=r"harness\.p4:\d+:\d+: error: entry refused: .*prefix"):
+    with pytest.raises(P4Error, match=r"harness\.p4:\d+:\d+: error: 17 &&& 225 invalid mask for LPM key"):
         switch("t.apply();", decls=decls)
 
 
@@ -147,18 +147,28 @@ def test_extern_passed_as_an_apply_argument():
 
 
 def test_error_and_enum_values_as_keys_and_stack_indexes():
-    # a table keyed on an error (spec 14.2.1.1) with a const entry, and a stack indexed by a
-    # serializable enum (its value)
+    # a table keyed on an error (spec 14.2.1.1), its entry written by the control plane as the
+    # member number (BMv2: NoError is 0), and a stack indexed by a serializable enum (its value)
     decls = """action set(bit<8> v) { hdr.o.r0 = v; }
-    table t { key = { sm.parser_error: exact; } actions = { set; NoAction; }
-              const entries = { error.NoError : set(1); error.PacketTooShort : set(2); } }"""
+    table t { key = { sm.parser_error: exact; } actions = { set; NoAction; } }"""
     top = "enum bit<8> Slot { A = 0, B = 1 }"
     body = """t.apply();
         hdr.s[0].setValid(); hdr.s[0].x = 10; hdr.s[1].setValid(); hdr.s[1].x = 11;
         Slot k = (Slot) hdr.i.b;
         hdr.o.r1 = hdr.s[k].x;"""
     sw = switch(body, decls=decls, top=top, types="header e_t { bit<8> x; }", fields="e_t[2] s;")
+    sw.table_add("Ig.t", [Exact(0)], "Ig.set", [1])
     assert results(sw, b=1)[:2] == [1, 11]
+
+
+def test_const_entries_on_an_error_key_are_refused_as_p4c_does():
+    # p4c-bm2-ss 1.2.5.16: "error.NoError: unsupported exact key expression" (P4Runtime cannot
+    # carry an error value)
+    decls = """action set(bit<8> v) { hdr.o.r0 = v; }
+    table t { key = { sm.parser_error: exact; } actions = { set; NoAction; }
+              const entries = { error.NoError : set(1); } }"""
+    with pytest.raises(P4Error, match=r"harness\.p4:\d+:\d+: error: error\.NoError invalid key"):
+        switch("t.apply();", decls=decls)
 
 
 def test_enum_and_error_values_in_a_hash_field_list():

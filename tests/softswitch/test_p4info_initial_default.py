@@ -1,9 +1,7 @@
 """P4Info Table.initial_default_action (P4Runtime 1.4, p4info.proto): p4c
-1.2.5.16 writes it for every table (the default action at pipeline install);
-softswitch's P4Info does not yet. Found by tests/sglb/test_sglb_p4c.py, which
-compares sglb.p4's P4Info with p4c's and leaves this field out meanwhile."""
-
-import pytest
+1.2.5.16 writes it for every table (the default action at pipeline install),
+and so does softswitch. Found by tests/sglb/test_sglb_p4c.py, which compares
+sglb.p4's P4Info with p4c's."""
 
 from softswitch.frontend import compile_source
 from softswitch.p4info import p4info_from_program_info
@@ -37,9 +35,6 @@ V1Switch(P(), VC(), I(), E(), CC(), D()) main;
 """
 
 
-@pytest.mark.xfail(reason="softswitch's P4Info builder does not write Table.initial_default_action "
-                          "(P4Runtime 1.4), which p4c 1.2.5.16 writes for every table",
-                   strict=True)
 def test_table_has_initial_default_action():
     info = p4info_from_program_info(compile_source(PROGRAM).info)
     (table,) = info.tables
