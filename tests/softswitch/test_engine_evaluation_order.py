@@ -59,8 +59,8 @@ def test_conditional_operator_evaluates_one_branch():
 def test_conditional_chain_runs_only_the_chosen_branch():
     # a ?: chain whose branches have effects: exactly one inc/dec runs
     body = """meta.m = 10;
-        hdr.o.r0 = hdr.i.a == 1 ? inc(meta.m) : hdr.i.a == 2 ? dec(meta.m)
-                 : hdr.i.a == 3 ? inc(meta.m) + inc(meta.m) : 8w77;
+        hdr.o.r0 = hdr.i.a == 1 ? inc(meta.m) : (hdr.i.a == 2 ? dec(meta.m)
+                 : (hdr.i.a == 3 ? inc(meta.m) + inc(meta.m) : 8w77));
         hdr.o.r1 = meta.m;"""
     assert run(body, a=1, top=FUNCS)[:2] == [11, 11]
     assert run(body, a=2, top=FUNCS)[:2] == [9, 9]

@@ -46,7 +46,8 @@ def test_deep_right_nested_sum():
 
 def test_long_conjunction_and_conditional_chain():
     conj = " && ".join(f"(hdr.i.a ++ hdr.i.b) != {i}" for i in range(1, 301))
-    chain = "".join(f"hdr.i.b == {i} ? 8w{i} : " for i in range(200)) + "8w255"
+    # right-nested as written (p4c reads an unbracketed chain left-nested, FINDINGS #25)
+    chain = "".join(f"hdr.i.b == {i} ? 8w{i} : (" for i in range(200)) + "8w255" + ")" * 200
     sw = switch(f"hdr.o.r0 = ({conj}) ? 8w1 : 8w0; hdr.o.r1 = {chain};")
     assert results(sw, a=0, b=0)[:2] == [1, 0]
     assert results(sw, a=0, b=150)[:2] == [0, 150]  # 150 is among the 300 excluded keys

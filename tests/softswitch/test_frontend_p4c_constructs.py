@@ -121,6 +121,22 @@ def test_plus_slice():
     assert run(src, bytes([0xA5, 0, 0, 0])) == [(1, bytes([0xA5, 0x0A, 0x3C, 0]))]
 
 
+CONDITIONAL_CHAIN = with_ingress(
+    "    bool b = hdr.h.a == 1 ? true : false ? false : true;\n"
+    "    hdr.h.b = b ? 8w1 : 8w0;\n    sm.egress_spec = 1;")
+
+
+def test_conditional_chain_nests_to_the_left_as_in_p4c():
+    # p4c's grammar gives `?` a lower precedence than `:`, so `a ? b : c ? d : e` is
+    # `(a ? b : c) ? d : e` (p4test --pp prints it so); C would read a ? b : (c ? d : e)
+    assert run(CONDITIONAL_CHAIN, bytes([1, 0, 0, 0])) == [(1, bytes([1, 0, 0, 0]))]
+    assert run(CONDITIONAL_CHAIN, bytes([2, 0, 0, 0])) == [(1, bytes([2, 1, 0, 0]))]
+    # so a chain of bit<8> values is a type error, as in p4c ("different types")
+    src = with_ingress("    hdr.h.b = hdr.h.a == 1 ? 8w1 : hdr.h.a == 2 ? 8w2 : 8w3;")
+    with pytest.raises(P4Error, match="branches differ: bit<8> and bool"):
+        compile_source(src, filename="c.p4")
+
+
 def test_struct_valued_constant():
     head = HEAD + "struct pair_t { bit<8> lo; bit<8> hi; }\nconst pair_t PAIR = {8w3, 8w4};\n"
     src = with_ingress("    pair_t p = PAIR;\n    hdr.h.c = p.lo;\n    hdr.h.d = PAIR.hi;\n"
@@ -320,6 +336,7 @@ ACCEPTED = {
     "implicit_reject": IMPLICIT_REJECT,
     "ser_enum_mask": SER_ENUM_MASK,
     "priorities": PRIORITIES,
+    "conditional_chain": CONDITIONAL_CHAIN,
 }
 
 
