@@ -161,14 +161,16 @@ def _explicit_id(obj: _Described) -> int | None:
     return None
 
 
-def _fill_preamble(pre: p4i.Preamble, name: str, ident: int, alias: str, obj: _Described) -> None:
-    """Preamble as p4c writes it: @name/@id dropped, @brief/@description into doc."""
+def _fill_preamble(pre: p4i.Preamble, name: str, ident: int, alias: str, obj: _Described,
+                   omit: tuple[str, ...] = ()) -> None:
+    """Preamble as p4c writes it: @name/@id (and `omit`) dropped, @brief/@description into
+    doc."""
     pre.id = ident
     pre.name = name
     pre.alias = alias
     for a in obj.annotations:
         n = _ann_name(a)
-        if n in ("name", "id"):
+        if n in ("name", "id") or n in omit:
             continue
         if getattr(a, "structured", False):
             _add_structured(pre.structured_annotations, a)
@@ -272,8 +274,9 @@ def p4info_from_program_info(info: ProgramInfo) -> p4i.P4Info:
     out.pkg_info.arch = "v1model"
     action_by_name = {a.name: a for a in info.actions}
     if tables or any(a.params for a in actions) or headers or info.calls_extern_functions \
-            or any(objs for _, objs in groups[2:]):
-        # p4c creates type_info (even empty) as soon as it describes one of these
+            or any(objs for prefix, objs in groups[2:] if prefix != VALUE_SET):
+        # p4c creates type_info (even empty) as soon as it describes one of these (a value
+        # set is not one)
         out.type_info.SetInParent()
     direct_of: dict[str | None, list[int]] = {}
     for prefix, directs in ((DIRECT_COUNTER, info.direct_counters),
@@ -330,11 +333,14 @@ def p4info_from_program_info(info: ProgramInfo) -> p4i.P4Info:
     for ap in profiles:
         name = ap.name
         pmsg = out.action_profiles.add()
-        _fill_preamble(pmsg.preamble, name, ident(ACTION_PROFILE, name), aliases[name], ap)
+        _fill_preamble(pmsg.preamble, name, ident(ACTION_PROFILE, name), aliases[name], ap,
+                       omit=_SELECTOR_ANNOTATIONS)
         pmsg.table_ids.extend(ident(TABLE, tn) for tn in ap.tables)
         pmsg.with_selector = bool(ap.with_selector)
         pmsg.size = ap.size or 0
         pmsg.max_group_size = ap.max_group_size or 0
+        if ap.with_selector:
+            _selector_size_semantics(pmsg, ap)
 
     for c in info.counters:
         cmsg = out.counters.add()
@@ -375,7 +381,11 @@ def p4info_from_program_info(info: ProgramInfo) -> p4i.P4Info:
         _fill_preamble(vmsg.preamble, vs.name, ident(VALUE_SET, vs.name), aliases[vs.name], vs)
         for i, f in enumerate(vs.fields, start=1):
             vmf = vmsg.match.add(id=i, name=f.name, bitwidth=f.bitwidth)
-            vmf.match_type = _MATCH_TYPES.get(f.match_kind or "exact", _MATCH_TYPES["exact"])
+            kind = f.match_kind or "exact"
+            if kind in _MATCH_TYPES:
+                vmf.match_type = _MATCH_TYPES[kind]
+            else:
+                vmf.other_match_type = kind
         vmsg.size = vs.size
 
     for reg in info.registers:
@@ -393,6 +403,27 @@ def p4info_from_program_info(info: ProgramInfo) -> p4i.P4Info:
             member = struct.members.add(name=f.name)
             member.type_spec.bitstring.bit.bitwidth = f.bitwidth
     return out
+
+
+# p4c turns these into ActionProfile fields and leaves them out of the preamble
+_SELECTOR_ANNOTATIONS = ("max_group_size", "selector_size_semantics", "max_member_weight")
+
+
+def _selector_size_semantics(msg: p4i.ActionProfile, ap: Any) -> None:
+    """`@selector_size_semantics("sum_of_weights" | "sum_of_members")` and, with the latter,
+    `@max_member_weight(N)`, as p4c's P4Runtime serializer writes them (selectors only)."""
+    semantics = next((_ann_arg(a) for a in ap.annotations
+                      if _ann_name(a) == "selector_size_semantics"), None)
+    if not isinstance(semantics, str):
+        return
+    if semantics.lower() == "sum_of_weights":
+        msg.sum_of_weights.SetInParent()
+    elif semantics.lower() == "sum_of_members":
+        msg.sum_of_members.SetInParent()
+        weight = next((_ann_arg(a) for a in ap.annotations
+                       if _ann_name(a) == "max_member_weight"), None)
+        if isinstance(weight, int):
+            msg.sum_of_members.max_member_weight = weight
 
 
 def _initial_default_action(msg: p4i.TableActionCall, action_id: int,

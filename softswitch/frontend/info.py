@@ -224,6 +224,34 @@ def _fields_of(t: Any) -> tuple[FieldInfo, ...]:
     return (FieldInfo("value", _width(t)),)
 
 
+def _flat_fields(t: Any, prefix: str = "") -> tuple[FieldInfo, ...]:
+    """The fields of a header with struct-typed fields (spec 7.2.2) flattened in wire order,
+    named `s.f` as p4c names packet-metadata fields."""
+    out: list[FieldInfo] = []
+    for f in T.strip_newtype(t).fields:
+        ft = T.strip_newtype(f.type)
+        if isinstance(ft, T.StructType):
+            out.extend(_flat_fields(ft, f"{prefix}{f.name}."))
+        else:
+            out.append(FieldInfo(f"{prefix}{f.name}", _width(f.type), tuple(f.annotations)))
+    return tuple(out)
+
+
+def _value_set_fields(t: Any) -> tuple[FieldInfo, ...]:
+    """Match fields of a value set as p4c lists them (P4Runtime 1.0): a bit<W> element is one
+    unnamed exact field; a struct's fields are matched as their `@match(kind)` says (exact
+    without it)."""
+    t = T.strip_newtype(t)
+    if isinstance(t, T.StructLike):
+        out = []
+        for f in t.fields:
+            ann = A.find_annotation(f.annotations, "match")
+            kind = str(ann.args[0]) if ann is not None and ann.args else "exact"
+            out.append(FieldInfo(f.name, _width(f.type), tuple(f.annotations), kind))
+        return tuple(out)
+    return (FieldInfo("", _width(t)),)
+
+
 def _ctor_arg(inst: A.Instantiation, i: int) -> Any:
     if i < len(inst.bound_args) and inst.bound_args[i] is not None:
         return inst.bound_args[i].const_value
@@ -361,7 +389,7 @@ def build_info(checker, tree: A.P4Program, reporter) -> ProgramInfo:
             continue
         # an action only called directly gets its data from the call: p4c's mid end turns
         # those parameters into locals (RemoveActionParameters), so P4Info lists none
-        params = tuple(FieldInfo(p.name, _width(p.type), tuple(p.annotations))
+        params = tuple(FieldInfo(names.local_name(p), _width(p.type), tuple(p.annotations))
                        for p in a.params if p.direction == "") if id(a) in in_tables else ()
         for _, name in paths.names(a, merge=True):
             if name not in seen_actions:
@@ -416,7 +444,7 @@ def build_info(checker, tree: A.P4Program, reporter) -> ProgramInfo:
                     reporter.error(ch.loc, '@controller_header needs "packet_in" or "packet_out"')
                     continue
                 headers.append(ControllerHeaderInfo(role, d.name, tuple(d.annotations),
-                                                    _fields_of(d.type)))
+                                                    _flat_fields(d.type)))
 
     digests: list[DigestInfo] = []
     seen_digests: set[str] = set()
@@ -437,7 +465,7 @@ def build_info(checker, tree: A.P4Program, reporter) -> ProgramInfo:
         if vs not in live:
             continue
         et = vs.type.element if isinstance(vs.type, T.SetType) else None
-        fields = _fields_of(et) if et is not None else ()
+        fields = _value_set_fields(et) if et is not None else ()
         for _, name in paths.names(vs):
             value_sets.append(ValueSetInfo(name, tuple(vs.annotations), vs.size_value, fields))
 

@@ -6,8 +6,8 @@ names P4Runtime requests are resolved against):
 * a declaration's local name is its `@name("x")` or else its own name;
 * `@name(".x")` is absolute: the name is `x`, wherever the declaration is;
 * a declaration local to a parser or control is named `<instance path>.<local name>`;
-* the instance path of one of the main package's blocks is the block's local name
-  (`MyIngress`); that of an instance inside a block is the enclosing path plus the
+* the instance path of one of the main package's blocks is the block type's declared
+  name (`MyIngress`); that of an instance inside a block is the enclosing path plus the
   instance's local name (`MyIngress.acl1`), or its absolute `@name`;
 * top-level declarations keep their (local) name (`NoAction`).
 """
@@ -47,8 +47,10 @@ def name_in(d: Any, prefix: str | None) -> str:
 
 
 def block_path(block: Any) -> str:
-    """Instance path of one of the main package's blocks."""
-    return local_name(block)
+    """Instance path of one of the main package's blocks: the anonymous instance in main's
+    arguments is named after the parser/control type's declared name (an `@name` on the
+    type declaration is not the instance's; p4c's name_annotations_to_p4info-bmv2)."""
+    return str(block.name)
 
 
 def instance_path(parent: str, inst: Any) -> str:

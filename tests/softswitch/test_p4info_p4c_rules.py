@@ -113,6 +113,46 @@ control C(inout hs hdr, inout m_t meta, inout standard_metadata_t sm) {
   apply { t.apply(); }
 }
 """ + TAIL,
+    # the selector-size annotations become ActionProfile fields, not preamble annotations
+    "selector_annotations": HEAD + """
+control C(inout hs hdr, inout m_t meta, inout standard_metadata_t sm) {
+  action set(bit<8> v) { hdr.h.b = v; }
+  @max_group_size(200) @selector_size_semantics("sum_of_members") @max_member_weight(4000)
+  @brief("kept") action_selector(HashAlgorithm.identity, 32w1024, 32w10) sel;
+  table t { key = { hdr.h.a: exact; hdr.h.b: selector; } actions = { set; }
+    implementation = sel; }
+  apply { t.apply(); }
+}
+""" + TAIL,
+    # value sets: a bit<W> element is one unnamed exact field, a struct's fields match as
+    # their @match says; value sets alone create no type_info; an @name on the control type
+    # does not rename main's instance; packet metadata fields of a struct field are s.f
+    "value_sets_and_names": """#include <core.p4>
+#include <v1model.p4>
+struct pvs_t { @match(ternary) bit<8> a; @match(lpm) bit<8> b; bit<8> c; }
+struct pair_t { bit<7> p; bit<9> q; }
+@controller_header("packet_out") header out_t { pair_t pr; bit<8> z; }
+header h_t { bit<8> a; bit<8> b; bit<8> c; }
+struct hs { out_t o; h_t h; }
+struct m_t { bit<8> x; }
+parser P(packet_in pkt, out hs hdr, inout m_t meta, inout standard_metadata_t sm) {
+  value_set<bit<8>>(4) one;
+  value_set<pvs_t>(4) three;
+  state start { pkt.extract(hdr.o); pkt.extract(hdr.h); transition select(hdr.h.a) {
+    one: accept; default: next; } }
+  state next { transition select(hdr.h.a, hdr.h.b, hdr.h.c) { three: accept; default: reject; } }
+}
+@name("renamed")
+control C(inout hs hdr, inout m_t meta, inout standard_metadata_t sm) {
+  @name("set_b") action set(@name("value") bit<8> v) { hdr.h.b = v; }
+  table t { key = { hdr.h.a: exact; } actions = { set; } }
+  apply { t.apply(); }
+}
+control V(inout hs hdr, inout m_t meta) { apply { } }
+control E(inout hs hdr, inout m_t meta, inout standard_metadata_t sm) { apply { } }
+control D(packet_out pkt, in hs hdr) { apply { pkt.emit(hdr); } }
+V1Switch(P(), V(), C(), E(), V(), D()) main;
+""",
 }
 
 
@@ -170,6 +210,33 @@ def test_key_names_and_direct_counters():
         "hdr.g.$valid$", "hdr.h.c[7:0]", "hdr.h.a & 0xf"]  # constants as p4c prints them
     assert sorted(p["direct_counters"]) == ["C.attached"]
     assert t["idle_timeout_behavior"] == "NOTIFY_CONTROL"
+
+
+def test_selector_size_annotations_are_fields():
+    ap = ours("selector_annotations")["action_profiles"]["C.sel"]
+    assert ap["preamble"]["doc"] == {"brief": "kept"}
+    assert "annotations" not in ap["preamble"]
+    assert ap["max_group_size"] == 200
+    assert ap["sum_of_members"] == {"max_member_weight": 4000}
+
+
+def test_value_sets_block_names_and_packet_metadata():
+    p = ours("value_sets_and_names")
+    assert p["value_sets"]["P.one"]["match"] == [{"id": 1, "bitwidth": 8, "match_type": "EXACT"}]
+    assert [(m["name"], m["match_type"]) for m in p["value_sets"]["P.three"]["match"]] == [
+        ("a", "TERNARY"), ("b", "LPM"), ("c", "EXACT")]
+    assert sorted(p["tables"]) == ["C.t"]
+    assert p["actions"]["C.set_b"]["params"][0]["name"] == "value"
+    assert [(m["name"], m["bitwidth"]) for m in p["controller_packet_metadata"]["packet_out"][
+        "metadata"]] == [("pr.p", 7), ("pr.q", 9), ("z", 8)]
+
+
+def test_value_sets_alone_create_no_type_info():
+    src = PROGRAMS["value_sets_and_names"].replace("apply { t.apply(); }", "apply { }")
+    src = src.replace('@controller_header("packet_out") ', "")
+    info = p4info_from_program_info(compile_source(src, filename="v.p4").info)
+    assert len(info.value_sets) == 2 and not info.tables
+    assert not info.HasField("type_info")
 
 
 @needs_p4c
