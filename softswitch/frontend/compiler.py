@@ -9,7 +9,7 @@ from pathlib import Path
 from . import ast as A
 from .checker import Checker
 from .diagnostics import P4Error, Reporter
-from .info import build_info
+from .info import ProgramInfo, build_info
 from .limits import check_resolved_tree, check_syntax_tree
 from .linemarkers import apply_markers, strip_markers
 from .parser import parse
@@ -78,7 +78,9 @@ def _compile(text, filename, include_dirs, defines, base_dir, self_contained) ->
     main = _main_package(checker, tree, reporter)
     check_resolved_tree(tree, reporter)  # bounded work: sizes the engine allocates
     reporter.raise_if_errors()
-    info = build_info(checker, tree, reporter)
+    # without main p4c writes no P4Info, so reports none of its errors (e.g. a digest of a
+    # type P4Runtime cannot describe)
+    info = build_info(checker, tree, reporter) if main is not None else ProgramInfo()
     reporter.raise_if_errors()
     return Program(
         ast=tree, main=main, info=info, error_type=checker.error_type,

@@ -167,6 +167,14 @@ def test_missing_main_is_a_warning_and_nothing_to_run():
         Switch(prog)
 
 
+def test_without_main_no_p4info_errors():
+    # p4c writes no P4Info without main, so it does not report what P4Runtime cannot
+    # describe (p4c's bitwise-and.p4: a digest of a bit<1>)
+    src = PRELUDE + """control C(bit<1> v) { apply { digest(0, v); } }\n"""
+    prog = compile_source(src, filename="t.p4")
+    assert prog.main is None and not prog.info.digests
+
+
 def test_duplicate_declarations_and_fields():
     src = PRELUDE + "header g_t { bit<8> a; bit<8> a; }\nconst bit<8> K = 1;\nconst bit<8> K = 2;\n"
     msgs = [(e.line, e.message) for e in errors_of(src)][:2]
