@@ -297,6 +297,8 @@ def p4info_from_program_info(info: ProgramInfo) -> p4i.P4Info:
                 mf.match_type = _MATCH_TYPES[kind]
             else:
                 mf.other_match_type = kind
+            if k.type_name:
+                mf.type_name.name = k.type_name
             mf.annotations.extend(_other_annotations(k))
             _structured_of(k, mf.structured_annotations)
         for ref in t.actions:
@@ -327,6 +329,8 @@ def p4info_from_program_info(info: ProgramInfo) -> p4i.P4Info:
         _fill_preamble(amsg.preamble, name, ident(ACTION, name), aliases[name], a)
         for i, prm in enumerate(a.params, start=1):
             p = amsg.params.add(id=_explicit_id(prm) or i, name=prm.name, bitwidth=prm.bitwidth)
+            if prm.type_name:
+                p.type_name.name = prm.type_name
             p.annotations.extend(_other_annotations(prm))
             _structured_of(prm, p.structured_annotations)
 
@@ -374,7 +378,19 @@ def p4info_from_program_info(info: ProgramInfo) -> p4i.P4Info:
         hmsg.preamble.alias = role
         hmsg.preamble.annotations.append(f'@controller_header("{role}")')
         for i, f in enumerate(h.fields, start=1):
-            hmsg.metadata.add(id=i, name=f.name, bitwidth=f.bitwidth)
+            md = hmsg.metadata.add(id=i, name=f.name, bitwidth=f.bitwidth)
+            if f.type_name:
+                md.type_name.name = f.type_name
+
+    for nt in info.new_types:
+        spec = out.type_info.new_types[nt.name]
+        if nt.is_bool:
+            spec.original_type.bool.SetInParent()
+        elif nt.signed:
+            spec.original_type.bitstring.int.bitwidth = nt.bitwidth
+        else:
+            spec.original_type.bitstring.bit.bitwidth = nt.bitwidth
+        spec.annotations.extend(str(a) for a in nt.annotations if not getattr(a, "structured", False))
 
     for vs in info.value_sets:
         vmsg = out.value_sets.add()

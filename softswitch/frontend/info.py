@@ -29,6 +29,7 @@ class FieldInfo:
     bitwidth: int
     annotations: tuple[Any, ...] = ()
     match_kind: str = "exact"  # value sets only
+    type_name: str | None = None  # a `type` (spec 7.6.2) P4Runtime names (see new_type_name)
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class KeyInfo:
     match_kind: str
     bitwidth: int
     annotations: tuple[Any, ...] = ()
+    type_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -178,6 +180,18 @@ class ValueSetInfo:
 
 
 @dataclass(frozen=True)
+class NewTypeInfo:
+    """A `type` named by a key, action parameter or packet-metadata field: P4Info's
+    type_info.new_types entry (original_type: the bit<W>/int<W>/bool at the chain's end)."""
+
+    name: str
+    annotations: tuple[Any, ...]
+    bitwidth: int
+    signed: bool = False
+    is_bool: bool = False
+
+
+@dataclass(frozen=True)
 class ProgramInfo:
     """Everything P4Info is built from (see docs/softswitch-api.md)."""
 
@@ -192,6 +206,7 @@ class ProgramInfo:
     controller_headers: tuple[ControllerHeaderInfo, ...] = ()
     digests: tuple[DigestInfo, ...] = ()
     value_sets: tuple[ValueSetInfo, ...] = ()
+    new_types: tuple[NewTypeInfo, ...] = ()
     by_name: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     calls_extern_functions: bool = False  # a used control calls one (p4c then has type_info)
 
@@ -224,6 +239,33 @@ def _fields_of(t: Any) -> tuple[FieldInfo, ...]:
     return (FieldInfo("value", _width(t)),)
 
 
+def new_type_name(t: Any) -> str | None:
+    """The `type` P4Info names for a value of type `t` (p4c's getTypeName: typedefs see
+    through to it). A `type` with `@p4runtime_translation` is not named: its P4Runtime
+    form (another width, or a string) would need translation, which softswitch does not do."""
+    if not isinstance(t, T.NewType):
+        return None
+    decl = t.decl
+    if decl is not None and A.find_annotation(decl.annotations, "p4runtime_translation"):
+        return None
+    return t.name
+
+
+def _new_types(named: set[str], types: dict[str, Any]) -> tuple[NewTypeInfo, ...]:
+    out = []
+    for name in sorted(named):
+        t = types.get(name)
+        if not isinstance(t, T.NewType):
+            continue
+        base = T.strip_newtype(t)
+        anns = tuple(a for a in (t.decl.annotations if t.decl is not None else ())
+                     if a.name not in ("name", "id"))
+        out.append(NewTypeInfo(name, anns, 1 if isinstance(base, T.BoolType) else
+                               T.bit_width(base), bool(getattr(base, "signed", False)),
+                               isinstance(base, T.BoolType)))
+    return tuple(out)
+
+
 def _flat_fields(t: Any, prefix: str = "") -> tuple[FieldInfo, ...]:
     """The fields of a header with struct-typed fields (spec 7.2.2) flattened in wire order,
     named `s.f` as p4c names packet-metadata fields."""
@@ -233,7 +275,8 @@ def _flat_fields(t: Any, prefix: str = "") -> tuple[FieldInfo, ...]:
         if isinstance(ft, T.StructType):
             out.extend(_flat_fields(ft, f"{prefix}{f.name}."))
         else:
-            out.append(FieldInfo(f"{prefix}{f.name}", _width(f.type), tuple(f.annotations)))
+            out.append(FieldInfo(f"{prefix}{f.name}", _width(f.type), tuple(f.annotations),
+                                 type_name=new_type_name(f.type)))
     return tuple(out)
 
 
@@ -334,7 +377,8 @@ def build_info(checker, tree: A.P4Program, reporter) -> ProgramInfo:
         if _hidden(t) or t not in live:
             continue
         keys = tuple(
-            KeyInfo(k.name, k.match_kind, _width(k.expr.type), tuple(k.annotations))
+            KeyInfo(k.name, k.match_kind, _width(k.expr.type), tuple(k.annotations),
+                    new_type_name(k.expr.type))
             for k in t.keys
         )
         impl = _decl_of(t.implementation)
@@ -389,7 +433,8 @@ def build_info(checker, tree: A.P4Program, reporter) -> ProgramInfo:
             continue
         # an action only called directly gets its data from the call: p4c's mid end turns
         # those parameters into locals (RemoveActionParameters), so P4Info lists none
-        params = tuple(FieldInfo(names.local_name(p), _width(p.type), tuple(p.annotations))
+        params = tuple(FieldInfo(names.local_name(p), _width(p.type), tuple(p.annotations),
+                                 type_name=new_type_name(p.type))
                        for p in a.params if p.direction == "") if id(a) in in_tables else ()
         for _, name in paths.names(a, merge=True):
             if name not in seen_actions:
@@ -469,7 +514,11 @@ def build_info(checker, tree: A.P4Program, reporter) -> ProgramInfo:
         for _, name in paths.names(vs):
             value_sets.append(ValueSetInfo(name, tuple(vs.annotations), vs.size_value, fields))
 
+    named = {k.type_name for t in tables for k in t.keys if k.type_name} | {
+        f.type_name for x in (*actions, *headers) for f in (
+            x.params if isinstance(x, ActionInfo) else x.fields) if f.type_name}
     info = ProgramInfo(
+        new_types=_new_types(named, checker.types),
         tables=tuple(tables), actions=tuple(actions), action_profiles=tuple(profiles),
         counters=tuple(counters), meters=tuple(meters), registers=tuple(registers),
         direct_counters=tuple(dcounters), direct_meters=tuple(dmeters),

@@ -153,6 +153,29 @@ control E(inout hs hdr, inout m_t meta, inout standard_metadata_t sm) { apply { 
 control D(packet_out pkt, in hs hdr) { apply { pkt.emit(hdr); } }
 V1Switch(P(), V(), C(), E(), V(), D()) main;
 """,
+    # a `type` (spec 7.6.2) named by keys and action parameters, through typedefs and over
+    # another `type`: type_name, and type_info.new_types with the chain's bit<W>
+    "new_types": """#include <core.p4>
+#include <v1model.p4>
+type bit<8> Port_t;
+typedef Port_t PortAlias_t;
+type Port_t Port2_t;
+header h_t { Port_t a; Port2_t b; bit<8> c; }
+struct hs { h_t h; }
+struct m_t { bit<8> x; }
+parser P(packet_in pkt, out hs hdr, inout m_t meta, inout standard_metadata_t sm) {
+  state start { pkt.extract(hdr.h); transition accept; }
+}
+control C(inout hs hdr, inout m_t meta, inout standard_metadata_t sm) {
+  action set(PortAlias_t p, bit<8> v) { hdr.h.a = p; hdr.h.c = v; }
+  table t { key = { hdr.h.a: exact; hdr.h.b: exact; hdr.h.c: exact; } actions = { set; } }
+  apply { t.apply(); }
+}
+control V(inout hs hdr, inout m_t meta) { apply { } }
+control E(inout hs hdr, inout m_t meta, inout standard_metadata_t sm) { apply { } }
+control D(packet_out pkt, in hs hdr) { apply { pkt.emit(hdr); } }
+V1Switch(P(), V(), C(), E(), V(), D()) main;
+""",
 }
 
 
@@ -237,6 +260,16 @@ def test_value_sets_alone_create_no_type_info():
     info = p4info_from_program_info(compile_source(src, filename="v.p4").info)
     assert len(info.value_sets) == 2 and not info.tables
     assert not info.HasField("type_info")
+
+
+def test_new_types_are_named():
+    p = ours("new_types")
+    keys = p["tables"]["C.t"]["match_fields"]
+    assert [k.get("type_name") for k in keys] == [{"name": "Port_t"}, {"name": "Port2_t"}, None]
+    params = p["actions"]["C.set"]["params"]
+    assert [x.get("type_name") for x in params] == [{"name": "Port_t"}, None]
+    bit8 = {"original_type": {"bitstring": {"bit": {"bitwidth": 8}}}}
+    assert p["type_info"][""]["new_types"] == {"Port_t": bit8, "Port2_t": bit8}
 
 
 @needs_p4c
