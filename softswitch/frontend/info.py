@@ -417,7 +417,7 @@ def build_info(checker, tree: A.P4Program, reporter) -> ProgramInfo:
             tables.append(TableInfo(
                 name=tname, annotations=tuple(t.annotations), keys=keys, actions=tuple(refs),
                 default_action=default, size=t.size_value if t.size_value is not None else 1024,
-                is_const=bool(t.entries) and t.entries_const,
+                is_const=t.entries is not None and t.entries_const,  # `const entries = { }` too
                 implementation=at(impl) if impl is not None else None,
                 direct_counter=at(dc) if dc is not None else None,
                 direct_meter=at(dm) if dm is not None else None, entries=entries,

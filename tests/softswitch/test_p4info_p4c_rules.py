@@ -153,6 +153,14 @@ control E(inout hs hdr, inout m_t meta, inout standard_metadata_t sm) { apply { 
 control D(packet_out pkt, in hs hdr) { apply { pkt.emit(hdr); } }
 V1Switch(P(), V(), C(), E(), V(), D()) main;
 """,
+    # `const entries = { }`: a const table without initial entries
+    "empty_const_entries": HEAD + """
+control C(inout hs hdr, inout m_t meta, inout standard_metadata_t sm) {
+  action set() { hdr.h.b = 1; }
+  table t { key = { hdr.h.a: exact; } actions = { set; } const entries = { } }
+  apply { t.apply(); }
+}
+""" + TAIL,
     # a `type` (spec 7.6.2) named by keys and action parameters, through typedefs and over
     # another `type`: type_name, and type_info.new_types with the chain's bit<W>
     "new_types": """#include <core.p4>
@@ -260,6 +268,12 @@ def test_value_sets_alone_create_no_type_info():
     info = p4info_from_program_info(compile_source(src, filename="v.p4").info)
     assert len(info.value_sets) == 2 and not info.tables
     assert not info.HasField("type_info")
+
+
+def test_empty_const_entries_make_a_const_table():
+    t = ours("empty_const_entries")["tables"]["C.t"]
+    assert t["is_const_table"] is True
+    assert "has_initial_entries" not in t
 
 
 def test_new_types_are_named():
