@@ -10,12 +10,19 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from .errors import SwitchError
 from .match import Exact, Lpm, MatchValue, Optional, Range, Ternary
 
 PRIORITY_KINDS = frozenset({"ternary", "range", "optional"})
+_VALUE = itemgetter(1)  # the value of an Exact or Lpm match value (see match.py)
+
+
+def _values(key: tuple) -> tuple:
+    """The lookup values of an exact or lpm key (the prefix's value for the lpm field)."""
+    return tuple(map(_VALUE, key))
 
 
 @dataclass(frozen=True)
@@ -35,7 +42,7 @@ class ActionSpec:
     params: tuple[tuple[str, int], ...]
 
 
-@dataclass
+@dataclass(slots=True)
 class Entry:
     """A table entry; `key` is the canonical tuple of match values."""
 
@@ -408,9 +415,21 @@ class Table:
             raise SwitchError("ALREADY_EXISTS", f"{self.name}: an entry with this key exists")
         if len(self.entries) >= self.size:
             raise SwitchError("RESOURCE_EXHAUSTED", f"{self.name}: table full ({self.size} entries)")
-        spec = self.resolve_action_name(action)
-        entry = Entry(0, key, spec.name, tuple(args), ident[1], fn=self.action_fns.get(spec.name))
+        spec = self.action_specs.get(action) or self.resolve_action_name(action)
+        name = spec.name
+        entry = Entry(0, key, name, tuple(args), ident[1], fn=self.action_fns.get(name))
         return self._store(entry, ident)
+
+    def modify_canonical(self, handle: int, action: str, args: tuple) -> None:
+        """modify() of a direct entry for a caller that validated the action and args
+        (see add_canonical); counters are kept."""
+        if self.is_const:
+            raise SwitchError("PERMISSION_DENIED", f"{self.name}: table has const entries")
+        if self.profile is not None:
+            raise SwitchError("INVALID_ARGUMENT", f"{self.name}: entries name a member or group")
+        entry = self.get(handle)
+        name = (self.action_specs.get(action) or self.resolve_action_name(action)).name
+        entry.action, entry.args, entry.fn = name, tuple(args), self.action_fns.get(name)
 
     def find_canonical(self, key: tuple, priority: int = 0) -> int | None:
         """find() for a key already canonical (see add_canonical)."""
@@ -419,7 +438,8 @@ class Table:
     def _store(self, entry: Entry, ident: tuple) -> int:
         entry.handle = self._next_handle
         self._next_handle += 1
-        entry.tests = self._tests(entry.key)
+        if self.mode == "list":
+            entry.tests = self._tests(entry.key)
         self._insert(entry)
         self._by_key[ident] = entry.handle
         self.entries[entry.handle] = entry
@@ -456,7 +476,7 @@ class Table:
 
     def _insert(self, entry: Entry) -> None:
         if self.mode == "exact":
-            self._exact[tuple(mv.value for mv in entry.key)] = entry
+            self._exact[_values(entry.key)] = entry
         elif self.mode == "lpm":
             plen = entry.key[self._lpm_index].prefix_len
             bucket = self._lpm.get(plen)
@@ -464,7 +484,7 @@ class Table:
                 bucket = self._lpm[plen] = {}
                 self._lpm_lens = sorted(self._lpm, reverse=True)
                 self._lpm_masks = [self._plen_mask(p) for p in self._lpm_lens]
-            bucket[tuple(mv.value for mv in entry.key)] = entry
+            bucket[_values(entry.key)] = entry
         else:
             order = (-entry.priority, entry.handle)
             pos = bisect.bisect(self._list_order, order)
@@ -477,11 +497,11 @@ class Table:
 
     def _remove(self, entry: Entry) -> None:
         if self.mode == "exact":
-            del self._exact[tuple(mv.value for mv in entry.key)]
+            del self._exact[_values(entry.key)]
         elif self.mode == "lpm":
             plen = entry.key[self._lpm_index].prefix_len
             bucket = self._lpm[plen]
-            del bucket[tuple(mv.value for mv in entry.key)]
+            del bucket[_values(entry.key)]
             if not bucket:
                 del self._lpm[plen]
                 self._lpm_lens = sorted(self._lpm, reverse=True)
