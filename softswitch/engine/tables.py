@@ -25,6 +25,14 @@ def _values(key: tuple) -> tuple:
     return tuple(map(_VALUE, key))
 
 
+def _values1(key: tuple) -> tuple:
+    return (key[0][1],)  # _values of a one-field key, without the generic loop
+
+
+def _values2(key: tuple) -> tuple:
+    return (key[0][1], key[1][1])
+
+
 @dataclass(frozen=True)
 class KeySpec:
     """One table key field: its name as P4Info writes it, match kind and width."""
@@ -229,6 +237,7 @@ class Table:
             )
         else:
             self.mode = "list"
+        self._values = {1: _values1, 2: _values2}.get(len(self.match_keys), _values)
         self._exact: dict[tuple, Entry] = {}
         self._lpm: dict[int, dict[tuple, Entry]] = {}
         self._lpm_lens: list[int] = []
@@ -417,7 +426,8 @@ class Table:
             raise SwitchError("RESOURCE_EXHAUSTED", f"{self.name}: table full ({self.size} entries)")
         spec = self.action_specs.get(action) or self.resolve_action_name(action)
         name = spec.name
-        entry = Entry(0, key, name, tuple(args), ident[1], fn=self.action_fns.get(name))
+        entry = Entry(0, key, name, tuple(args), ident[1], None, None, 0, 0, None,
+                      self.action_fns.get(name))
         return self._store(entry, ident)
 
     def modify_canonical(self, handle: int, action: str, args: tuple) -> None:
@@ -476,15 +486,15 @@ class Table:
 
     def _insert(self, entry: Entry) -> None:
         if self.mode == "exact":
-            self._exact[_values(entry.key)] = entry
+            self._exact[self._values(entry.key)] = entry
         elif self.mode == "lpm":
-            plen = entry.key[self._lpm_index].prefix_len
+            plen = entry.key[self._lpm_index][2]  # Lpm.prefix_len
             bucket = self._lpm.get(plen)
             if bucket is None:
                 bucket = self._lpm[plen] = {}
                 self._lpm_lens = sorted(self._lpm, reverse=True)
                 self._lpm_masks = [self._plen_mask(p) for p in self._lpm_lens]
-            bucket[_values(entry.key)] = entry
+            bucket[self._values(entry.key)] = entry
         else:
             order = (-entry.priority, entry.handle)
             pos = bisect.bisect(self._list_order, order)
@@ -497,11 +507,11 @@ class Table:
 
     def _remove(self, entry: Entry) -> None:
         if self.mode == "exact":
-            del self._exact[_values(entry.key)]
+            del self._exact[self._values(entry.key)]
         elif self.mode == "lpm":
             plen = entry.key[self._lpm_index].prefix_len
             bucket = self._lpm[plen]
-            del bucket[_values(entry.key)]
+            del bucket[self._values(entry.key)]
             if not bucket:
                 del self._lpm[plen]
                 self._lpm_lens = sorted(self._lpm, reverse=True)

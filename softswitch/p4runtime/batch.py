@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 import grpc
@@ -46,6 +47,10 @@ _OK_COST = 2 + 2 + len(_ERROR_URL)  # details entry: tag, length, Any(type_url)
 _FAILED_COST = _OK_COST + 4  # Any.value: Error{canonical_code}
 ALWAYS_REPORTED = (REPORT_BUDGET - 100) // _FAILED_COST
 """Batches up to this size are reported update by update whatever fails (151)."""
+
+UPDATES_PER_LOCK = 16
+"""Updates applied per acquisition of the engine lock: each stays atomic for packets,
+which wait at most for that many (tens of microseconds)."""
 
 
 @dataclass
@@ -89,30 +94,37 @@ def apply_batch(p: Pipeline, updates: Sequence[p4r.Update],
                 guard) -> BatchOutcome:
     """Apply every update (CONTINUE_ON_ERROR); undo them all if the report would not fit.
 
-    `guard` is the lock that makes each update atomic with respect to packets; the
-    caller holds the lock that keeps other Writes and pipeline changes out.
+    `guard` is the lock that makes each update atomic with respect to packets, taken
+    once for up to `UPDATES_PER_LOCK` updates; the caller holds the lock that keeps
+    other Writes and pipeline changes out.
     """
-    undo = _UndoLog() if len(updates) > ALWAYS_REPORTED else None
-    results: list[P4RuntimeError | None] = []
-    for u in updates:
+    n = len(updates)
+    undo = _UndoLog() if n > ALWAYS_REPORTED else None
+    results: list[P4RuntimeError | None] = [None] * n
+    failed = False
+    pending = iter(updates)
+    i = 0
+    while i < n:
         with guard:
-            try:
-                inverse = undo.inverse(p, u) if undo is not None else None
-                apply(p, u)
-            except P4RuntimeError as exc:
-                results.append(exc)
-                continue
-            except Exception as exc:  # a server bug: reported for this update, not fatal
-                log.exception("rpc=Write update_failed_internally")
-                results.append(P4RuntimeError(grpc.StatusCode.INTERNAL, f"internal error: {exc}"))
-                continue
-            results.append(None)
-            if undo is not None:
-                undo.push(inverse)
+            for u in islice(pending, UPDATES_PER_LOCK):
+                try:
+                    inverse = undo.inverse(p, u) if undo is not None else None
+                    apply(p, u)
+                except P4RuntimeError as exc:
+                    results[i] = exc
+                    failed = True
+                except Exception as exc:  # a server bug: reported for this update, not fatal
+                    log.exception("rpc=Write update_failed_internally")
+                    results[i] = P4RuntimeError(grpc.StatusCode.INTERNAL, f"internal error: {exc}")
+                    failed = True
+                else:
+                    if undo is not None:
+                        undo.push(inverse)
+                i += 1
     outcome = BatchOutcome(results)
-    failures = outcome.failures
-    if not failures or undo is None or error_report(results) is not None:
+    if not failed or undo is None or error_report(results) is not None:
         return outcome
+    failures = outcome.failures
     first = next(i for i, r in enumerate(results) if r is not None)
     undone = undo.rollback(p, apply, guard)
     if undone is not None:
@@ -120,8 +132,8 @@ def apply_batch(p: Pipeline, updates: Sequence[p4r.Update],
         return outcome
     outcome.aborted = P4RuntimeError(
         grpc.StatusCode.ABORTED,
-        f"batch of {len(updates)} updates aborted, nothing applied: update {first} failed "
-        f"({failures[0]}); {len(failures)} of {len(updates)} failed in all. A per-update error "
+        f"batch of {n} updates aborted, nothing applied: update {first} failed "
+        f"({failures[0]}); {len(failures)} of {n} failed in all. A per-update error "
         f"report of more than {ALWAYS_REPORTED} updates does not fit in gRPC's metadata limit, "
         "so a larger batch is applied all or nothing")
     return outcome

@@ -19,6 +19,9 @@ params; match values are built straight into the engine's canonical key.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from finsy.proto import p4i, p4r
 
 from softswitch.engine.match import Exact, Lpm, Optional, Range, Ternary
@@ -35,7 +38,7 @@ _new = tuple.__new__  # builds a match value without its Python-level constructo
 class TablePlan:
     """The short path for the entries of one direct table of a pipeline."""
 
-    __slots__ = ("table", "tid", "positions", "wildcards", "kinds", "n", "ordered",
+    __slots__ = ("table", "tid", "positions", "wildcards", "kinds", "n", "decode_key",
                  "needs_priority", "actions", "entry_actions", "metadata", "meter_cfg",
                  "_switch_error")
 
@@ -50,7 +53,8 @@ class TablePlan:
         self.kinds = [(fid, w, (w + 7) >> 3, kind) for fid, _name, w, kind in t.keys]
         self.positions = {fid: i for i, (fid, *_rest) in enumerate(self.kinds)}
         self.wildcards = [_wildcard(kind, w) for _fid, w, _nb, kind in self.kinds]
-        self.ordered = all(kind in ("exact", "lpm") for *_r, kind in self.kinds)
+        ordered = all(kind in ("exact", "lpm") for *_r, kind in self.kinds)
+        self.decode_key = _ordered_decoder(self.kinds) if ordered else self._decode_any
         self.needs_priority = t.needs_priority
         self.actions: dict[bytes, tuple[str, tuple[int, ...]]] = {}
         self.entry_actions = _entry_actions(p.schema, t)
@@ -110,32 +114,10 @@ class TablePlan:
             self.metadata.pop((self.tid, handle), None)
         return True
 
-    def decode_key(self, matches) -> tuple | None:
-        """The canonical key (as codec.match_keys makes it) if every field is valid, else None."""
+    def _decode_any(self, matches) -> tuple | None:
+        """The canonical key (as codec.match_keys makes it) if every field is valid, else
+        None; fields in any order, ternary, range and optional ones may be omitted."""
         kinds = self.kinds
-        if self.ordered:  # exact and lpm fields only: each given, in P4Info order
-            if len(matches) != self.n:
-                return None
-            out = []
-            for m, (fid, w, nbytes, kind) in zip(matches, kinds, strict=True):
-                if m.field_id != fid:
-                    return None
-                if kind == "exact":
-                    raw = m.exact.value
-                    v = int.from_bytes(raw, "big")
-                    if not raw or len(raw) > nbytes or v >> w:
-                        return None
-                    out.append(_new(Exact, ("exact", v)))
-                else:
-                    lpm = m.lpm
-                    raw = lpm.value
-                    plen = lpm.prefix_len
-                    v = int.from_bytes(raw, "big")
-                    if (not raw or len(raw) > nbytes or v >> w or not 0 < plen <= w
-                            or v & ((1 << (w - plen)) - 1)):
-                        return None
-                    out.append(_new(Lpm, ("lpm", v, plen)))
-            return tuple(out)
         out = list(self.wildcards)
         given = [False] * self.n
         positions = self.positions
@@ -171,6 +153,65 @@ class TablePlan:
                 return None
             values.append(v)
         return name, tuple(values)
+
+
+def _ordered_decoder(kinds: list) -> Callable[[Any], tuple | None]:
+    """decode_key for a table of exact and lpm fields, which must all be given in P4Info
+    order: one field (the usual case) without a loop."""
+    from_bytes = int.from_bytes
+    if len(kinds) == 1:
+        ((fid, w, nbytes, kind),) = kinds
+        if kind == "exact":
+            def exact1(matches):
+                if len(matches) != 1:
+                    return None
+                m = matches[0]
+                raw = m.exact.value
+                v = from_bytes(raw, "big")
+                if m.field_id != fid or not raw or len(raw) > nbytes or v >> w:
+                    return None
+                return (_new(Exact, ("exact", v)),)
+            return exact1
+
+        def lpm1(matches):
+            if len(matches) != 1:
+                return None
+            m = matches[0]
+            lpm = m.lpm
+            raw = lpm.value
+            plen = lpm.prefix_len
+            v = from_bytes(raw, "big")
+            if (m.field_id != fid or not raw or len(raw) > nbytes or v >> w or not 0 < plen <= w
+                    or v & ((1 << (w - plen)) - 1)):
+                return None
+            return (_new(Lpm, ("lpm", v, plen)),)
+        return lpm1
+    n = len(kinds)
+
+    def ordered(matches):
+        if len(matches) != n:
+            return None
+        out = []
+        for m, (fid, w, nbytes, kind) in zip(matches, kinds, strict=True):
+            if m.field_id != fid:
+                return None
+            if kind == "exact":
+                raw = m.exact.value
+                v = from_bytes(raw, "big")
+                if not raw or len(raw) > nbytes or v >> w:
+                    return None
+                out.append(_new(Exact, ("exact", v)))
+            else:
+                lpm = m.lpm
+                raw = lpm.value
+                plen = lpm.prefix_len
+                v = from_bytes(raw, "big")
+                if (not raw or len(raw) > nbytes or v >> w or not 0 < plen <= w
+                        or v & ((1 << (w - plen)) - 1)):
+                    return None
+                out.append(_new(Lpm, ("lpm", v, plen)))
+        return tuple(out)
+    return ordered
 
 
 def _uint(raw: bytes, w: int, nbytes: int) -> int | None:
