@@ -139,8 +139,8 @@ def apply_batch(p: Pipeline, updates: Sequence[p4r.Update],
     return outcome
 
 
-class _Inserted:
-    """An applied INSERT: its inverse (a DELETE) is built only if the batch is undone."""
+class _Restore:
+    """The inverse of an applied MODIFY or DELETE: the update that restores the prior state."""
 
     __slots__ = ("update",)
 
@@ -152,21 +152,21 @@ class _UndoLog:
     """Inverses of the applied updates of a batch, computed before each is applied."""
 
     def __init__(self) -> None:
-        # an Update to apply, or an INSERT whose DELETE is built only if it is needed
-        self._inverses: list[p4r.Update | _Inserted | None] = []
+        # an applied INSERT itself (undone by a DELETE built only if needed: most batches
+        # are never undone), or the _Restore of a MODIFY or DELETE
+        self._inverses: list[p4r.Update | _Restore | None] = []
+        self.push = self._inverses.append
 
-    def push(self, inverse: p4r.Update | _Inserted | None) -> None:
-        self._inverses.append(inverse)
-
-    def inverse(self, p: Pipeline, u: p4r.Update) -> p4r.Update | _Inserted | None:
+    def inverse(self, p: Pipeline, u: p4r.Update) -> p4r.Update | _Restore | None:
         """What restores the state `u` is about to change (None: it changes nothing)."""
-        if u.type == Update.INSERT:
-            return _Inserted(u)
-        prior = _prior_state(p, u.entity, deleting=u.type == Update.DELETE)
+        op = u.type
+        if op == Update.INSERT:
+            return u
+        prior = _prior_state(p, u.entity, deleting=op == Update.DELETE)
         if prior is None:
             return None  # MODIFY/DELETE of a missing entity fails without changing anything
-        return Update(type=Update.INSERT if u.type == Update.DELETE else Update.MODIFY,
-                      entity=prior)
+        return _Restore(Update(type=Update.INSERT if op == Update.DELETE else Update.MODIFY,
+                               entity=prior))
 
     def rollback(self, p: Pipeline, apply, guard) -> P4RuntimeError | None:
         """Apply the inverses, last first; an error (INTERNAL) if one could not be applied."""
@@ -174,8 +174,10 @@ class _UndoLog:
         for inverse in reversed(self._inverses):
             if inverse is None:
                 continue
-            if isinstance(inverse, _Inserted):
-                inverse = Update(type=Update.DELETE, entity=inverse.update.entity)
+            if isinstance(inverse, _Restore):
+                inverse = inverse.update
+            else:  # an applied INSERT
+                inverse = Update(type=Update.DELETE, entity=inverse.entity)
             with guard:
                 try:
                     apply(p, inverse)
