@@ -14,7 +14,7 @@
    the switch port's link callback.
 
 Parts 2-4 need root (network namespaces, veths); without it they are skipped.
-Run: `.venv/bin/python bench/bench_p4runtime.py [--writes-only] [--baseline CHECKOUT]`
+Run: `.venv/bin/python bench/bench_p4runtime.py [--writes-only] [--baseline CHECKOUT] [--rounds N]`
 (`--baseline`: a checkout of another version, e.g. `git worktree add /tmp/base REV`,
 measured in the same alternating rounds).
 """
@@ -46,9 +46,10 @@ from softswitch.p4runtime.pipeline_loader import (  # noqa: E402
 )
 
 PROG = ROOT / "tests" / "softswitch" / "test_p4runtime_prog.p4"
-N_ENTRIES = 1000
+N_ENTRIES = 1000  # the table holds 1024
 BATCH = 250
-ROUNDS = 5
+BATCH_REPEATS = 8  # a round times 8 x 1000 batched inserts (one pass takes only milliseconds)
+ROUNDS = 7
 
 
 def _u128(v: int) -> p4r.Uint128:
@@ -155,18 +156,22 @@ class WriteClient:
         self.stub.Write(p4r.WriteRequest(device_id=1, election_id=_u128(1), updates=updates))
 
     def round(self) -> tuple[float, float]:
-        """(entries/s one per Write, entries/s BATCH per Write); the table ends empty."""
+        """(entries/s one per Write, entries/s BATCH per Write); the table ends empty.
+        Only the inserts are timed; the deletes between passes are not."""
         t0 = time.perf_counter()
         for u in self.inserts:
             self.write([u])
         single = N_ENTRIES / (time.perf_counter() - t0)
         self.write(self.deletes)
-        t0 = time.perf_counter()
-        for i in range(0, N_ENTRIES, BATCH):
-            self.write(self.inserts[i:i + BATCH])
-        batched = N_ENTRIES / (time.perf_counter() - t0)
-        self.write(self.deletes)
-        return single, batched
+        batches = [self.inserts[i:i + BATCH] for i in range(0, N_ENTRIES, BATCH)]
+        elapsed = 0.0
+        for _ in range(BATCH_REPEATS):
+            t0 = time.perf_counter()
+            for batch in batches:
+                self.write(batch)
+            elapsed += time.perf_counter() - t0
+            self.write(self.deletes)
+        return single, BATCH_REPEATS * N_ENTRIES / elapsed
 
     def close(self) -> None:
         self._out.put(None)
@@ -174,7 +179,14 @@ class WriteClient:
         self.channel.close()
 
 
-def bench_writes(baseline: Path | None = None) -> None:
+def _paired(mine: list[tuple[float, float]], theirs: list[tuple[float, float]], i: int) -> str:
+    """Median and range of the per-round ratios (rounds alternate targets, so a round's
+    ratio compares two measurements taken under nearly the same machine load)."""
+    ratios = sorted(a[i] / b[i] for a, b in zip(mine, theirs, strict=True))
+    return f"{statistics.median(ratios):.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f})"
+
+
+def bench_writes(baseline: Path | None = None, rounds: int = ROUNDS) -> None:
     """Writes/s of softswitch, BMv2 when installed and, if given, another checkout's softswitch."""
     tmp = Path(tempfile.mkdtemp(prefix="sspw-"))
     targets: list[Target] = []
@@ -204,7 +216,7 @@ def bench_writes(baseline: Path | None = None) -> None:
                 targets.remove(t)
                 t.stop()
         rates: dict[str, list[tuple[float, float]]] = {t.name: [] for t in targets}
-        for _ in range(ROUNDS):  # alternate, so that both see the same machine load
+        for _ in range(rounds):  # alternate, so that both see the same machine load
             for t in targets:
                 rates[t.name].append(clients[t.name].round())
     finally:
@@ -215,21 +227,24 @@ def bench_writes(baseline: Path | None = None) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
     med = {name: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs))
            for name, rs in rates.items()}
-    print(f"P4Runtime table writes per second (ipv4_lpm inserts, {N_ENTRIES} per round, median of "
-          f"{ROUNDS} rounds, one Python client, switch in its own process)")
-    print(f"{'':24s}{'softswitch':>12s}{'BMv2':>12s}{'ratio':>8s}")
+    print(f"P4Runtime table writes per second (ipv4_lpm inserts: {N_ENTRIES} one per Write, "
+          f"{BATCH_REPEATS} x {N_ENTRIES} {BATCH} per Write per round; medians of {rounds} rounds; "
+          "one Python client, switch in its own process)")
+    print(f"{'':24s}{'softswitch':>12s}{'BMv2':>12s}  {'ratio per round: median (range)':s}")
     ss = med["softswitch"]
     bm = med.get("bmv2")
     for i, label in enumerate(("one entry per Write", f"{BATCH} entries per Write")):
         if bm:
-            print(f"{label:24s}{ss[i]:>12,.0f}{bm[i]:>12,.0f}{ss[i] / bm[i]:>7.2f}x")
+            print(f"{label:24s}{ss[i]:>12,.0f}{bm[i]:>12,.0f}  "
+                  f"{_paired(rates['softswitch'], rates['bmv2'], i)}")
         else:
-            print(f"{label:24s}{ss[i]:>12,.0f}{'-':>12s}{'-':>8s}")
+            print(f"{label:24s}{ss[i]:>12,.0f}{'-':>12s}  -")
     print(note)
     if "baseline" in med:
         base = med["baseline"]
         print(f"baseline ({baseline}): {base[0]:,.0f} and {base[1]:,.0f} writes/s; this checkout "
-              f"/ baseline: {ss[0] / base[0]:.2f}x and {ss[1] / base[1]:.2f}x")
+              f"/ baseline per round: {_paired(rates['softswitch'], rates['baseline'], 0)} and "
+              f"{_paired(rates['softswitch'], rates['baseline'], 1)}")
 
 
 # ---- namespaces -------------------------------------------------------------------------------
@@ -447,8 +462,9 @@ def main() -> int:
     ap.add_argument("--writes-only", action="store_true", help="only the P4Runtime write rates")
     ap.add_argument("--baseline", type=Path, metavar="CHECKOUT",
                     help="also measure the softswitch of another checkout in the same rounds")
+    ap.add_argument("--rounds", type=int, default=ROUNDS, help=f"write rounds (default {ROUNDS})")
     args = ap.parse_args()
-    bench_writes(args.baseline)
+    bench_writes(args.baseline, args.rounds)
     if args.writes_only:
         return 0
     if os.geteuid() != 0:
