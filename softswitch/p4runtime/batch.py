@@ -37,6 +37,7 @@ from softswitch.p4runtime.reads import read_entity
 log = logging.getLogger("softswitch.p4runtime")
 
 Update = p4r.Update
+INSERT, MODIFY, DELETE = Update.INSERT, Update.MODIFY, Update.DELETE
 
 REPORT_BUDGET = 6000
 """Bytes of serialised google.rpc.Status the server sends (below gRPC's 8 KiB limit
@@ -108,7 +109,8 @@ def apply_batch(p: Pipeline, updates: Sequence[p4r.Update],
         with guard:
             for u in islice(pending, UPDATES_PER_LOCK):
                 try:
-                    inverse = undo.inverse(p, u) if undo is not None else None
+                    if undo is not None and u.type != INSERT:  # an INSERT's inverse needs nothing
+                        undo.before(p, i, u)
                     apply(p, u)
                 except P4RuntimeError as exc:
                     results[i] = exc
@@ -117,16 +119,13 @@ def apply_batch(p: Pipeline, updates: Sequence[p4r.Update],
                     log.exception("rpc=Write update_failed_internally")
                     results[i] = P4RuntimeError(grpc.StatusCode.INTERNAL, f"internal error: {exc}")
                     failed = True
-                else:
-                    if undo is not None:
-                        undo.push(inverse)
                 i += 1
     outcome = BatchOutcome(results)
     if not failed or undo is None or error_report(results) is not None:
         return outcome
     failures = outcome.failures
     first = next(i for i, r in enumerate(results) if r is not None)
-    undone = undo.rollback(p, apply, guard)
+    undone = undo.rollback(p, updates, results, apply, guard)
     if undone is not None:
         outcome.aborted = undone
         return outcome
@@ -139,52 +138,42 @@ def apply_batch(p: Pipeline, updates: Sequence[p4r.Update],
     return outcome
 
 
-class _Restore:
-    """The inverse of an applied MODIFY or DELETE: the update that restores the prior state."""
-
-    __slots__ = ("update",)
-
-    def __init__(self, update: p4r.Update) -> None:
-        self.update = update
-
-
 class _UndoLog:
-    """Inverses of the applied updates of a batch, computed before each is applied."""
+    """What undoes the applied updates of a batch. An applied INSERT is undone by deleting
+    its entity, which needs nothing recorded; a MODIFY or DELETE by the prior state of its
+    entity, read before it is applied."""
 
     def __init__(self) -> None:
-        # an applied INSERT itself (undone by a DELETE built only if needed: most batches
-        # are never undone), or the _Restore of a MODIFY or DELETE
-        self._inverses: list[p4r.Update | _Restore | None] = []
-        self.push = self._inverses.append
+        self._restore: dict[int, p4r.Update | None] = {}  # update index -> its inverse
 
-    def inverse(self, p: Pipeline, u: p4r.Update) -> p4r.Update | _Restore | None:
-        """What restores the state `u` is about to change (None: it changes nothing)."""
-        op = u.type
-        if op == Update.INSERT:
-            return u
-        prior = _prior_state(p, u.entity, deleting=op == Update.DELETE)
-        if prior is None:
-            return None  # MODIFY/DELETE of a missing entity fails without changing anything
-        return _Restore(Update(type=Update.INSERT if op == Update.DELETE else Update.MODIFY,
-                               entity=prior))
+    def before(self, p: Pipeline, index: int, u: p4r.Update) -> None:
+        """Record what restores the state update `index` (a MODIFY or DELETE) is about to
+        change (None: it changes nothing, as a MODIFY or DELETE of a missing entity fails)."""
+        deleting = u.type == DELETE
+        prior = _prior_state(p, u.entity, deleting=deleting)
+        self._restore[index] = None if prior is None else Update(
+            type=INSERT if deleting else MODIFY, entity=prior)
 
-    def rollback(self, p: Pipeline, apply, guard) -> P4RuntimeError | None:
-        """Apply the inverses, last first; an error (INTERNAL) if one could not be applied."""
+    def rollback(self, p: Pipeline, updates: Sequence[p4r.Update],
+                 results: list[P4RuntimeError | None], apply, guard) -> P4RuntimeError | None:
+        """Undo the applied updates, last first; an error (INTERNAL) if one could not be undone."""
         broken = 0
-        for inverse in reversed(self._inverses):
-            if inverse is None:
-                continue
-            if isinstance(inverse, _Restore):
-                inverse = inverse.update
+        for index in range(len(updates) - 1, -1, -1):
+            if results[index] is not None:
+                continue  # it failed: it changed nothing
+            if index in self._restore:
+                inverse = self._restore[index]
+                if inverse is None:
+                    continue
             else:  # an applied INSERT
-                inverse = Update(type=Update.DELETE, entity=inverse.entity)
+                inverse = Update(type=DELETE, entity=updates[index].entity)
             with guard:
                 try:
                     apply(p, inverse)
                 except Exception:
                     log.exception("rpc=Write undo_failed update=%s", inverse)
                     broken += 1
-        self._inverses.clear()
+        self._restore.clear()
         if broken:
             return P4RuntimeError(grpc.StatusCode.INTERNAL,
                                   f"a failed batch could not be undone ({broken} updates); "

@@ -40,7 +40,7 @@ class TablePlan:
 
     __slots__ = ("table", "tid", "positions", "wildcards", "kinds", "n", "decode_key",
                  "needs_priority", "actions", "entry_actions", "metadata", "meter_cfg",
-                 "_switch_error")
+                 "_switch_error", "apply")
 
     def __init__(self, p: Pipeline, t: TableSchema) -> None:
         from softswitch.engine import SwitchError
@@ -60,59 +60,96 @@ class TablePlan:
         self.entry_actions = _entry_actions(p.schema, t)
         self.metadata = p.entry_metadata
         self.meter_cfg = p.direct_meter_cfg
+        self.apply = self._make_apply()
 
-    def apply(self, op: int, e: p4r.TableEntry) -> bool:
-        """Apply the update if it has the usual shape and is valid; False (nothing changed)
-        otherwise. Raises P4RuntimeError only for what the engine refuses (a full table)."""
-        if e.is_default_action or e.idle_timeout_ns:
-            return False
-        priority = e.priority
-        if self.needs_priority:
-            if op != DELETE and not 0 < priority <= MAX_PRIORITY:
+    def _make_apply(self) -> Callable[[int, p4r.TableEntry], bool]:
+        """apply(op, entry): the update applied if it has the usual shape and is valid (True),
+        or nothing changed (False). Raises P4RuntimeError only for what the engine refuses
+        (a full table). A closure over what it reads, with a one-field key decoded inline:
+        it runs for every entry written."""
+        table, tid, actions, metadata, meter_cfg = (self.table, self.tid, self.actions,
+                                                    self.metadata, self.meter_cfg)
+        find, add, modify, delete = (table.find_canonical, table.add_canonical,
+                                     table.modify_canonical, table.delete)
+        decode_key, decode_action = self.decode_key, self._decode_action
+        needs_priority, switch_error = self.needs_priority, self._switch_error
+        from_bytes = int.from_bytes
+        one = self.kinds[0] if len(self.kinds) == 1 and self.kinds[0][3] in ("exact", "lpm") \
+            else None
+        fid1, w1, nbytes1, kind1 = one if one is not None else (0, 0, 0, None)
+
+        def apply(op: int, e: p4r.TableEntry) -> bool:
+            if e.is_default_action or e.idle_timeout_ns:
                 return False
-        elif priority:
-            return False
-        key = self.decode_key(e.match)
-        if key is None:
-            return False
-        table = self.table
-        handle = table.find_canonical(key, priority)
-        if op == DELETE:
-            if handle is None:
+            priority = e.priority
+            if needs_priority:
+                if op != DELETE and not 0 < priority <= MAX_PRIORITY:
+                    return False
+            elif priority:
                 return False
-            table.delete(handle)
-            ident = (self.tid, handle)
-            self.metadata.pop(ident, None)
-            self.meter_cfg.pop(ident, None)
-            return True
-        if (handle is None) != (op == INSERT):  # an INSERT of an existing entry, or the opposite
-            return False
-        if e.HasField("counter_data") or e.HasField("meter_config"):
-            return False
-        ta = e.action
-        raw = ta.SerializeToString()
-        action = self.actions.get(raw)
-        if action is None:
-            action = self._decode_action(ta)
-            if action is None:
-                return False
-            if len(self.actions) >= _ACTION_CACHE:
-                self.actions.clear()
-            self.actions[raw] = action
-        name, args = action
-        try:
-            if op == INSERT:
-                handle = table.add_canonical(key, name, args, priority)
+            matches = e.match
+            if kind1 == "lpm":  # decode_key, written out for the usual one-field tables
+                if len(matches) != 1:
+                    return False
+                m = matches[0]
+                lpm = m.lpm
+                raw = lpm.value
+                plen = lpm.prefix_len
+                v = from_bytes(raw, "big")
+                if (m.field_id != fid1 or not raw or len(raw) > nbytes1 or v >> w1
+                        or not 0 < plen <= w1 or v & ((1 << (w1 - plen)) - 1)):
+                    return False
+                key = (_new(Lpm, ("lpm", v, plen)),)
+            elif kind1 == "exact":
+                if len(matches) != 1:
+                    return False
+                m = matches[0]
+                raw = m.exact.value
+                v = from_bytes(raw, "big")
+                if m.field_id != fid1 or not raw or len(raw) > nbytes1 or v >> w1:
+                    return False
+                key = (_new(Exact, ("exact", v)),)
             else:
-                table.modify_canonical(handle, name, args)
-        except self._switch_error as exc:
-            raise from_switch_error(exc) from exc
-        metadata = e.metadata
-        if metadata:
-            self.metadata[(self.tid, handle)] = bytes(metadata)
-        elif op == MODIFY:
-            self.metadata.pop((self.tid, handle), None)
-        return True
+                key = decode_key(matches)
+                if key is None:
+                    return False
+            handle = find(key, priority)
+            if op == DELETE:
+                if handle is None:
+                    return False
+                delete(handle)
+                metadata.pop((tid, handle), None)
+                meter_cfg.pop((tid, handle), None)
+                return True
+            if (handle is None) != (op == INSERT):  # an INSERT of an existing entry, or the opposite
+                return False
+            if e.HasField("counter_data") or e.HasField("meter_config"):
+                return False
+            ta = e.action
+            raw = ta.SerializeToString()
+            action = actions.get(raw)
+            if action is None:
+                action = decode_action(ta)
+                if action is None:
+                    return False
+                if len(actions) >= _ACTION_CACHE:
+                    actions.clear()
+                actions[raw] = action
+            try:
+                if op == INSERT:
+                    handle = add(key, action[0], action[1], priority)
+                else:
+                    modify(handle, action[0], action[1])
+            except switch_error as exc:
+                raise from_switch_error(exc) from exc
+            md = e.metadata
+            if md:
+                metadata[(tid, handle)] = bytes(md)
+            elif op == MODIFY:
+                metadata.pop((tid, handle), None)
+            return True
+
+        return apply
 
     def _decode_any(self, matches) -> tuple | None:
         """The canonical key (as codec.match_keys makes it) if every field is valid, else
