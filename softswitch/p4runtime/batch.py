@@ -217,8 +217,8 @@ def _prior_state(p: Pipeline, ent: p4r.Entity, deleting: bool) -> p4r.Entity | N
 
 def _handle(p: Pipeline, key: p4r.TableEntry) -> int | None:
     t = p.schema.table(key.table_id)
-    keys, _ = match_keys(t, key.match)
-    return switch_call(p.switch.table_find, t.name, keys, key.priority)
+    _, canonical = match_keys(t, key.match)  # validated: the engine need not check it again
+    return p.switch.table(t.name).find_canonical(canonical, key.priority)
 
 
 def _prior_table_entry(p: Pipeline, e: p4r.TableEntry, with_counter: bool) -> p4r.Entity | None:
