@@ -169,6 +169,15 @@ class Testbed:
         return sum(int(part.split()[1].rstrip(",")) for part in text.split("(")
                    if part.startswith("dropped "))
 
+    def delayed(self, h: int, rail: int, slot: int = 0) -> int:
+        """Packets `impair_htb` sent through its slow class (late, so reordered, if not lost)."""
+        text = sh("ip", "netns", "exec", self.ns(h), "tc", "-s", "class", "show", "dev",
+                  self.ifname(h, rail, slot))
+        for block in text.split("class htb ")[1:]:
+            if block.startswith("1:1 ") and " pkt" in block:
+                return int(block.split(" pkt")[0].rsplit(" ", 1)[1])
+        return 0
+
     def __enter__(self) -> Testbed:
         return self.create()
 

@@ -42,30 +42,34 @@ class FrontendLimits:
     """Size of one source text: the program given and each file it includes."""
     preprocessed_bytes: int = 4 << 20
     """Size of the preprocessed program (all includes and macros expanded)."""
-    macro_tokens: int = 250_000
-    """Tokens that macro expansion may handle in one program (p4c's largest test
-    program, switch_p4_16.p4, needs 62,000)."""
+    macro_tokens: int = 2_000_000
+    """Tokens that macro expansion may handle in one program, counted at every level
+    of nesting (p4c's largest test program, switch_p4_16.p4, needs 62,000; our own
+    sglb.p4 unrolled for MAX_PATHS=64 needs 830,000)."""
     macro_depth: int = 64
     """Macros expanding inside the expansion of other macros."""
     include_depth: int = 32
     """Files open at once through nested `#include`s."""
-    bracket_depth: int = 64
-    """Nesting of `(`, `[` and `{` (real programs: at most 10)."""
-    syntax_depth: int = 1000
+    bracket_depth: int = 1024
+    """Nesting of `(`, `[` and `{` (real programs: at most 10; p4c's parser stack
+    takes 10,000)."""
+    syntax_depth: int = 2500
     """Depth of the syntax tree (real programs: at most 24; a chain `a + b + ...` is
     as deep as it is long). The parser and the checker recurse once per level."""
-    expression_depth: int = 32
+    expression_depth: int = 1024
     """Operators, casts, calls, slices and indexes nested in one expression evaluated
-    at run time (constant subexpressions are folded and do not count): the engine
-    compiles each expression into one Python expression, and CPython refuses more
-    than 200 nested parentheses."""
-    statement_depth: int = 32
-    """Nested `if`, `switch` and block statements (CPython refuses more than 100
-    indentation levels in the engine's generated code)."""
+    at run time (constant subexpressions are folded and do not count). The engine
+    compiles deep expressions with a stack of its own and spills them into
+    temporaries, so this bounds compile work, not a CPython limit."""
+    statement_depth: int = 64
+    """Nested `if`, `switch` and block statements; an `else if` continues its chain
+    and does not nest (the engine compiles chains flat; CPython refuses more than
+    100 indentation levels in the generated code)."""
     bit_width: int = 65536
     """Width W of bit<W>, int<W>, varbit<W> and of integer literals (`Ww`, `Ws`)."""
-    value_bits: int = 65536
-    """Bits of an integer literal's value and of any compile-time constant."""
+    value_bits: int = 1 << 20
+    """Bits of an integer literal's value and of any compile-time constant (p4c's
+    integers are unbounded; a 200,000-digit literal needs 664,386 bits)."""
     shift_amount: int = 65536
     """Amount of a shift whose amount is a compile-time constant."""
     stack_size: int = 256
@@ -386,7 +390,10 @@ def check_syntax_tree(tree: A.P4Program | None, reporter: Reporter,
     while stack:
         node, parent, sdepth, scopes = stack.pop()
         if isinstance(node, _COMPOUND):
-            nested = isinstance(node, (A.IfStmt, A.SwitchStmt)) or isinstance(parent, A.BlockStmt)
+            else_if = isinstance(node, A.IfStmt) and isinstance(parent, A.IfStmt) \
+                and parent.otherwise is node
+            nested = not else_if and (isinstance(node, (A.IfStmt, A.SwitchStmt))
+                                      or isinstance(parent, A.BlockStmt))
             sdepth += 1 if nested else 0
             if sdepth > limits.statement_depth:
                 reporter.error(node.loc, f"statements nested deeper than {limits.statement_depth} "
@@ -396,6 +403,9 @@ def check_syntax_tree(tree: A.P4Program | None, reporter: Reporter,
             _check_node(node, ev, scopes, limits, reporter)
         except _TooLarge as exc:
             reporter.error(exc.node.loc, exc.message)
+            continue
+        except RecursionError:  # bounded by syntax_depth; kept so that no input crashes us
+            reporter.error(node.loc, "expression nested too deeply to evaluate")
             continue
         if isinstance(node, A.ConstantDecl):
             scopes[-1][node.name] = node  # visible to the declarations after it

@@ -88,15 +88,19 @@ def test_links_cut_at_random_points_of_every_collective(testbed_factory, tmp_pat
 
 def test_one_way_loss_and_reordering(testbed_factory, tmp_path):
     tb = testbed_factory(2)
-    tb.impair(0, 0)
-    tb.impair(1, 1)
+    kinds = {tb.impair(0, 0), tb.impair(1, 1)}
     codes, out = run_job(tb, "impaired", 3, tmp_path)
     assert codes == [0, 0]
     xs = [rank_data(r, 300_000, 3) for r in range(2)]
     for r in range(2):
         for i in range(3):
             assert_exact(out[r]["results"][f"all_reduce{i}"], reference_ring(xs, "sum"), i)
-    assert tb.dropped(0, 0) + tb.dropped(1, 1) > 0  # the impairment did drop segments
+    if kinds == {"htb"}:
+        # every fourth segment went through the slow queue: reordered, and dropped when it
+        # overflowed (how often depends on the machine's speed, so only the delay is certain)
+        assert tb.delayed(0, 0) + tb.delayed(1, 1) > 0
+    else:
+        assert tb.dropped(0, 0) + tb.dropped(1, 1) > 0  # netem's 3 % loss did drop segments
 
 
 def test_compute_gaps_and_a_stopped_rank_cause_no_failover(testbed_factory, tmp_path):
