@@ -29,10 +29,12 @@ import grpc
 from finsy.proto import p4r, rpc_status
 from google.protobuf import any_pb2
 
-from softswitch.p4runtime.codec import entry_to_proto, match_keys
+from softswitch.engine.tables import Entry
+from softswitch.p4runtime.codec import entry_proto, match_keys
 from softswitch.p4runtime.errors import P4RuntimeError, code_number
 from softswitch.p4runtime.pipeline import Pipeline, switch_call
 from softswitch.p4runtime.reads import read_entity
+from softswitch.p4runtime.schema import TableSchema
 
 log = logging.getLogger("softswitch.p4runtime")
 
@@ -138,21 +140,38 @@ def apply_batch(p: Pipeline, updates: Sequence[p4r.Update],
     return outcome
 
 
+@dataclass(slots=True)
+class _EntrySnapshot:
+    """A table entry as it was before an update, made into an Entity only if the batch is
+    undone: building the message for every MODIFY or DELETE of a large batch cost four
+    times the update itself, and most batches are never undone."""
+
+    table: TableSchema
+    entry: Entry  # a copy: a MODIFY changes the engine's entry in place
+    metadata: bytes | None
+    meter_cfg: p4r.MeterConfig | None  # stored configs are replaced, never changed
+    counters: tuple[int, int] | None
+
+    def entity(self, p: Pipeline) -> p4r.Entity:
+        return p4r.Entity(table_entry=entry_proto(p, self.table, self.entry, self.metadata,
+                                                  self.meter_cfg, self.counters))
+
+
 class _UndoLog:
     """What undoes the applied updates of a batch. An applied INSERT is undone by deleting
     its entity, which needs nothing recorded; a MODIFY or DELETE by the prior state of its
     entity, read before it is applied."""
 
     def __init__(self) -> None:
-        self._restore: dict[int, p4r.Update | None] = {}  # update index -> its inverse
+        # update index -> (whether it deletes, prior state), or None
+        self._restore: dict[int, tuple[bool, p4r.Entity | _EntrySnapshot] | None] = {}
 
     def before(self, p: Pipeline, index: int, u: p4r.Update) -> None:
         """Record what restores the state update `index` (a MODIFY or DELETE) is about to
         change (None: it changes nothing, as a MODIFY or DELETE of a missing entity fails)."""
         deleting = u.type == DELETE
         prior = _prior_state(p, u.entity, deleting=deleting)
-        self._restore[index] = None if prior is None else Update(
-            type=INSERT if deleting else MODIFY, entity=prior)
+        self._restore[index] = None if prior is None else (deleting, prior)
 
     def rollback(self, p: Pipeline, updates: Sequence[p4r.Update],
                  results: list[P4RuntimeError | None], apply, guard) -> P4RuntimeError | None:
@@ -162,9 +181,12 @@ class _UndoLog:
             if results[index] is not None:
                 continue  # it failed: it changed nothing
             if index in self._restore:
-                inverse = self._restore[index]
-                if inverse is None:
+                recorded = self._restore[index]
+                if recorded is None:
                     continue
+                deleted, prior = recorded
+                entity = prior.entity(p) if isinstance(prior, _EntrySnapshot) else prior
+                inverse = Update(type=INSERT if deleted else MODIFY, entity=entity)
             else:  # an applied INSERT
                 inverse = Update(type=DELETE, entity=updates[index].entity)
             with guard:
@@ -181,7 +203,8 @@ class _UndoLog:
         return None
 
 
-def _prior_state(p: Pipeline, ent: p4r.Entity, deleting: bool) -> p4r.Entity | None:
+def _prior_state(p: Pipeline, ent: p4r.Entity,
+                 deleting: bool) -> p4r.Entity | _EntrySnapshot | None:
     """The current state of the entity an update names (by its key), or None if absent.
 
     A deleted table entry is restored with its direct counter values.
@@ -195,6 +218,9 @@ def _prior_state(p: Pipeline, ent: p4r.Entity, deleting: bool) -> p4r.Entity | N
         found = _prior_table_entry(p, e.table_entry, False)
         if found is None:
             return None
+        meter_cfg = (found.meter_cfg if isinstance(found, _EntrySnapshot)
+                     else found.table_entry.meter_config
+                     if found.table_entry.HasField("meter_config") else None)
         key = p4r.TableEntry(table_id=e.table_entry.table_id, match=e.table_entry.match,
                              priority=e.table_entry.priority)
         if kind == "direct_counter_entry":
@@ -204,8 +230,8 @@ def _prior_state(p: Pipeline, ent: p4r.Entity, deleting: bool) -> p4r.Entity | N
             return p4r.Entity(direct_counter_entry=p4r.DirectCounterEntry(
                 table_entry=key, data=p4r.CounterData(packet_count=pk, byte_count=by)))
         out = p4r.DirectMeterEntry(table_entry=key)
-        if found.table_entry.HasField("meter_config"):
-            out.config.CopyFrom(found.table_entry.meter_config)
+        if meter_cfg is not None:
+            out.config.CopyFrom(meter_cfg)
         return p4r.Entity(direct_meter_entry=out)
     if kind is None:
         return None
@@ -221,7 +247,8 @@ def _handle(p: Pipeline, key: p4r.TableEntry) -> int | None:
     return p.switch.table(t.name).find_canonical(canonical, key.priority)
 
 
-def _prior_table_entry(p: Pipeline, e: p4r.TableEntry, with_counter: bool) -> p4r.Entity | None:
+def _prior_table_entry(p: Pipeline, e: p4r.TableEntry,
+                       with_counter: bool) -> p4r.Entity | _EntrySnapshot | None:
     if e.is_default_action:
         query = p4r.Entity(table_entry=p4r.TableEntry(table_id=e.table_id, is_default_action=True))
         return next(iter(read_entity(p, query)), None)
@@ -230,7 +257,14 @@ def _prior_table_entry(p: Pipeline, e: p4r.TableEntry, with_counter: bool) -> p4
     if handle is None:
         return None
     entry = p.switch.table(t.name).get(handle)
-    return p4r.Entity(table_entry=entry_to_proto(p, t, entry, with_counter))
+    counters = None
+    if with_counter and p.schema.direct_resource(t, "direct_counters") is not None:
+        counters = p.switch.direct_counter_read(t.name, handle)
+    tid = t.info.preamble.id
+    copy = Entry(handle, entry.key, entry.action, entry.args, entry.priority, entry.member,
+                 entry.group)
+    return _EntrySnapshot(t, copy, p.entry_metadata.get((tid, handle)),
+                          p.direct_meter_cfg.get((tid, handle)), counters)
 
 
 def _key_query(kind: str, e: Any) -> p4r.Entity | None:

@@ -20,7 +20,7 @@ params; match values are built straight into the engine's canonical key.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from finsy.proto import p4i, p4r
 
@@ -50,7 +50,8 @@ class TablePlan:
         self.tid = t.id
         self.n = len(t.keys)
         # per key position: (field id, bit width, byte width, kind)
-        self.kinds = [(fid, w, (w + 7) >> 3, kind) for fid, _name, w, kind in t.keys]
+        # (plan_for makes plans only for tables whose every match kind is known)
+        self.kinds = [(fid, w, (w + 7) >> 3, cast(str, kind)) for fid, _name, w, kind in t.keys]
         self.positions = {fid: i for i, (fid, *_rest) in enumerate(self.kinds)}
         self.wildcards = [_wildcard(kind, w) for _fid, w, _nb, kind in self.kinds]
         ordered = all(kind in ("exact", "lpm") for *_r, kind in self.kinds)
@@ -88,6 +89,7 @@ class TablePlan:
             elif priority:
                 return False
             matches = e.match
+            key: tuple | None
             if kind1 == "lpm":  # decode_key, written out for the usual one-field tables
                 if len(matches) != 1:
                     return False
@@ -136,9 +138,9 @@ class TablePlan:
                     actions.clear()
                 actions[raw] = action
             try:
-                if op == INSERT:
+                if handle is None:  # an INSERT (checked above)
                     handle = add(key, action[0], action[1], priority)
-                else:
+                else:  # a MODIFY
                     modify(handle, action[0], action[1])
             except switch_error as exc:
                 raise from_switch_error(exc) from exc
