@@ -4,7 +4,10 @@
    request, from one Python client (generated stubs) to a switch process on
    loopback: `softswitch run --no-p4` and, when `simple_switch_grpc` (BMv2) and
    `p4c-bm2-ss` are on PATH, BMv2 with the same program compiled by p4c, measured in
-   the same run in alternating rounds; the ratio softswitch / BMv2 is printed.
+   the same run in alternating rounds; the ratio softswitch / BMv2 is printed, and
+   each switch process's CPU time per Write (one entry) and per entry (250 per
+   Write), from /proc. `--floor` adds a Python P4Runtime server that does nothing
+   (bench/p4runtime_floor_server.py): the most a Python server can reach.
 2. Packets per second forwarded between two network namespaces through one
    `softswitch run` process (UDP, 64-byte payloads, sender paced by a window).
 3. Per-packet latency: UDP echo round trips through the switch (two traversals),
@@ -14,7 +17,8 @@
    the switch port's link callback.
 
 Parts 2-4 need root (network namespaces, veths); without it they are skipped.
-Run: `.venv/bin/python bench/bench_p4runtime.py [--writes-only] [--baseline CHECKOUT] [--rounds N]`
+Run: `.venv/bin/python bench/bench_p4runtime.py [--writes-only] [--baseline CHECKOUT] [--floor]
+[--rounds N]`
 (`--baseline`: a checkout of another version, e.g. `git worktree add /tmp/base REV`,
 measured in the same alternating rounds).
 """
@@ -98,6 +102,11 @@ class Target:
                                      stderr=open(self.log, "w"))
         _wait_serving(address, self.proc, self.log)
 
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system) the switch process has used so far."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
         stop_process(self.proc, timeout=15)
 
@@ -131,12 +140,21 @@ def bmv2_target(tmp: Path) -> Target | str:
     return Target("bmv2", cmd, f"127.0.0.1:{port}", p4info, (tmp / "prog.json").read_bytes(), tmp)
 
 
+def floor_target(tmp: Path, like: Target) -> Target:
+    """A Python P4Runtime server on the same gRPC server as softswitch that does nothing."""
+    address = f"127.0.0.1:{free_port()}"
+    cmd = [sys.executable, str(ROOT / "bench" / "p4runtime_floor_server.py"), address]
+    return Target("floor", cmd, address, like.p4info, like.device_config, tmp)
+
+
 class WriteClient:
     """The one client both targets are measured with: primary, pipeline set."""
 
     def __init__(self, target: Target) -> None:
         import queue
 
+        self.target = target
+        self.cpu = [0.0, 0.0]  # the switch's CPU seconds in timed one-entry and batched Writes
         self.channel = grpc.insecure_channel(target.address)
         self.stub = p4r_grpc.P4RuntimeStub(self.channel)
         self._out: queue.Queue = queue.Queue()
@@ -158,18 +176,21 @@ class WriteClient:
     def round(self) -> tuple[float, float]:
         """(entries/s one per Write, entries/s BATCH per Write); the table ends empty.
         Only the inserts are timed; the deletes between passes are not."""
-        t0 = time.perf_counter()
+        cpu = self.target.cpu_seconds
+        c0, t0 = cpu(), time.perf_counter()
         for u in self.inserts:
             self.write([u])
         single = N_ENTRIES / (time.perf_counter() - t0)
+        self.cpu[0] += cpu() - c0
         self.write(self.deletes)
         batches = [self.inserts[i:i + BATCH] for i in range(0, N_ENTRIES, BATCH)]
         elapsed = 0.0
         for _ in range(BATCH_REPEATS):
-            t0 = time.perf_counter()
+            c0, t0 = cpu(), time.perf_counter()
             for batch in batches:
                 self.write(batch)
             elapsed += time.perf_counter() - t0
+            self.cpu[1] += cpu() - c0
             self.write(self.deletes)
         return single, BATCH_REPEATS * N_ENTRIES / elapsed
 
@@ -186,8 +207,9 @@ def _paired(mine: list[tuple[float, float]], theirs: list[tuple[float, float]], 
     return f"{statistics.median(ratios):.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f})"
 
 
-def bench_writes(baseline: Path | None = None, rounds: int = ROUNDS) -> None:
-    """Writes/s of softswitch, BMv2 when installed and, if given, another checkout's softswitch."""
+def bench_writes(baseline: Path | None = None, rounds: int = ROUNDS, floor: bool = False) -> None:
+    """Writes/s of softswitch, BMv2 when installed, and if asked another checkout's softswitch
+    and a Python P4Runtime server that does nothing."""
     tmp = Path(tempfile.mkdtemp(prefix="sspw-"))
     targets: list[Target] = []
     clients: dict[str, WriteClient] = {}
@@ -195,6 +217,8 @@ def bench_writes(baseline: Path | None = None, rounds: int = ROUNDS) -> None:
         targets.append(softswitch_target(tmp))
         if baseline is not None:
             targets.append(softswitch_target(tmp, baseline, "baseline"))
+        if floor:
+            targets.append(floor_target(tmp, targets[0]))
         try:
             bmv2 = bmv2_target(tmp)
         except (RuntimeError, OSError) as exc:
@@ -208,8 +232,9 @@ def bench_writes(baseline: Path | None = None, rounds: int = ROUNDS) -> None:
             try:
                 clients[t.name] = WriteClient(t)
                 clients[t.name].round()  # warm-up
+                clients[t.name].cpu = [0.0, 0.0]
             except grpc.RpcError as exc:
-                if t.name == "softswitch":
+                if t.name != "bmv2":
                     raise
                 note = f"BMv2 column skipped: {exc.code().name} {exc.details()}"
                 clients.pop(t.name, None)
@@ -245,6 +270,16 @@ def bench_writes(baseline: Path | None = None, rounds: int = ROUNDS) -> None:
         print(f"baseline ({baseline}): {base[0]:,.0f} and {base[1]:,.0f} writes/s; this checkout "
               f"/ baseline per round: {_paired(rates['softswitch'], rates['baseline'], 0)} and "
               f"{_paired(rates['softswitch'], rates['baseline'], 1)}")
+    if "floor" in med:
+        low = med["floor"]
+        vs = (f"; floor / BMv2 per round: {_paired(rates['floor'], rates['bmv2'], 0)} and "
+              f"{_paired(rates['floor'], rates['bmv2'], 1)}") if bm else ""
+        print(f"floor (a Python P4Runtime server that does nothing): {low[0]:,.0f} and "
+              f"{low[1]:,.0f} writes/s{vs}")
+    print("switch process CPU (all rounds; clock ticks of 10 ms): " + "; ".join(
+        f"{name} {c.cpu[0] / (rounds * N_ENTRIES) * 1e6:.0f} us per one-entry Write, "
+        f"{c.cpu[1] / (rounds * BATCH_REPEATS * N_ENTRIES) * 1e6:.1f} us per entry at {BATCH}"
+        for name, c in clients.items()))
 
 
 # ---- namespaces -------------------------------------------------------------------------------
@@ -462,9 +497,11 @@ def main() -> int:
     ap.add_argument("--writes-only", action="store_true", help="only the P4Runtime write rates")
     ap.add_argument("--baseline", type=Path, metavar="CHECKOUT",
                     help="also measure the softswitch of another checkout in the same rounds")
+    ap.add_argument("--floor", action="store_true",
+                    help="also measure a Python P4Runtime server that does nothing")
     ap.add_argument("--rounds", type=int, default=ROUNDS, help=f"write rounds (default {ROUNDS})")
     args = ap.parse_args()
-    bench_writes(args.baseline, args.rounds)
+    bench_writes(args.baseline, args.rounds, args.floor)
     if args.writes_only:
         return 0
     if os.geteuid() != 0:
