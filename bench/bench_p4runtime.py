@@ -25,6 +25,7 @@ measured in the same alternating rounds).
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import statistics
@@ -52,6 +53,7 @@ from softswitch.p4runtime.pipeline_loader import (  # noqa: E402
 PROG = ROOT / "tests" / "softswitch" / "test_p4runtime_prog.p4"
 N_ENTRIES = 1000  # the table holds 1024
 BATCH = 250
+ALWAYS_REPORTED_BATCH = 125  # at most batch.ALWAYS_REPORTED updates: no undo log
 BATCH_REPEATS = 8  # a round times 8 x 1000 batched inserts (one pass takes only milliseconds)
 ROUNDS = 7
 
@@ -173,9 +175,9 @@ class WriteClient:
     def write(self, updates) -> None:
         self.stub.Write(p4r.WriteRequest(device_id=1, election_id=_u128(1), updates=updates))
 
-    def round(self) -> tuple[float, float]:
-        """(entries/s one per Write, entries/s BATCH per Write); the table ends empty.
-        Only the inserts are timed; the deletes between passes are not."""
+    def round(self) -> tuple[float, float, float]:
+        """(entries/s inserted one per Write, BATCH per Write, deleted N_ENTRIES per Write);
+        the table ends empty. The deletes after the one-per-Write pass are not timed."""
         cpu = self.target.cpu_seconds
         c0, t0 = cpu(), time.perf_counter()
         for u in self.inserts:
@@ -184,15 +186,18 @@ class WriteClient:
         self.cpu[0] += cpu() - c0
         self.write(self.deletes)
         batches = [self.inserts[i:i + BATCH] for i in range(0, N_ENTRIES, BATCH)]
-        elapsed = 0.0
+        elapsed = deleting = 0.0
         for _ in range(BATCH_REPEATS):
             c0, t0 = cpu(), time.perf_counter()
             for batch in batches:
                 self.write(batch)
             elapsed += time.perf_counter() - t0
             self.cpu[1] += cpu() - c0
-            self.write(self.deletes)
-        return single, BATCH_REPEATS * N_ENTRIES / elapsed
+            t0 = time.perf_counter()
+            self.write(self.deletes)  # above 151 updates: with the undo log
+            deleting += time.perf_counter() - t0
+        n = BATCH_REPEATS * N_ENTRIES
+        return single, n / elapsed, n / deleting
 
     def close(self) -> None:
         self._out.put(None)
@@ -200,7 +205,7 @@ class WriteClient:
         self.channel.close()
 
 
-def _paired(mine: list[tuple[float, float]], theirs: list[tuple[float, float]], i: int) -> str:
+def _paired(mine: list[tuple[float, ...]], theirs: list[tuple[float, ...]], i: int) -> str:
     """Median and range of the per-round ratios (rounds alternate targets, so a round's
     ratio compares two measurements taken under nearly the same machine load)."""
     ratios = sorted(a[i] / b[i] for a, b in zip(mine, theirs, strict=True))
@@ -240,7 +245,7 @@ def bench_writes(baseline: Path | None = None, rounds: int = ROUNDS, floor: bool
                 clients.pop(t.name, None)
                 targets.remove(t)
                 t.stop()
-        rates: dict[str, list[tuple[float, float]]] = {t.name: [] for t in targets}
+        rates: dict[str, list[tuple[float, float, float]]] = {t.name: [] for t in targets}
         for _ in range(rounds):  # alternate, so that both see the same machine load
             for t in targets:
                 rates[t.name].append(clients[t.name].round())
@@ -250,15 +255,18 @@ def bench_writes(baseline: Path | None = None, rounds: int = ROUNDS, floor: bool
         for t in targets:
             t.stop()
         shutil.rmtree(tmp, ignore_errors=True)
-    med = {name: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs))
+    modes = range(3)
+    med = {name: [statistics.median(r[i] for r in rs) for i in modes]
            for name, rs in rates.items()}
-    print(f"P4Runtime table writes per second (ipv4_lpm inserts: {N_ENTRIES} one per Write, "
-          f"{BATCH_REPEATS} x {N_ENTRIES} {BATCH} per Write per round; medians of {rounds} rounds; "
+    print(f"P4Runtime table writes per second (ipv4_lpm: {N_ENTRIES} inserts one per Write, "
+          f"{BATCH_REPEATS} x {N_ENTRIES} inserts {BATCH} per Write and {BATCH_REPEATS} x "
+          f"{N_ENTRIES} deletes in one Write per round; medians of {rounds} rounds; "
           "one Python client, switch in its own process)")
     print(f"{'':24s}{'softswitch':>12s}{'BMv2':>12s}  {'ratio per round: median (range)':s}")
     ss = med["softswitch"]
     bm = med.get("bmv2")
-    for i, label in enumerate(("one entry per Write", f"{BATCH} entries per Write")):
+    labels = ("one entry per Write", f"{BATCH} entries per Write", f"{N_ENTRIES} deletes per Write")
+    for i, label in enumerate(labels):
         if bm:
             print(f"{label:24s}{ss[i]:>12,.0f}{bm[i]:>12,.0f}  "
                   f"{_paired(rates['softswitch'], rates['bmv2'], i)}")
@@ -266,20 +274,72 @@ def bench_writes(baseline: Path | None = None, rounds: int = ROUNDS, floor: bool
             print(f"{label:24s}{ss[i]:>12,.0f}{'-':>12s}  -")
     print(note)
     if "baseline" in med:
-        base = med["baseline"]
-        print(f"baseline ({baseline}): {base[0]:,.0f} and {base[1]:,.0f} writes/s; this checkout "
-              f"/ baseline per round: {_paired(rates['softswitch'], rates['baseline'], 0)} and "
-              f"{_paired(rates['softswitch'], rates['baseline'], 1)}")
+        print(f"baseline ({baseline}): " + ", ".join(f"{v:,.0f}" for v in med["baseline"])
+              + " writes/s; this checkout / baseline per round: "
+              + ", ".join(_paired(rates["softswitch"], rates["baseline"], i) for i in modes))
     if "floor" in med:
-        low = med["floor"]
-        vs = (f"; floor / BMv2 per round: {_paired(rates['floor'], rates['bmv2'], 0)} and "
-              f"{_paired(rates['floor'], rates['bmv2'], 1)}") if bm else ""
-        print(f"floor (a Python P4Runtime server that does nothing): {low[0]:,.0f} and "
-              f"{low[1]:,.0f} writes/s{vs}")
+        vs = ("; floor / BMv2 per round: "
+              + ", ".join(_paired(rates["floor"], rates["bmv2"], i) for i in modes)) if bm else ""
+        print("floor (a Python P4Runtime server that does nothing): "
+              + ", ".join(f"{v:,.0f}" for v in med["floor"]) + f" writes/s{vs}")
     print("switch process CPU (all rounds; clock ticks of 10 ms): " + "; ".join(
         f"{name} {c.cpu[0] / (rounds * N_ENTRIES) * 1e6:.0f} us per one-entry Write, "
         f"{c.cpu[1] / (rounds * BATCH_REPEATS * N_ENTRIES) * 1e6:.1f} us per entry at {BATCH}"
         for name, c in clients.items()))
+
+
+def bench_in_process(passes: int = 15) -> None:
+    """The Write path without gRPC: a Device applying the benchmark's updates (best pass)."""
+    from softswitch.p4runtime.device import Device
+
+    blob = device_config_from_file(PROG)
+    program = load_program(blob)
+    p4info = p4info_from_program(program)
+    device = Device(device_id=1, load_program=lambda _config: program)
+    device.set_pipeline(p4r.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT,
+                        p4r.ForwardingPipelineConfig(p4info=p4info, p4_device_config=blob))
+    gc.collect()
+    gc.freeze()  # as `softswitch run` does after a pipeline change
+    U = p4r.Update
+    inserts = [_lpm_update(p4info, i) for i in range(N_ENTRIES)]
+    deletes = [U(type=U.DELETE, entity=u.entity) for u in inserts]
+    modifies = [U(type=U.MODIFY, entity=u.entity) for u in inserts]
+    small = ALWAYS_REPORTED_BATCH
+
+    def fill() -> None:
+        for i in range(0, N_ENTRIES, BATCH):
+            device.write(inserts[i:i + BATCH])
+
+    def empty() -> None:
+        device.write(deletes)
+
+    cases = [  # (what, setup, timed batches)
+        ("insert, one per Write", empty, [[u] for u in inserts]),
+        (f"insert, {BATCH} per Write", empty,
+         [inserts[i:i + BATCH] for i in range(0, N_ENTRIES, BATCH)]),
+        (f"delete, {small} per Write", fill,
+         [deletes[i:i + small] for i in range(0, N_ENTRIES, small)]),
+        (f"delete, {N_ENTRIES} per Write (undo log)", fill, [deletes]),
+        (f"modify, {N_ENTRIES} per Write (undo log)", fill, [modifies]),
+    ]
+    print("in process (a Device without gRPC; best of "
+          f"{passes} passes of {N_ENTRIES} updates): " + "; ".join(
+              f"{what} {_best_pass(device, setup, batches, passes):.1f} us"
+              for what, setup, batches in cases))
+    empty()
+    gc.unfreeze()
+
+
+def _best_pass(device, setup, batches, passes: int) -> float:
+    best = float("inf")
+    for _ in range(passes):
+        setup()
+        t0 = time.perf_counter()
+        for batch in batches:
+            outcome = device.write(batch)
+            assert outcome.aborted is None and not outcome.failures, outcome.failures[:1]
+        best = min(best, time.perf_counter() - t0)
+    return best / N_ENTRIES * 1e6
 
 
 # ---- namespaces -------------------------------------------------------------------------------
@@ -502,6 +562,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=ROUNDS, help=f"write rounds (default {ROUNDS})")
     args = ap.parse_args()
     bench_writes(args.baseline, args.rounds, args.floor)
+    bench_in_process()
     if args.writes_only:
         return 0
     if os.geteuid() != 0:
