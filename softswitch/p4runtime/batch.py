@@ -31,6 +31,7 @@ from google.protobuf import any_pb2
 
 from softswitch.engine.tables import Entry
 from softswitch.p4runtime.codec import entry_proto, match_keys
+from softswitch.p4runtime.entry_plans import plan_for
 from softswitch.p4runtime.errors import P4RuntimeError, code_number
 from softswitch.p4runtime.pipeline import Pipeline, switch_call
 from softswitch.p4runtime.reads import read_entity
@@ -252,15 +253,22 @@ def _prior_table_entry(p: Pipeline, e: p4r.TableEntry,
     if e.is_default_action:
         query = p4r.Entity(table_entry=p4r.TableEntry(table_id=e.table_id, is_default_action=True))
         return next(iter(read_entity(p, query)), None)
-    t = p.schema.table(e.table_id)
-    handle = _handle(p, e)
+    tid = e.table_id
+    t = p.schema.table(tid)
+    plan = p.table_plans[tid] if tid in p.table_plans else plan_for(p, tid)
+    key = plan.decode_key(e.match) if plan is not None else None
+    if plan is not None and key is not None:  # the usual key, decoded as the short path does
+        table = plan.table
+        handle = table.find_canonical(key, e.priority)
+    else:
+        table = p.switch.table(t.name)
+        handle = _handle(p, e)
     if handle is None:
         return None
-    entry = p.switch.table(t.name).get(handle)
+    entry = table.get(handle)
     counters = None
     if with_counter and p.schema.direct_resource(t, "direct_counters") is not None:
         counters = p.switch.direct_counter_read(t.name, handle)
-    tid = t.info.preamble.id
     copy = Entry(handle, entry.key, entry.action, entry.args, entry.priority, entry.member,
                  entry.group)
     return _EntrySnapshot(t, copy, p.entry_metadata.get((tid, handle)),
