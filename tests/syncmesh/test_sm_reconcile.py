@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from syncmesh.core import SyncMeshCore
 from syncmesh.linkstate import PortState, Version
-from syncmesh.messages import LinkNotice
+from syncmesh.messages import Hello, LinkNotice
 from syncmesh.sglb_mapping import (
     Identity,
     MulticastWrite,
@@ -75,10 +75,10 @@ def test_book_writes_changes_only_and_bumps_profile_generations():
     assert dict(first.generations) == {2: 1, 3: 1}
     assert book.plan(core.desired()).empty
     # s1 loses both links to l3: only l1's profile for l3 changes, with a new generation
-    core.peers.heard_from("s1", 5, 0.0)
+    core.on_hello("s1", Hello(5, 1), 0.0)
     states = (PortState("l3", 3, False, Version(9, 1), 1.0),
               PortState("l3", 4, False, Version(9, 2), 1.0))
-    core.on_notice(LinkNotice("s1", states), 1.0)
+    core.on_notice("s1", LinkNotice(states), 1.0)
     plan = book.plan(core.desired())
     assert not plan.insert and not plan.delete
     (prof,) = plan.modify
