@@ -139,13 +139,11 @@ def _token(args: argparse.Namespace) -> str:
         try:
             token = args.token_file.read_text().strip()
         except OSError as e:
-            raise SystemExit(f"syncmesh: error: cannot read token file {args.token_file}: "
-                             f"{e.strerror}") from None
+            raise _Refused(f"cannot read token file {args.token_file}: {e.strerror}") from None
     else:
         token = os.environ.get(TOKEN_ENV, "").strip()
     if not token:
-        raise SystemExit(f"syncmesh: error: --insecure needs the shared token (use --token-file "
-                         f"or ${TOKEN_ENV})")
+        raise _Refused(f"--insecure needs the shared token (use --token-file or ${TOKEN_ENV})")
     return token
 
 

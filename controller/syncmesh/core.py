@@ -165,6 +165,9 @@ class SyncMeshCore:
         self._last_tick: float | None = None
         self._paths = leaf_paths(fabric, me) if self.is_leaf else {}
         self._leaf_ids = {s.name: s.id for s in fabric.leaves}
+        self._bundles = () if self.is_leaf else tuple(
+            (leaf.id, downlinks(fabric, me, leaf.name)) for leaf in fabric.leaves)
+        self._static_ops = self._static()
 
     # -- local inputs --------------------------------------------------------
 
@@ -342,6 +345,28 @@ class SyncMeshCore:
 
     def desired(self) -> dict[tuple, SwitchOp]:
         """The complete switch state this daemon wants now, by key."""
+        ops: list[SwitchOp] = list(self._static_ops)
+        link_up = self.links.link_up
+        if self.is_leaf:
+            for dst, paths in self._paths.items():
+                did = self._leaf_ids[dst]
+                for p in paths:
+                    live = path_live(p, link_up)
+                    cap = path_capacity(p, link_up) if live else 0.0
+                    ops.append(PathEntry(did, p.index, p.port, live, cap))
+                    ops.append(RemoteCongestion(did, p.index, self.remote_level(p.spine, did)))
+        else:
+            first_live: list[int] = []
+            for leaf_id, bundle in self._bundles:
+                live_ports = tuple(lk.spine.port for lk in bundle if link_up(lk))
+                ops.append(SpineRoute(leaf_id, live_ports))
+                first_live += live_ports[:1]
+            # notices go to every leaf this spine still reaches, once each
+            ops.append(MulticastGroup(NOTICE_GROUP, tuple(first_live)))
+        return {op.key: op for op in ops}
+
+    def _static(self) -> tuple[SwitchOp, ...]:
+        """The part of the switch state that depends on the fabric alone."""
         fab = self.fabric
         ops: list[SwitchOp] = []
         fabric_ports = sorted(p for p, info in self.ports.items() if info.kind == "fabric")
@@ -361,25 +386,12 @@ class SyncMeshCore:
                 for nic in host.nics:
                     if nic.leaf == self.me:
                         ops.append(HostRoute(str(nic.ip), nic.port, nic.mac))
-            for dst, paths in self._paths.items():
-                did = self._leaf_ids[dst]
-                for p in paths:
-                    live = path_live(p, self.links.link_up)
-                    cap = path_capacity(fab, p, self.links.link_up) if live else 0.0
-                    ops.append(PathEntry(did, p.index, p.port, live, cap))
-                    ops.append(RemoteCongestion(did, p.index, self.remote_level(p.spine, did)))
         else:
-            first_live: list[int] = []
-            for leaf in fab.leaves:
-                live_ports = tuple(lk.spine.port for lk in downlinks(fab, self.me, leaf.name)
-                                   if self.links.link_up(lk))
-                ops.append(SpineRoute(leaf.id, live_ports))
-                first_live += live_ports[:1]
-                bundle = [lk.spine.port for lk in downlinks(fab, self.me, leaf.name)]
-                ops += [PortPeer(p, leaf.id, tuple(q for q in bundle if q != p)) for p in bundle]
-            # notices go to every leaf this spine still reaches, once each
-            ops.append(MulticastGroup(NOTICE_GROUP, tuple(first_live)))
-        return {op.key: op for op in ops}
+            for _, bundle in self._bundles:
+                ports = [lk.spine.port for lk in bundle]
+                ops += [PortPeer(lk.spine.port, self._leaf_ids[lk.leaf.switch],
+                                 tuple(q for q in ports if q != lk.spine.port)) for lk in bundle]
+        return tuple(ops)
 
     # -- internals -----------------------------------------------------------
 

@@ -188,7 +188,7 @@ class Daemon:
         for a in actions:
             if isinstance(a, Send):
                 session = self._sessions.get(a.peer)
-                if session is not None and not session.send(a.message):
+                if session is not None and not session.closed and not session.send(a.message):
                     self.transport.dropped += 1
                     self.log.event("send_queue_full", logging.WARNING, peer=a.peer)
             elif isinstance(a, Disconnect):
@@ -213,7 +213,12 @@ class Daemon:
             session = PeerSession(peer, call, self._on_bytes, self._on_sent,
                                   self.options.send_queue)
             try:
+                # the session counts from when the peer answers (its Hello comes first), so
+                # a stream still waiting for an unreachable peer never displaces a live one
+                await call.wait_for_connection()
                 await self._run_session(session)
+            except grpc.aio.AioRpcError as e:
+                session.close(f"{e.code().name}: {e.details()}")
             finally:
                 call.cancel()
             if session.received:

@@ -131,9 +131,9 @@ class PeerChannel:
             self._metadata = ()
         self._open = self._channel.stream_stream(METHOD)
 
-    def session(self) -> grpc.aio.StreamStreamCall:
-        """Open a Session stream (it waits for the peer to be reachable)."""
-        return self._open(metadata=self._metadata, wait_for_ready=True)
+    def session(self, wait: bool = True) -> grpc.aio.StreamStreamCall:
+        """Open a Session stream (``wait``: until the peer can be reached)."""
+        return self._open(metadata=self._metadata, wait_for_ready=wait)
 
     async def close(self) -> None:
         """Close the channel."""

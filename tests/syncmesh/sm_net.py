@@ -79,7 +79,7 @@ class RawPeer:
         self.limits = wire.limits_for(fab)
         self.channel = PeerChannel(fab.switch(target).syncmesh, target, creds,
                                    wire.max_message_bytes(fab))
-        self.call = self.channel.session()
+        self.call = self.channel.session(wait=False)  # fail at once when refused
         self.target = target
 
     async def send(self, msg) -> None:

@@ -67,14 +67,14 @@ def test_missing_fields_and_counts_beyond_the_fabric_are_malformed():
 def test_message_limit_is_sized_from_the_fabric():
     ls4x2 = load(Path(__file__).resolve().parents[2] / "topologies" / "fabrics" / "ls4x2.yaml")
     assert wire.max_message_bytes(ls4x2) == wire.MIN_MESSAGE
-    big = leaf_spine(500, 32, 1, 1)
+    big = leaf_spine(250, 2, 1, 1, links_per_pair=2)  # a spine speaks for 1,000 link ends
     size = wire.max_message_bytes(big)
     assert wire.MIN_MESSAGE < size <= wire.MAX_MESSAGE
     lim = wire.limits_for(big)
     widest = Version(2**64 - 1, 2**64 - 1)
-    largest = ResyncChunk(tuple(PortState("l500", 2**32 - 1, True, widest, 1e18)
+    largest = ResyncChunk(tuple(PortState("l250", 2**32 - 1, True, widest, 1e18)
                                 for _ in range(lim.states)),
-                          Profile("s32", widest, 2**32 - 1, tuple((2**32 - 1, 2**32 - 1)
+                          Profile("s2", widest, 2**32 - 1, tuple((2**32 - 1, 2**32 - 1)
                                                                   for _ in range(lim.entries))))
     assert 2 * len(wire.encode(largest)) <= size
 

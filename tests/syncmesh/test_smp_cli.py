@@ -38,8 +38,9 @@ hosts:
 def run(fabric: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     env = dict(os.environ, SYNCMESH_TOKEN="smp-secret")
     return subprocess.run([sys.executable, "-m", "syncmesh.cli", "run", str(fabric), "l1",
-                           "--metrics", "off", *args], capture_output=True, text=True, env=env,
-                          cwd=REPO, timeout=timeout)
+                           "--metrics", "off", "--insecure", "--state-dir",
+                           str(fabric.parent / "state"), *args],
+                          capture_output=True, text=True, env=env, cwd=REPO, timeout=timeout)
 
 
 def error_line(proc: subprocess.CompletedProcess) -> str:
