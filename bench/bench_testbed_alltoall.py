@@ -72,7 +72,7 @@ def run_mode(fabric, glb: bool, gap_us: int, label: str, args, run_dir: Path, pi
         fnet.start()
         control = FabricControl(fnet.fabric, PROGRAM, ControlOptions(glb=glb, intf_prefix=PREFIX,
                                                                  flowlet_gap_us=gap_us),
-                                pipeline=pipeline)
+                                pipeline=pipeline, work_dir=run_dir / label)
         control.start()
         control.wait_programmed()
         timing["build_s"] = time.time() - t0

@@ -94,6 +94,8 @@ class Daemon:
         self.remote_written: dict[tuple[int, int], tuple[int, float]] = {}
         """(dst leaf, path) -> (level, when the switch write holding it completed)."""
         self.switch_writes = 0
+        self.switch_ready = False
+        """True once the switch session is up and reconciled with the desired state."""
         self.metrics_port: int | None = None
         self.failed = asyncio.Event()
         """Set when the daemon cannot go on (``failure`` says why): the switch stayed away."""
@@ -175,11 +177,6 @@ class Daemon:
     def metrics_page(self) -> str:
         """The Prometheus text page."""
         return render(self.core, self.transport, self)
-
-    @property
-    def switch_connected(self) -> bool:
-        """True while a switch session is up (always False without a driver)."""
-        return bool(self.driver is not None and getattr(self.driver, "connected", False))
 
     # -- actions -------------------------------------------------------------
 
@@ -335,6 +332,7 @@ class Daemon:
             try:
                 async with self.driver.session():
                     await self.driver.reconcile(self.core.desired())
+                    self.switch_ready = True
                     self.log.event("switch_connected")
                     delay = 0.5
                     outage_since = None
@@ -343,6 +341,7 @@ class Daemon:
                         async for changes in self.driver.port_events():
                             self.port_status(changes)
                     finally:
+                        self.switch_ready = False
                         poll.cancel()
             except asyncio.CancelledError:
                 raise

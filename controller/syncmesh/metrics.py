@@ -136,8 +136,9 @@ def render(core: SyncMeshCore, transport: TransportStats, daemon: Daemon | None 
                 w.sample("syncmesh_remote_level_written_seconds", level_at[1],
                          dst_leaf=op.dst_leaf, path=op.index)
     if daemon is not None:
-        w.family("syncmesh_switch_connected", "gauge", "1 while the P4Runtime session is up.")
-        w.sample("syncmesh_switch_connected", int(daemon.switch_connected))
+        w.family("syncmesh_switch_ready", "gauge",
+                 "1 while the switch session is up and its entries reconciled.")
+        w.sample("syncmesh_switch_ready", int(daemon.switch_ready))
         w.family("syncmesh_switch_writes_total", "counter",
                  "P4Runtime write batches (one per change, what piled up merged).")
         w.sample("syncmesh_switch_writes_total", daemon.switch_writes)

@@ -156,7 +156,10 @@ def test_insecure_daemons_work_and_warn(tmp_path, caplog):
     assert {r.switch for r in warned} == {"l1", "l2", "s1"}
 
 
-def test_killed_daemon_process_restarts_and_resyncs(tmp_path):
+def test_killed_and_paused_daemon_processes_converge(tmp_path):
+    """l2 runs as a process: SIGKILLed while a link fails, restarted (newer incarnation,
+    resync); then SIGSTOPped for three dead intervals (a partition) while the link comes
+    back, and continued: it is found silent, rejoins and learns the recovery."""
     fab = loopback_fabric(2, 2, 1, 1)
     path = tmp_path / "fabric.yaml"
     dump(fab, path)
@@ -204,8 +207,28 @@ def test_killed_daemon_process_restarts_and_resyncs(tmp_path):
                     break
                 await asyncio.sleep(0.05)
             assert value == 0, "restarted l2 never learned the failure"
-            assert ds["s1"].core.peers.peers["l2"].incarnation > first_inc
+            l2_now = ds["s1"].core.peers.peers["l2"]
+            assert l2_now.incarnation > first_inc
             assert await metric("syncmesh_peers_up") == 2
+            joins = l2_now.joins
+            procs[-1].send_signal(signal.SIGSTOP)  # cut off without closing anything
+            try:
+                await async_wait_until(lambda: "l2" not in ds["s1"].core.peers.up(),
+                                       "s1 finds the paused l2 silent")
+                ds["l1"].port_status({2: True})  # news the paused process misses
+                await asyncio.sleep(3 * 0.6)
+            finally:
+                procs[-1].send_signal(signal.SIGCONT)
+            for _ in range(600):
+                value = await metric("syncmesh_link_up", link=link)
+                if value == 1:
+                    break
+                await asyncio.sleep(0.05)
+            assert value == 1, "l2 never learned the recovery after the partition"
+            await async_wait_until(lambda: set(ds["s1"].core.peers.up()) == {"l1", "l2"},
+                                   "l2 rejoined s1")
+            assert l2_now.joins == joins + 1 and l2_now.incarnation > first_inc
+            assert await metric("syncmesh_stalls_total") >= 1  # it noticed it had not run
         finally:
             for d in ds.values():
                 await d.stop()

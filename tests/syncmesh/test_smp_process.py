@@ -193,10 +193,15 @@ def wait_for(what: str, check, daemon: subprocess.Popen, log: Path, timeout: flo
 
 def start_daemon(fabric_path: Path, address: str, log: Path) -> subprocess.Popen:
     # a SIGKILLed daemon leaves its compiled-pipeline directory: keep it in the test's tmp
-    env = dict(os.environ, SYNCMESH_TOKEN="smp-secret", TMPDIR=str(log.parent))
+    env = dict(os.environ, TMPDIR=str(log.parent))
+    certs = log.parent / "certs"
+    if not certs.exists():
+        subprocess.run([sys.executable, "-m", "syncmesh.cli", "certs", "--fabric",
+                        str(fabric_path), "--out", str(certs), "--switch", "l1"], check=True,
+                       capture_output=True, timeout=60, cwd=REPO)
     cmd = [sys.executable, "-m", "syncmesh.cli", "run", str(fabric_path), "l1",
            "--p4runtime", address, "--switch-budget", "60", "--keepalive", "0.2",
-           "--dead-interval", "1"]
+           "--dead-interval", "1", "--certs", str(certs), "--state-dir", str(log.parent)]
     with open(log, "a") as f:
         return subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=REPO)
 
