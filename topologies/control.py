@@ -53,6 +53,9 @@ class ControlOptions:
     """Also follow the switch interfaces' carrier from netlink (faster than the gNMI path)."""
     intf_prefix: str = ""
     """Node name prefix of the Mininet switches (their interfaces are <prefix><switch>-eth<port>)."""
+    nice: int = 0
+    """Scheduling priority change of the daemon processes (negative: ahead of the software
+    switches and the traffic, as a switch's control-plane CPU is not its data plane)."""
 
 
 class SwitchReader:
@@ -168,9 +171,11 @@ class FabricControl:
         tmp = self.work_dir / "tmp"
         tmp.mkdir(exist_ok=True)
         with open(self.log_dir / f"{name}.syncmesh.log", "ab") as log:
+            nice = self.options.nice
             return subprocess.Popen(self._command(name), stdout=subprocess.DEVNULL, stderr=log,
                                     cwd=REPO, env={**os.environ, "TMPDIR": str(tmp)},
-                                    start_new_session=True)
+                                    start_new_session=True,
+                                    preexec_fn=(lambda: os.nice(nice)) if nice else None)
 
     def stop_daemon(self, name: str) -> None:
         """Kill one daemon (SIGKILL); its switch keeps forwarding with what it holds."""

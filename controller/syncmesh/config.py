@@ -24,6 +24,8 @@ class CoreConfig:
     """A profile not refreshed for this long starts ageing toward the top level."""
     profile_age_step: float = 0.25
     """An ageing profile's levels rise by one every this many seconds."""
+    rate_decay: float = 0.1
+    """Measured rates rise at once and fall with this time constant (s); 0: raw samples."""
     level_bits: int = QBITS
     """Congestion levels are quantised to this many bits (0 .. 2^bits - 1); sglb.p4 holds 3."""
     glb: bool = True
@@ -41,6 +43,8 @@ class CoreConfig:
             raise ValueError("profile_period must be positive")
         if not self.profile_stale_after > self.profile_period:
             raise ValueError("profile_stale_after must be longer than profile_period")
+        if self.rate_decay < 0:
+            raise ValueError("rate_decay must be >= 0")
         if self.profile_age_step <= 0:
             raise ValueError("profile_age_step must be positive")
         if not 1 <= self.level_bits <= 8:

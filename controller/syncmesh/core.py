@@ -149,7 +149,7 @@ class SyncMeshCore:
         self.store = ProfileStore(cfg.max_level, cfg.profile_stale_after, cfg.profile_age_step)
         self.publisher = None if self.is_leaf else ProfilePublisher(
             me, incarnation, cfg.level_bits, cfg.profile_threshold, cfg.profile_period)
-        self.meter = RateMeter()
+        self.meter = RateMeter(cfg.rate_decay)
         self.ports = fabric.ports(me)
         self.rate_mbps: dict[int, float] = {}
         self.utilisation: dict[int, float] = {}

@@ -93,6 +93,8 @@ class Daemon:
         self._logged_rejections: set[str] = set()
         self.remote_written: dict[tuple[int, int], tuple[int, float]] = {}
         """(dst leaf, path) -> (level, when the switch write holding it completed)."""
+        self.congested_since: dict[tuple[int, int], float] = {}
+        """(dst leaf, path) written with a level in the top two, since when."""
         self.switch_writes = 0
         self.switch_ready = False
         """True once the switch session is up and reconciled with the desired state."""
@@ -318,9 +320,15 @@ class Daemon:
                 self.log.event("switch_write_failed", logging.WARNING, error=repr(e))
                 continue
             now = self.clock()
+            high = self.core.config.max_level - 1
             for op in ops.values():
                 if isinstance(op, RemoteCongestion):
-                    self.remote_written[op.dst_leaf, op.index] = (op.level, now)
+                    key = (op.dst_leaf, op.index)
+                    self.remote_written[key] = (op.level, now)
+                    if op.level < high:
+                        self.congested_since.pop(key, None)
+                    else:
+                        self.congested_since.setdefault(key, now)
 
     async def _switch_session(self) -> None:
         """Connect, reconcile, then follow counters and port events; back off on failure."""

@@ -127,7 +127,11 @@ def render(core: SyncMeshCore, transport: TransportStats, daemon: Daemon | None 
                  "(the spine's profile, aged when stale; the top level when unknown).")
         w.family("syncmesh_remote_level_written_seconds", "gauge",
                  "When (Unix time) the switch write carrying that level completed.")
+        w.family("syncmesh_remote_congested_since_seconds", "gauge",
+                 "For paths written with a level in the top two: when (Unix time) the write "
+                 "that brought them there completed.")
         written = daemon.remote_written if daemon is not None else {}
+        since = daemon.congested_since if daemon is not None else {}
         for op in sorted((op for op in core.programmed.values()
                           if isinstance(op, RemoteCongestion)), key=lambda o: o.key):
             w.sample("syncmesh_remote_level", op.level, dst_leaf=op.dst_leaf, path=op.index)
@@ -135,6 +139,25 @@ def render(core: SyncMeshCore, transport: TransportStats, daemon: Daemon | None 
             if level_at is not None and level_at[0] == op.level:
                 w.sample("syncmesh_remote_level_written_seconds", level_at[1],
                          dst_leaf=op.dst_leaf, path=op.index)
+            if (op.dst_leaf, op.index) in since:
+                w.sample("syncmesh_remote_congested_since_seconds",
+                         since[op.dst_leaf, op.index], dst_leaf=op.dst_leaf, path=op.index)
+    if core.publisher is not None and core.publisher.last_sent is not None:
+        pub = core.publisher
+        w.family("syncmesh_profile_level", "gauge",
+                 "This spine's published congestion level toward each destination leaf.")
+        w.family("syncmesh_profile_level_changed_seconds", "gauge",
+                 "When (Unix time) that published level last changed.")
+        w.family("syncmesh_profile_congested_since_seconds", "gauge",
+                 "For destinations published with a level in the top two: since when.")
+        for dst, level in sorted(pub.last_sent.items()):
+            w.sample("syncmesh_profile_level", level, dst_leaf=dst)
+            if dst in pub.changed_at:
+                w.sample("syncmesh_profile_level_changed_seconds", pub.changed_at[dst],
+                         dst_leaf=dst)
+            if dst in pub.congested_since:
+                w.sample("syncmesh_profile_congested_since_seconds", pub.congested_since[dst],
+                         dst_leaf=dst)
     if daemon is not None:
         w.family("syncmesh_switch_ready", "gauge",
                  "1 while the switch session is up and its entries reconciled.")

@@ -34,13 +34,17 @@ class Profile:
 
 
 class RateMeter:
-    """Turns cumulative per-port byte counters into rates (Mbit/s)."""
+    """Turns cumulative per-port byte counters into rates (Mbit/s) that rise at once and fall
+    with time constant ``decay``: a short sampling period sees a busy link's packets in
+    bursts, and a gap between two bursts must not read as an idle link."""
 
-    def __init__(self) -> None:
+    def __init__(self, decay: float = 0.0) -> None:
+        self.decay = decay
         self._last: dict[int, tuple[int, float]] = {}
+        self._rate: dict[int, float] = {}
 
     def update(self, counters: Mapping[int, int], now: float) -> dict[int, float]:
-        """Rates since the previous sample; ports seen for the first time or reset are skipped."""
+        """Rates after this sample; ports seen for the first time or reset are skipped."""
         rates: dict[int, float] = {}
         for port, total in counters.items():
             prev = self._last.get(port)
@@ -51,7 +55,10 @@ class RateMeter:
             # a smaller counter means the switch restarted: no rate from this sample
             if delta < 0 or dt <= 0:
                 continue
-            rates[port] = delta * 8 / dt / 1e6
+            rate = delta * 8 / dt / 1e6
+            if self.decay > 0 and port in self._rate:
+                rate = max(rate, self._rate[port] * math.exp(-dt / self.decay))
+            self._rate[port] = rates[port] = rate
         return rates
 
 
@@ -84,6 +91,10 @@ class ProfilePublisher:
         self.last_full_at = -math.inf
         self.current: dict[int, int] | None = None
         self.measured_at = -math.inf
+        self.changed_at: dict[int, float] = {}
+        """When each destination's published level last changed."""
+        self.congested_since: dict[int, float] = {}
+        """Destinations whose published level is in the top two, since when."""
 
     def observe(self, levels: Mapping[int, int], now: float) -> None:
         """Record the latest measured levels."""
@@ -97,6 +108,7 @@ class ProfilePublisher:
         if self.last_sent is None or (now - self.last_full_at >= self.period
                                       and self.measured_at > self.last_full_at):
             self.seq += 1
+            self._note(self.current, now)
             self.last_sent = dict(self.current)
             self.last_full_at = now
             latest = self.latest()
@@ -107,9 +119,21 @@ class ProfilePublisher:
         if not moved:
             return None
         self.seq += 1
+        self._note(moved, now)
         self.last_sent.update(moved)
         return Publication(Profile(self.origin, Version(self.incarnation, self.seq), self.bits,
                                    tuple(sorted(moved.items()))), True)
+
+    def _note(self, levels: Mapping[int, int], now: float) -> None:
+        old = self.last_sent or {}
+        high = (1 << self.bits) - 2
+        for dst, level in levels.items():
+            if old.get(dst) != level:
+                self.changed_at[dst] = now
+            if level < high:
+                self.congested_since.pop(dst, None)
+            else:
+                self.congested_since.setdefault(dst, now)
 
     def latest(self) -> Profile | None:
         """The whole profile as last sent (what a resync carries), or None."""

@@ -17,7 +17,7 @@ from fabricmodel import Fabric, leaf_spine
 
 TOKEN = "sm-test-secret"
 FAST = CoreConfig(keepalive_interval=0.1, dead_interval=0.6, profile_period=0.3,
-                  profile_stale_after=0.9, profile_threshold=0)
+                  profile_stale_after=0.9, profile_threshold=0, rate_decay=0.0)
 
 
 def loopback_fabric(*args, **kwargs) -> Fabric:

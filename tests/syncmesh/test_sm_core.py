@@ -1,5 +1,7 @@
 """SyncMesh decision logic on a virtual clock: paths, profiles, notices, liveness, resync."""
 
+import math
+
 import pytest
 from sm_harness import CoreNet
 from syncmesh.config import CoreConfig
@@ -85,6 +87,13 @@ def test_quantise_and_rates():
     assert meter.update({1: 1_000_000 + 1000}, 1.0) == {1: 8.0}
     assert meter.update({1: 50}, 2.0) == {}  # counter reset: skipped
     assert meter.update({1: 125_050}, 3.0) == {1: 1.0}
+    # with a decay: a busy link's rate rises at once and an empty sample only lets it fall
+    meter = RateMeter(decay=0.1)
+    meter.update({1: 0}, 0.0)
+    assert meter.update({1: 12_500}, 0.01)[1] == pytest.approx(10.0)  # 10 Mbit/s in 10 ms
+    assert meter.update({1: 12_500}, 0.02)[1] == pytest.approx(10.0 * math.exp(-0.1))
+    assert meter.update({1: 37_500}, 0.03)[1] == pytest.approx(20.0)
+    assert meter.update({1: 37_500}, 1.03)[1] < 0.001
 
 
 def test_publisher_sends_deltas_at_once_and_the_whole_profile_each_period():
