@@ -42,8 +42,12 @@ class ControlOptions:
     """A silent peer is down after this long (s)."""
     counter_interval: float = 0.01
     """Spines read their port counters this often (s): their profiles follow them."""
-    leaf_counter_interval: float = 0.25
+    leaf_counter_interval: float = 1.0
     """Leaves read theirs this often (s; only their metrics use them)."""
+    profile_threshold: int = 1
+    """A spine sends a delta when a level moves by more than this many levels (1: a one-level
+    jitter waits for the whole profile of the next period; a software switch's counters read
+    every 10 ms jitter, and every delta is a P4Runtime write at each leaf)."""
     flowlet_gap_us: int = 500
     """Idle time after which a flow may change path (us)."""
     inject_port_status: bool = field(
@@ -159,6 +163,7 @@ class FabricControl:
                "--keepalive", str(o.keepalive), "--dead-interval", str(o.dead_interval),
                "--counter-interval", str(o.counter_interval),
                "--leaf-counter-interval", str(o.leaf_counter_interval),
+               "--profile-threshold", str(o.profile_threshold),
                "--flowlet-gap-us", str(o.flowlet_gap_us), "--mode", "glb" if o.glb else "ecmp"]
         if o.inject_port_status:
             cmd.append("--inject-port-status")
