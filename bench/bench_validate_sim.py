@@ -4,7 +4,7 @@ Builds exactly the workload of ``bench/bench_testbed_alltoall.py`` (every host
 to every host it shares no leaf with, both rails, ``--flows`` connections of
 ``--bytes`` per pair and rail, links at the fabric's capacity x ``--scale``)
 as a ``fabricsim`` workload on the same fabric files, and simulates ECMP,
-SGLB (SyncMesh's testbed profile period of 1 s; flowlet re-choices every
+SGLB (SyncMesh as the testbed runs it: profiles every 1 s, counters every 0.25 s; flowlet re-choices every
 ``--flowlet-interval`` s for ``--flowlet-fraction`` of the running flows) and
 ideal spraying over ``--seeds`` seeds (ECMP's hash and SGLB's tie-breaks
 change with the seed). With ``--testbed out/.../alltoall.json`` (the
@@ -74,7 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bytes", type=int, default=100_000)
     p.add_argument("--scale", type=float, default=0.2)
     p.add_argument("--seeds", type=int, default=20)
-    p.add_argument("--update-period", type=float, default=1.0)
+    p.add_argument("--profile-period", type=float, default=1.0, help="SyncMesh profile period (s)")
+    p.add_argument("--counter-interval", type=float, default=0.25,
+                   help="SyncMesh counter poll interval (s; the testbed's ControlOptions)")
     p.add_argument("--flowlet-interval", type=float, default=0.01)
     p.add_argument("--flowlet-fraction", type=float, default=0.25)
     p.add_argument("--testbed", type=Path, default=None, help="alltoall.json of the testbed benchmark")
@@ -87,8 +89,8 @@ def main(argv: list[str] | None = None) -> int:
             measured = json.loads(args.testbed.read_text())["fabrics"]
         except (OSError, ValueError, KeyError) as e:
             p.error(f"--testbed {args.testbed}: {e}")
-    sglb = {"update_period": args.update_period, "flowlet_interval": args.flowlet_interval,
-            "flowlet_fraction": args.flowlet_fraction}
+    sglb = {"profile_period": args.profile_period, "counter_interval": args.counter_interval,
+            "flowlet_interval": args.flowlet_interval, "flowlet_fraction": args.flowlet_fraction}
     print(f"simulator: {args.flows} flows x {args.bytes} B per host pair and rail, links x{args.scale:g}, "
           f"SGLB {sglb}, {args.seeds} seeds")
     print(f"{'fabric':<12}{'ECMP s':>18}{'SGLB s':>18}{'spray s':>10}{'sim ECMP/SGLB [95% CI]':>30}"

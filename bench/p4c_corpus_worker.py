@@ -13,6 +13,7 @@ Modes:
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -101,9 +102,9 @@ def run_p4info(prog: str, ref: str) -> dict:
         program = _compile(prog)
     except Exception as exc:
         return _rejection(exc)
-    from softswitch.p4info import build_p4info
+    from softswitch.p4info import p4info_from_program_info
 
-    ours = build_p4info(program.info)
+    ours = p4info_from_program_info(program.info)
     theirs = text_format.Parse(Path(ref).read_text(), p4i.P4Info())
     diffs = _differences(_canonical(ours), _canonical(theirs))
     if not diffs:
@@ -113,6 +114,8 @@ def run_p4info(prog: str, ref: str) -> dict:
 
 def main(argv: list[str]) -> int:
     mode, args = argv[0], argv[1:]
+    # an internal error of the engine on a packet is a crash here, not a failed expectation
+    os.environ["SOFTSWITCH_STRICT"] = "1"
     try:
         if mode == "stf":
             out = run_stf(*args)

@@ -16,7 +16,8 @@ import numpy as np
 from tqdm import tqdm
 
 from fabricsim import workloads
-from fabricsim.engine import SimulationError, simulate
+from fabricsim.engine import Result, SimulationError, simulate
+from fabricsim.failures import FailureError, FailurePlan, Recovery, cable_links, parse_failure
 from fabricsim.policies import POLICIES, make_policy
 from fabricsim.routing import PathTable
 from fabricsim.stats import mean_ci
@@ -36,7 +37,15 @@ WORKLOAD_KEYS = {
     "web-search": {"load", "duration"},
 }
 FAILURE_KEYS = {"fail", "degrade", "random_fail", "random_degrade", "degrade_factor", "nic"}
-SGLB_KEYS = {f.name for f in dataclasses.fields(POLICIES["sglb"]) if f.name != "name"}
+
+def _option_keys(cls) -> set[str]:
+    return {f.name for f in dataclasses.fields(cls) if f.name != "name" and not f.name.startswith("_")}
+
+
+POLICY_KEYS = {name: _option_keys(cls) for name, cls in POLICIES.items()}
+RECOVERY_KEYS = _option_keys(Recovery)
+TIMELINE_POINTS = 400
+"""Throughput samples kept per run for the report and the plot."""
 
 
 class ScenarioError(ValueError):
@@ -66,7 +75,16 @@ class Scenario:
     ``nic``: NICs (``host/nic``) whose last-hop link is down; their traffic fails over
     to the host's other NICs, as under ReCCL."""
     sglb: dict[str, Any] = field(default_factory=dict)
-    """SGLB options: update_period, staleness, bits, flowlet_interval, flowlet_fraction."""
+    """SGLB options (``fabricsim.sglb_model.Sglb``): remote, profile_period, counter_interval,
+    profile_threshold, delivery, feedback_period, measure, bits, tie_tolerance, flowlets."""
+    ecmp: dict[str, Any] = field(default_factory=dict)
+    """ECMP options: hashing (end-to-end, per-hop), hash_seeds (same, per-switch)."""
+    spray: dict[str, Any] = field(default_factory=dict)
+    """Spraying options: weighting (capacity, equal)."""
+    events: tuple[str, ...] = ()
+    """Failures during the run, ``TIME:KIND:TARGET`` (``fabricsim.failures``)."""
+    recovery: dict[str, Any] = field(default_factory=dict)
+    """Detection and failover delays and the host library's mode (``failures.Recovery``)."""
     tolerance: float = 1e-2
     name: str = "scenario"
 
@@ -84,7 +102,9 @@ class Scenario:
         _check_keys(f"workload ({wk})", {k: v for k, v in self.workload.items() if k != "kind"},
                     WORKLOAD_KEYS[wk])
         _check_keys("failures", self.failures, FAILURE_KEYS)
-        _check_keys("sglb", self.sglb, SGLB_KEYS)
+        for pol in POLICIES:
+            _check_keys(pol, getattr(self, pol), POLICY_KEYS[pol])
+        _check_keys("recovery", self.recovery, RECOVERY_KEYS)
         if isinstance(self.tolerance, bool) or not isinstance(self.tolerance, int | float) \
                 or not 0 <= self.tolerance < 1:
             raise ScenarioError(f"tolerance must be a number within [0, 1), got {self.tolerance!r}")
@@ -95,10 +115,19 @@ class Scenario:
                 raise ScenarioError(f"unknown policy {p!r} (choose from {', '.join(POLICIES)})")
         if len(set(self.policies)) != len(self.policies):
             raise ScenarioError("a policy is listed twice")
+        for pol in POLICIES:
+            try:
+                make_policy(pol, **getattr(self, pol))  # validates the options early
+            except SimulationError as e:
+                raise ScenarioError(f"{pol}: {e}") from None
+        if isinstance(self.events, str) or not isinstance(self.events, tuple | list):
+            raise ScenarioError("events must be a list of TIME:KIND:TARGET strings")
         try:
-            make_policy("sglb", **self.sglb)  # validates the options early
-        except SimulationError as e:
-            raise ScenarioError(f"sglb: {e}") from None
+            for ev in self.events:
+                parse_failure(str(ev))
+            Recovery(**self.recovery)
+        except FailureError as e:
+            raise ScenarioError(str(e)) from None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data for the JSON report."""
@@ -119,29 +148,23 @@ def build_network(scn: Scenario) -> Network:
         raise ScenarioError(f"topology ({kind}): {e}") from None
 
 
-def _cable(net: Network, spec: str) -> int:
-    name, _, k = str(spec).partition(":")
-    a, sep, b = name.partition("-")
-    if not sep:
-        raise ScenarioError(f"cable {spec!r}: write it as a-b or a-b:k")
-    ids = net.links_between(a, b)
-    idx = int(k) if k.isdigit() else 0
-    if k and not k.isdigit():
-        raise ScenarioError(f"cable {spec!r}: the parallel index after ':' must be a number")
-    if idx >= len(ids):
-        raise ScenarioError(f"cable {spec!r}: only {len(ids)} parallel cable(s) between {a} and {b}")
-    return int(ids[idx])
+def _cable(net: Network, spec: str) -> np.ndarray:
+    """Both directed links of cable ``a-b`` or ``a-b:k``."""
+    try:
+        return cable_links(net, spec)
+    except FailureError as e:
+        raise ScenarioError(str(e)) from None
 
 
 def apply_failures(net: Network, failures: dict[str, Any], rng: np.random.Generator) -> Network:
     """Take cables down or reduce them as the scenario says (random ones drawn from ``rng``)."""
     try:
         for spec in failures.get("fail", []):
-            net = net.with_failed(np.array([_cable(net, spec)]))
+            net = net.with_failed(_cable(net, spec))
         for item in failures.get("degrade", []):
             if not isinstance(item, list | tuple) or len(item) != 2:
                 raise ScenarioError(f"degrade entry {item!r}: expected [cable, factor]")
-            net = net.with_capacity(np.array([_cable(net, item[0])]), float(item[1]))
+            net = net.with_capacity(_cable(net, item[0]), float(item[1]))
         for nic in failures.get("nic", []):
             node = net.node(str(nic))
             if node not in set(net.nic_node.ravel().tolist()):
@@ -184,33 +207,67 @@ def build_workload(net: Network, spec: dict[str, Any], rng: np.random.Generator)
         raise ScenarioError(f"workload ({kind}): missing key {e}") from None
 
 
+def _timeline(res: Result, points: int = TIMELINE_POINTS) -> dict[str, list[float]]:
+    """The goodput step function at ``points`` times over the run (bit/s)."""
+    if not len(res.timeline):
+        return {"time": [], "goodput": []}
+    grid = np.linspace(0.0, res.makespan, points)
+    idx = np.searchsorted(res.timeline[:, 0], grid, side="right") - 1
+    rate = res.timeline[np.maximum(idx, 0), 1]
+    return {"time": grid.tolist(), "goodput": rate.tolist()}
+
+
+def _metrics(scn: Scenario, net: Network, res: Result) -> dict[str, Any]:
+    fct = res.finish - res.start
+    completion = float(fct.mean()) if scn.workload["kind"] == "web-search" else res.makespan
+    per_coll = res.collective_times()
+    return {
+        "completion": completion,
+        "collectives": {"count": len(per_coll),
+                        "mean": float(per_coll.mean()) if len(per_coll) else None,
+                        "max": float(per_coll.max()) if len(per_coll) else None},
+        "makespan": res.makespan,
+        "fct_mean": float(fct.mean()),
+        "fct_p99": float(np.percentile(fct, 99)),
+        "utilisation": np.round(res.utilisation(net), 4).tolist(),
+        "events": res.events,
+    }
+
+
 def run_seed(scn: Scenario, seed: int) -> dict[str, Any]:
-    """Every policy of the scenario on one seed's failures and workload."""
+    """Every policy of the scenario on one seed's failures and workload.
+
+    With ``events`` each policy also runs without them (same seed) and the
+    report gives the completion-time inflation, the throughput over time and
+    what happened when, with the delays used.
+    """
     rng = np.random.default_rng(seed)
     net = apply_failures(build_network(scn), scn.failures, rng)
     wl = workloads.reroute_failed_nics(net, build_workload(net, scn.workload, rng))
     paths = PathTable(net)
+    specs = [parse_failure(str(e)) for e in scn.events]
+    recovery = Recovery(**scn.recovery)
     out: dict[str, Any] = {"seed": seed, "flows": wl.n_flows, "policies": {}}
     for name in scn.policies:
-        policy = make_policy(name, **scn.sglb)
-        res = simulate(net, wl, policy, seed=seed, tolerance=scn.tolerance, paths=paths)
-        fct = res.finish - res.start
-        if scn.workload["kind"] == "web-search":
-            completion = float(fct.mean())
-        else:
-            completion = res.makespan
-        per_coll = res.collective_times()
-        out["policies"][name] = {
-            "completion": completion,
-            "collectives": {"count": len(per_coll),
-                            "mean": float(per_coll.mean()) if len(per_coll) else None,
-                            "max": float(per_coll.max()) if len(per_coll) else None},
-            "makespan": res.makespan,
-            "fct_mean": float(fct.mean()),
-            "fct_p99": float(np.percentile(fct, 99)),
-            "utilisation": np.round(res.utilisation(net), 4).tolist(),
-            "events": res.events,
-        }
+        options = getattr(scn, name)
+        res = simulate(net, wl, make_policy(name, **options), seed=seed, tolerance=scn.tolerance,
+                       paths=paths)
+        entry = _metrics(scn, net, res)
+        if specs:
+            try:
+                plan = FailurePlan(net, specs, name, recovery)
+            except FailureError as e:
+                raise ScenarioError(f"events: {e}") from None
+            hit = simulate(net, wl, make_policy(name, **options), seed=seed,
+                           tolerance=scn.tolerance, paths=paths, disruptions=plan)
+            healthy = entry
+            entry = _metrics(scn, net, hit)
+            entry["healthy"] = {k: healthy[k] for k in ("completion", "makespan", "fct_p99")}
+            entry["inflation"] = entry["completion"] / healthy["completion"]
+            entry["notes"] = list(hit.notes)
+            entry["timeline"] = _timeline(hit)
+            entry["timeline_healthy"] = _timeline(res)
+        out["policies"][name] = entry
     return out
 
 
@@ -227,6 +284,10 @@ def summarise(scn: Scenario, runs: list[dict[str, Any]]) -> dict[str, Any]:
                  "utilisation_percentiles": {
                      str(q): float(np.percentile(util, q)) if len(util) else None
                      for q in (1, 10, 50, 90, 99)}}
+        if scn.events:
+            entry["inflation"] = mean_ci([r["policies"][p]["inflation"] for r in runs])
+            entry["healthy_completion"] = mean_ci(
+                [r["policies"][p]["healthy"]["completion"] for r in runs])
         if "ecmp" in scn.policies:
             ratio = [r["policies"]["ecmp"]["completion"] / r["policies"][p]["completion"]
                      for r in runs]

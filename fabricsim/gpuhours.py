@@ -1,34 +1,51 @@
 """GPU-hours model: a long training job under component failures, per recovery policy.
 
-Failures of each component class arrive as Poisson processes whose rates
-come from published statistics, scaled linearly with the number of GPUs. A
-*stopping* failure costs detection plus restart time and the work done since
-the last checkpoint (fail-stop with checkpoint restart). Under ReCCL a NIC or
-host last-hop link failure does not stop the job: it pauses for the failover
-and continues at a degraded throughput until the part is repaired or the job
-next restarts (when the scheduler swaps the host); under SGLB rerouting a
-fabric link failure does the same. Checkpoints are taken every
-Young/Daly interval for the policy's own stopping-failure rate.
+Failures of each component class arrive as Poisson processes whose rates come
+from published counts, scaled linearly with the number of GPUs. The rates are
+themselves uncertain (42 network interruptions is a small sample): every
+seed draws them from the Gamma posterior of the observed counts (Jeffreys
+prior: rate ~ Gamma(n + 1/2, exposure)), so the spread over seeds holds both
+that uncertainty and the Poisson noise of one job.
+
+A *stopping* failure costs detection plus restart time and the work done since
+the last checkpoint (fail-stop with checkpoint restart); a failure while the
+job is restarting restarts the restart (no work is lost twice, nothing runs
+degraded). Under ReCCL a NIC or last-hop failure does not stop the job, under
+SGLB rerouting a fabric link or spine failure does not: the job pauses for the
+failover and runs degraded until the part is replaced: by default the host is
+swapped at the next checkpoint (a planned restart: ``restart`` seconds of
+downtime, no work lost), or, with ``degraded="until-repair"``, it runs
+degraded until the repair; an earlier stop ends the degradation too (the
+scheduler swaps the host). The job is synchronous, so overlapping degraded
+periods cost the worst of them, never their sum. A leaf-switch failure is not
+survivable by NIC failover (in a rail-optimised fabric it takes one rail from
+every host of its group at once) and stops the job under every policy.
+Checkpoints are taken every Young/Daly interval for the policy's own rate of
+unplanned stops, or at a fixed interval.
 
 Reference statistics (Llama 3 405B pre-training, 16,384 H100 GPUs, 54 days,
 419 unexpected interruptions; "The Llama 3 Herd of Models", Meta, 2024,
-Table 5), grouped into our component classes: see ``LLAMA3_COUNTS``.
+Table 5), grouped into our classes: see ``LLAMA3_COUNTS``. Every other default
+comes from ``fabricsim.measured`` with its source.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from fabricsim.measured import value
 from fabricsim.stats import mean_ci
 
 REF_GPUS = 16_384
 REF_DAYS = 54.0
 # Interruption counts from Llama 3 Table 5, grouped into the model's classes.
 LLAMA3_COUNTS = {
-    # Network switch/cable: 35 (8.4%), split below into fabric links and host last hops.
+    # Network switch/cable: 35 (8.4%), split below into switches (leaf, spine) and cables
+    # (host last hops, fabric links): the report does not split them.
     "switch_cable": 35,
     # NIC: 7 (1.7%).
     "nic": 7,
@@ -39,14 +56,16 @@ LLAMA3_COUNTS = {
     # server chassis 2, IO expansion board 2, dependency 2, CPU 2, system memory 2.
     "other": 109,
 }
-CLASSES = ("fabric_link", "last_hop", "nic", "gpu", "other")
+CLASSES = ("fabric_link", "last_hop", "nic", "leaf_switch", "spine_switch", "gpu", "other")
+NETWORK = ("fabric_link", "last_hop", "nic", "leaf_switch", "spine_switch")
 POLICIES = {
     "fail-stop": frozenset(),
     "reccl": frozenset({"nic", "last_hop"}),
-    "sglb-reroute": frozenset({"fabric_link"}),
-    "reccl+sglb": frozenset({"nic", "last_hop", "fabric_link"}),
+    "sglb-reroute": frozenset({"fabric_link", "spine_switch"}),
+    "reccl+sglb": frozenset({"nic", "last_hop", "fabric_link", "spine_switch"}),
 }
-"""Failure classes each policy survives without stopping the job."""
+"""Failure classes each policy survives without stopping the job (leaf switches: none)."""
+DEGRADED = ("swap-at-checkpoint", "until-repair")
 
 
 class GpuHoursError(ValueError):
@@ -62,29 +81,38 @@ class GpuHoursParams:
     days: float = REF_DAYS
     """Wall-clock length of the job window."""
     counts: dict[str, float] = field(default_factory=lambda: dict(LLAMA3_COUNTS))
-    """Reference interruption counts per class over ``ref_gpus`` x ``ref_days``."""
+    """Observed interruption counts per class over ``ref_gpus`` x ``ref_days``."""
     ref_gpus: int = REF_GPUS
     ref_days: float = REF_DAYS
-    last_hop_share: float = 0.5
-    """Share of switch/cable interruptions that are host-to-leaf (last-hop) links (assumed)."""
-    detection: float = 120.0
-    """Time for a fail-stop library to notice a failure (a collective timeout)."""
-    restart: float = 300.0
+    rate_uncertainty: bool = True
+    """Draw each seed's rates from the Gamma posterior of the counts (else use n / exposure)."""
+    last_hop_share: float = value("last_hop_share")
+    """Share of switch/cable *cable* interruptions that are host-to-leaf (last-hop) cables."""
+    switch_share: float = value("switch_share")
+    """Share of switch/cable interruptions that are whole switches."""
+    leaf_share: float = value("leaf_share_of_switches")
+    """Share of switch interruptions that hit a leaf (ToR) rather than a spine."""
+    detection: float = value("detection")
+    """Time for a fail-stop job to notice a failure (a collective timeout)."""
+    restart: float = value("restart")
     """Time to reschedule, re-initialise and load the last checkpoint."""
-    checkpoint: float = 30.0
+    checkpoint: float = value("checkpoint_write")
     """Time the job is paused writing one checkpoint."""
     interval: str | float = "daly"
     """Checkpoint interval: ``young``, ``daly`` or a number of seconds."""
-    failover: float = 5.0
+    failover: float = value("failover_pause")
     """Pause while ReCCL or SGLB fails over (instead of stopping)."""
-    repair: float = 8 * 3600.0
+    degraded: str = "swap-at-checkpoint"
+    """How a degraded host ends: ``swap-at-checkpoint`` (planned restart at the next
+    checkpoint) or ``until-repair``; either way an earlier stop ends it."""
+    repair: float = value("repair")
     """Time until a failed NIC or link is repaired while the job runs degraded."""
-    comm_fraction: float = 0.3
+    comm_fraction: float = value("comm_fraction")
     """Share of a training step spent in exposed (not overlapped) communication."""
-    reccl_network_throughput: float = 0.875
-    """Collective throughput while one host runs on one NIC fewer (simulator: 7 of 8 rails)."""
-    sglb_network_throughput: float = 0.97
-    """Collective throughput while one fabric link is down and SGLB reroutes around it."""
+    reccl_network_throughput: float = value("reccl_network_throughput")
+    """Collective throughput while one host runs on one NIC fewer."""
+    sglb_network_throughput: float = value("sglb_network_throughput")
+    """Collective throughput while a fabric link or a spine is down and SGLB reroutes."""
 
     def job_throughput(self, network_throughput: float) -> float:
         """Training throughput when collectives run at ``network_throughput`` of normal."""
@@ -101,17 +129,20 @@ class GpuHoursParams:
         if self.ref_gpus < 1:
             raise GpuHoursError("ref_gpus must be positive")
         for name in ("detection", "restart", "failover"):
-            if getattr(self, name) < 0:
+            if not getattr(self, name) >= 0:
                 raise GpuHoursError(f"{name} must be non-negative, got {getattr(self, name)!r}")
         if not self.checkpoint > 0:
             raise GpuHoursError(f"checkpoint must be positive, got {self.checkpoint!r}")
         if not self.repair > 0:
             raise GpuHoursError(f"repair must be positive, got {self.repair!r}")
         for name in ("reccl_network_throughput", "sglb_network_throughput", "last_hop_share",
-                     "comm_fraction"):
+                     "switch_share", "leaf_share", "comm_fraction"):
             v = getattr(self, name)
             if not 0 <= v <= 1:
                 raise GpuHoursError(f"{name} must be within 0..1, got {v!r}")
+        if self.degraded not in DEGRADED:
+            raise GpuHoursError(f"degraded must be one of {', '.join(DEGRADED)}, "
+                                f"got {self.degraded!r}")
         unknown = set(self.counts) - set(LLAMA3_COUNTS)
         if unknown:
             raise GpuHoursError(f"unknown failure class(es) {sorted(unknown)} "
@@ -125,17 +156,33 @@ class GpuHoursParams:
         elif not self.interval > 0:
             raise GpuHoursError(f"checkpoint interval must be positive, got {self.interval!r}")
 
-    def rates(self) -> dict[str, float]:
-        """Failures per second for this job, by class."""
-        scale = self.gpus / (self.ref_gpus * self.ref_days * 86400.0)
-        c = {k: float(self.counts.get(k, 0)) for k in LLAMA3_COUNTS}
-        return {
-            "fabric_link": c["switch_cable"] * (1 - self.last_hop_share) * scale,
-            "last_hop": c["switch_cable"] * self.last_hop_share * scale,
-            "nic": c["nic"] * scale,
-            "gpu": c["gpu"] * scale,
-            "other": c["other"] * scale,
-        }
+    def exposure(self) -> float:
+        """GPU-seconds of the reference observation."""
+        return self.ref_gpus * self.ref_days * 86400.0
+
+    def split(self) -> dict[str, dict[str, float]]:
+        """Share of each observed count that goes to each model class."""
+        s, lh, lf = self.switch_share, self.last_hop_share, self.leaf_share
+        return {"switch_cable": {"fabric_link": (1 - s) * (1 - lh), "last_hop": (1 - s) * lh,
+                                 "leaf_switch": s * lf, "spine_switch": s * (1 - lf)},
+                "nic": {"nic": 1.0}, "gpu": {"gpu": 1.0}, "other": {"other": 1.0}}
+
+    def rates(self, observed: dict[str, float] | None = None) -> dict[str, float]:
+        """Failures per second for this job, by class (from the counts or ``observed`` rates
+        per GPU-second)."""
+        per_gpu_s = observed or {k: float(self.counts.get(k, 0)) / self.exposure()
+                                 for k in LLAMA3_COUNTS}
+        out = dict.fromkeys(CLASSES, 0.0)
+        for key, shares in self.split().items():
+            for cls, share in shares.items():
+                out[cls] += per_gpu_s[key] * share * self.gpus
+        return out
+
+    def throughput_of(self, cls: str) -> float:
+        """Network throughput while a surviving failure of ``cls`` is in place."""
+        if cls in ("fabric_link", "spine_switch"):
+            return self.sglb_network_throughput
+        return self.reccl_network_throughput
 
 
 def checkpoint_interval(checkpoint: float, mtbf: float, rule: str | float = "daly") -> float:
@@ -167,13 +214,23 @@ class Failures:
 
 
 def draw_failures(params: GpuHoursParams, seeds: int, seed: int = 0) -> Failures:
-    """Poisson failure events of every class over the job window, for ``seeds`` runs."""
+    """Poisson failure events of every class over the job window, for ``seeds`` runs; each
+    run's rates drawn from the counts' Gamma posterior when ``rate_uncertainty``."""
     if seeds < 1:
         raise GpuHoursError("seeds must be at least 1")
     rng = np.random.default_rng(seed)
     horizon = params.days * 86400.0
-    rates = params.rates()
-    counts = np.stack([rng.poisson(rates[c] * horizon, size=seeds) for c in CLASSES], axis=1)
+    exposure = params.exposure()
+    counts = np.zeros((seeds, len(CLASSES)), np.int64)
+    for key, shares in params.split().items():
+        n = float(params.counts.get(key, 0))
+        if params.rate_uncertainty:
+            per_gpu_s = rng.gamma(n + 0.5, 1.0 / exposure, size=seeds)
+        else:
+            per_gpu_s = np.full(seeds, n / exposure)
+        for cls, share in shares.items():
+            lam = per_gpu_s * share * params.gpus * horizon
+            counts[:, CLASSES.index(cls)] += rng.poisson(lam)
     total = counts.sum(axis=1)
     k = max(int(total.max()), 1)
     time = np.full((seeds, k), np.inf)
@@ -204,98 +261,145 @@ def failures_from_events(events: list[tuple[float, str]]) -> Failures:
     return Failures(time, cls)
 
 
+def _worst_overlap(periods: list[tuple[float, float, float]]) -> float:
+    """Integral over time of the largest slowdown among the periods running then."""
+    if not periods:
+        return 0.0
+    edges = sorted({p for s, e, _ in periods for p in (s, e)})
+    total = 0.0
+    for a, b in zip(edges[:-1], edges[1:], strict=True):
+        worst = max((w for s, e, w in periods if s <= a and e >= b), default=0.0)
+        total += (b - a) * worst
+    return total
+
+
+def _one_seed(params: GpuHoursParams, times: np.ndarray, classes: np.ndarray,
+              survives: frozenset[str], tau: float) -> dict[str, float]:
+    """Walk one seed's failures in time order; every second of the window lands in exactly
+    one of work, checkpointing, lost work or downtime."""
+    horizon = params.days * 86400.0
+    cycle = tau + params.checkpoint
+    slow = {c: 1 - params.job_throughput(params.throughput_of(c)) for c in CLASSES}
+    acc = dict(work=0.0, ckpt=0.0, lost=0.0, down=0.0, pauses=0.0, stops=0.0, swaps=0.0)
+    periods: list[tuple[float, float, float]] = []
+    open_: list[tuple[float, float]] = []     # degradations running: (start, slowdown)
+    seg = 0.0                                 # the job runs (up) from seg
+    up_at = 0.0                               # down until up_at
+    swap_at = math.inf
+
+    def run_to(t: float, lost_tail: bool) -> None:
+        length = max(t - seg, 0.0)
+        cycles = math.floor(length / cycle) if math.isfinite(cycle) else 0
+        rest = length - cycles * cycle
+        acc["work"] += cycles * tau + (0.0 if lost_tail else rest)
+        acc["ckpt"] += cycles * params.checkpoint
+        acc["lost"] += rest if lost_tail else 0.0
+
+    def close(t: float) -> None:
+        for s, w in open_:
+            periods.append((s, min(t, s + params.repair), w))
+        open_.clear()
+
+    def stop(t: float, downtime: float, planned: bool) -> None:
+        nonlocal seg, up_at, swap_at
+        run_to(t, lost_tail=not planned)
+        close(t)
+        up_at = t + downtime
+        acc["down"] += min(up_at, horizon) - t
+        seg = up_at
+        swap_at = math.inf
+        acc["swaps" if planned else "stops"] += 1
+
+    for t, c in zip(times.tolist(), classes.tolist(), strict=True):
+        if c < 0 or t >= horizon:
+            break
+        if swap_at <= t:
+            stop(swap_at, params.restart, planned=True)
+        cls = CLASSES[c]
+        if t < up_at:
+            # Down already: a stopping failure restarts the restart; a surviving one is
+            # swapped out by it (nothing runs degraded).
+            if cls not in survives:
+                new_up = max(up_at, t + params.detection + params.restart)
+                acc["down"] += min(new_up, horizon) - min(up_at, horizon)
+                up_at = seg = new_up
+                acc["stops"] += 1
+            continue
+        if cls in survives:
+            acc["pauses"] += params.failover
+            open_.append((t, slow[cls]))
+            if params.degraded == "swap-at-checkpoint" and math.isfinite(cycle):
+                k = math.floor((t - seg) / cycle) + 1
+                swap_at = min(swap_at, seg + k * cycle)
+            continue
+        stop(t, params.detection + params.restart, planned=False)
+    if swap_at < horizon:
+        stop(swap_at, params.restart, planned=True)
+    if seg < horizon:
+        length = horizon - seg
+        cycles = math.floor(length / cycle) if math.isfinite(cycle) else 0
+        acc["work"] += length - cycles * params.checkpoint   # the last stretch's work counts
+        acc["ckpt"] += cycles * params.checkpoint
+    close(horizon)
+    periods = [(s, min(e, horizon), w) for s, e, w in periods]
+    acc["degraded"] = _worst_overlap(periods)
+    return acc
+
+
 def run_policy(params: GpuHoursParams, fails: Failures, policy: str) -> dict[str, np.ndarray]:
     """Per-seed accounting of one policy: productive time, losses and ETTR."""
     if policy not in POLICIES:
         raise GpuHoursError(f"unknown policy {policy!r} (choose from {', '.join(POLICIES)})")
-    survives = np.array([c in POLICIES[policy] for c in CLASSES])
+    survives = POLICIES[policy]
     horizon = params.days * 86400.0
     rates = params.rates()
-    stop_rate = sum(r for c, r in rates.items() if c not in POLICIES[policy])
+    stop_rate = sum(r for c, r in rates.items() if c not in survives)
     tau = checkpoint_interval(params.checkpoint, 1 / stop_rate if stop_rate else math.inf,
                               params.interval)
-    cycle = tau + params.checkpoint
-    down = params.detection + params.restart
-    valid = fails.cls >= 0
-    stops = valid & ~survives[np.maximum(fails.cls, 0)]
-    degr = valid & survives[np.maximum(fails.cls, 0)]
-    n = fails.seeds
-    # Walk the stopping failures in time order, all seeds at once.
-    stop_t = np.where(stops, fails.time, np.inf)
-    stop_t.sort(axis=1)
-    up_at = np.zeros(n)
-    work = np.zeros(n)
-    lost = np.zeros(n)
-    ckpt = np.zeros(n)
-    downtime = np.zeros(n)
-    restart_at = np.full(stop_t.shape, np.inf)
-
-    def run_segment(length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        cycles = np.floor(length / cycle) if math.isfinite(cycle) else np.zeros_like(length)
-        return cycles, length - cycles * cycle
-
-    for k in range(stop_t.shape[1]):
-        t = stop_t[:, k]
-        hit = np.isfinite(t) & (t < horizon)
-        running = hit & (t >= up_at)
-        seg = np.where(running, t - up_at, 0.0)
-        cycles, rest = run_segment(seg)
-        work += np.where(running, cycles * tau, 0.0)
-        ckpt += np.where(running, cycles * params.checkpoint, 0.0)
-        lost += np.where(running, rest, 0.0)
-        new_up = np.where(hit, np.maximum(up_at, t + down), up_at)
-        # Down from the failure (or from the restart it extends) until the new start.
-        since = np.minimum(np.where(running, t, up_at), horizon)
-        downtime += np.where(hit, np.minimum(new_up, horizon) - since, 0.0)
-        up_at = new_up
-        restart_at[:, k] = np.where(hit, t, np.inf)
-    # The last segment runs to the end of the window; its work counts (a final checkpoint).
-    seg = np.maximum(horizon - up_at, 0.0)
-    cycles, rest = run_segment(seg)
-    work += cycles * tau + rest
-    ckpt += cycles * params.checkpoint
-    # Degraded periods: from the failure until repair, the next restart or the window's end.
-    deg_t = np.where(degr, fails.time, np.inf)
-    nxt = np.full(deg_t.shape, np.inf)
-    for s in range(n):
-        idx = np.searchsorted(restart_at[s], deg_t[s], side="right")
-        ok = idx < restart_at.shape[1]
-        nxt[s, ok] = restart_at[s, idx[ok]]
-    end = np.minimum(np.minimum(deg_t + params.repair, nxt), horizon)
-    dur = np.where(np.isfinite(deg_t), np.maximum(end - deg_t, 0.0), 0.0)
-    slow = np.where(fails.cls == CLASSES.index("fabric_link"),
-                    1 - params.job_throughput(params.sglb_network_throughput),
-                    1 - params.job_throughput(params.reccl_network_throughput))
-    degraded = (dur * slow).sum(axis=1)
-    pauses = np.where(np.isfinite(deg_t), params.failover, 0.0).sum(axis=1)
-    productive = np.maximum(work - degraded - pauses, 0.0)
+    rows = [_one_seed(params, fails.time[s], fails.cls[s], survives, tau)
+            for s in range(fails.seeds)]
+    col = {k: np.array([r[k] for r in rows]) for k in rows[0]}
+    productive = np.maximum(col["work"] - col["degraded"] - col["pauses"], 0.0)
     return {
         "productive": productive,
         "ettr": productive / horizon,
         "gpu_hours_lost": (horizon - productive) * params.gpus / 3600.0,
-        "lost_work_h": lost / 3600.0,
-        "downtime_h": downtime / 3600.0,
-        "checkpoint_h": ckpt / 3600.0,
-        "degraded_h": degraded / 3600.0,
-        "failover_h": pauses / 3600.0,
-        "stops": (stops & (fails.time < horizon)).sum(axis=1).astype(float),
-        "interval_s": np.full(n, tau),
+        "lost_work_h": col["lost"] / 3600.0,
+        "downtime_h": col["down"] / 3600.0,
+        "checkpoint_h": col["ckpt"] / 3600.0,
+        "degraded_h": col["degraded"] / 3600.0,
+        "failover_h": col["pauses"] / 3600.0,
+        "stops": col["stops"],
+        "swaps": col["swaps"],
+        "interval_s": np.full(fails.seeds, tau),
     }
+
+
+def interval95(values) -> dict[str, float]:
+    """Mean, its 95% CI, and the 2.5-97.5 percentile range of per-seed values."""
+    v = np.asarray(values, float)
+    out = mean_ci(v)
+    out["p2.5"], out["p97.5"] = (float(x) for x in np.percentile(v, [2.5, 97.5]))
+    return out
 
 
 def gpu_hours(params: GpuHoursParams, seeds: int = 1000, seed: int = 0,
               policies: tuple[str, ...] = tuple(POLICIES)) -> dict:
-    """Monte Carlo over seeds: GPU-hours lost and saved per policy, ETTR, with 95% CIs."""
+    """Monte Carlo over seeds: GPU-hours lost and saved per policy, ETTR, with 95% CIs and
+    the 95% range over seeds (rate uncertainty and one job's luck)."""
     fails = draw_failures(params, seeds, seed)
     per = {p: run_policy(params, fails, p) for p in policies}
     base = per.get("fail-stop")
-    out: dict = {"params": dict(params.__dict__), "seeds": seeds,
+    params_dict = dataclasses.asdict(params)
+    out: dict = {"params": params_dict, "seeds": seeds,
                  "rates_per_day": {k: v * 86400 for k, v in params.rates().items()},
                  "failures_per_seed": mean_ci((fails.cls >= 0).sum(axis=1)),
+                 "network_failures_per_seed": mean_ci(
+                     np.isin(fails.cls, [CLASSES.index(c) for c in NETWORK]).sum(axis=1)),
                  "policies": {}}
     for p, r in per.items():
         entry = {k: mean_ci(v) for k, v in r.items() if k != "productive"}
         if base is not None:
-            entry["gpu_hours_saved"] = mean_ci(base["gpu_hours_lost"] - r["gpu_hours_lost"])
+            entry["gpu_hours_saved"] = interval95(base["gpu_hours_lost"] - r["gpu_hours_lost"])
         out["policies"][p] = entry
     return out

@@ -40,7 +40,9 @@ class Incidence:
                       for c in cols]
         self._group = None
         if flow_group is not None and group_link is not None and np.any(flow_group >= 0):
-            n_groups = int(group_id.max()) + 1 if len(group_id) else 0
+            # A group may have no link (a pair without a live path): size by both sides.
+            n_groups = max(int(group_id.max()) + 1 if len(group_id) else 0,
+                           int(flow_group.max()) + 1)
             fg = np.where(flow_group >= 0, flow_group, n_groups).astype(np.int64)
             self._group = (fg, n_groups, group_link.astype(np.int64), group_id.astype(np.int64),
                            group_weight.astype(float))

@@ -72,7 +72,45 @@ def simulator_figures(summary: dict[str, Any], runs: list[dict[str, Any]], out: 
     fig.savefig(out / "utilisation.png", dpi=120)
     plt.close(fig)
     figures["utilisation_cdf"] = cdfs
+    if summary["scenario"].get("events"):
+        figures["throughput"] = throughput_figure(summary["scenario"], runs[0], out)
     return figures
+
+
+def throughput_figure(scenario: dict[str, Any], run: dict[str, Any], out: Path) -> dict:
+    """Goodput over time of one seed, per policy, failures marked; the healthy run dashed."""
+    out.mkdir(parents=True, exist_ok=True)
+    names = list(run["policies"])
+    fig, axes = plt.subplots(len(names), 1, figsize=(7, 2.2 * len(names) + 0.6), sharex=True,
+                             squeeze=False)
+    data = {}
+    peak = max(max(run["policies"][p]["timeline_healthy"]["goodput"] or [0]) for p in names)
+    scale, unit = (1e12, "Tbit/s") if peak >= 1e13 else (1e9, "Gbit/s")
+    for ax, p in zip(axes[:, 0], names, strict=True):
+        e = run["policies"][p]
+        tl, hl = e["timeline"], e["timeline_healthy"]
+        ax.step(np.array(tl["time"]) * 1e3, np.array(tl["goodput"]) / scale, where="post",
+                color=COLOURS.get(p), label=f"{p} with failures")
+        ax.step(np.array(hl["time"]) * 1e3, np.array(hl["goodput"]) / scale, where="post",
+                color=COLOURS.get(p), ls="--", alpha=0.6, label=f"{p} healthy")
+        for k, note in enumerate(e["notes"]):
+            down = note["event"].endswith(" down")
+            ax.axvline(note["time"] * 1e3, color="#d62728" if down else "#9467bd",
+                       ls="-" if down else ":", lw=1)
+            ax.annotate(note["event"], (note["time"] * 1e3, 0.98 - 0.3 * (k % 3)),
+                        xycoords=("data", "axes fraction"), rotation=90, va="top", ha="right",
+                        fontsize=6)
+        ax.set_ylabel(f"goodput ({unit})", fontsize=8)
+        ax.legend(fontsize=7, loc="lower right")
+        ax.grid(alpha=0.3)
+        data[p] = {"timeline": tl, "timeline_healthy": hl, "inflation": e["inflation"]}
+    axes[-1, 0].set_xlabel("time (ms)")
+    fig.suptitle(f"{scenario.get('name', '')}: throughput, seed {run['seed']} "
+                 "(red: failure, purple: reaction)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out / "throughput.png", dpi=120)
+    plt.close(fig)
+    return data
 
 
 def gpu_hours_figure(summary: dict[str, Any], out: Path) -> dict:
@@ -108,3 +146,41 @@ def write_json(data: dict[str, Any], path: Path) -> None:
     """Write ``data`` as indented JSON."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1) + "\n")
+
+
+def sensitivity_figure(sens: dict[str, Any], out: Path) -> dict:
+    """GPU-hours saved by ReCCL+SGLB (and each alone) across every sweep, with ranges."""
+    out.mkdir(parents=True, exist_ok=True)
+    sweeps = sens["sweeps"]
+    cols = 3
+    rows = -(-len(sweeps) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), squeeze=False)
+    for ax, sw in zip(axes.ravel(), sweeps.values(), strict=False):
+        x = np.arange(len(sw["rows"]))
+        labels = [str(r["value"]) for r in sw["rows"]]
+        for pol in ("reccl+sglb", "reccl", "sglb-reroute"):
+            m = np.array([r["saved"][pol]["mean"] for r in sw["rows"]]) / 1e3
+            ax.plot(x, m, marker="o", ms=3, color=COLOURS.get(pol), label=pol)
+            if pol == "reccl+sglb":
+                lo = np.array([r["saved"][pol]["p2.5"] for r in sw["rows"]]) / 1e3
+                hi = np.array([r["saved"][pol]["p97.5"] for r in sw["rows"]]) / 1e3
+                ax.fill_between(x, lo, hi, color=COLOURS.get(pol), alpha=0.15)
+        at = [i for i, r in enumerate(sw["rows"]) if r["value"] == sw["default"]]
+        if at:
+            ax.axvline(at[0], color="k", ls=":", lw=0.8)
+        ax.axhline(0, color="k", lw=0.6)
+        ax.set_xticks(x, labels, fontsize=7)
+        ax.set_xlabel(sw["label"], fontsize=8)
+        ax.set_ylabel("GPU-hours saved (k)", fontsize=8)
+        ax.grid(alpha=0.3)
+    for ax in axes.ravel()[len(sweeps):]:
+        ax.axis("off")
+    axes[0, 0].legend(fontsize=7)
+    r = sens["range"]
+    fig.suptitle(f"GPU-hours saved against fail-stop: mean over {sens['seeds']} seeds, shaded "
+                 f"2.5-97.5% of seeds (ReCCL+SGLB); dotted: default. Range of means "
+                 f"{r['min'] / 1e3:,.1f}k to {r['max'] / 1e3:,.1f}k", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out / "gpu_hours_sensitivity.png", dpi=120)
+    plt.close(fig)
+    return {"sweeps": sweeps, "corners": sens["corners"], "range": r}

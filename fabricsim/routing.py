@@ -129,8 +129,13 @@ class PathTable:
                                 f"{names[self.leaves[d[k]]]}")
         return out
 
-    def candidates(self, level: int, src_leaf: np.ndarray, dst_leaf: np.ndarray) -> Candidates:
-        """Every slot between the given leaf pairs, all of which meet at ``level``."""
+    def candidates(self, level: int, src_leaf: np.ndarray, dst_leaf: np.ndarray,
+                   capacity: np.ndarray | None = None) -> Candidates:
+        """Every slot between the given leaf pairs, all of which meet at ``level``.
+
+        ``capacity`` is the link capacity as the caller knows it (default: the
+        network's); a slot over a link at 0 is not valid.
+        """
         tab = self.levels[level]
         net = self.net
         s = self.leaf_index[src_leaf]
@@ -141,7 +146,7 @@ class PathTable:
         dup = tab.up[d[:, None], np.maximum(rd, 0)]            # (n, R, M, h) d's up paths
         down = np.where(dup >= 0, net.reverse_of(np.maximum(dup, 0)), -1)[..., ::-1]
         down = np.where((rd >= 0)[..., None, None], down, -1)
-        cap_ext = np.append(net.capacity, 0.0)
+        cap_ext = np.append(net.capacity if capacity is None else capacity, 0.0)
         up_cap = np.where(up[..., 0] >= 0, cap_ext[up].min(axis=-1), 0.0)        # (n, R, M)
         down_cap = np.where(down[..., 0] >= 0, cap_ext[down].min(axis=-1), 0.0)  # (n, R, M)
         capacity = np.minimum(up_cap[..., :, None], down_cap[..., None, :])

@@ -11,11 +11,16 @@ import os
 import sys
 from collections.abc import Sequence
 from importlib import import_module
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from softswitch.frontend import Diagnostic, Program
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("softswitch.cli:check_main", "parse and check a P4 program, print diagnostics"),
     "stf": ("softswitch.stf:main", "run an STF packet test: softswitch stf PROG.p4 TEST.stf"),
-    "compile": ("softswitch.p4info:main", "write P4Info (--p4info) and device config of a program"),
+    "compile": ("softswitch.cli:compile_main", "write P4Info (--p4info) and device config of a program"),
     "run": ("softswitch.runner:main", "run a switch: softswitch run PROG.p4 -i 1@veth1 ... (P4Runtime)"),
 }
 
@@ -109,7 +114,46 @@ def check_main(argv: Sequence[str]) -> int:
     return 0
 
 
-def _engine_problem(prog):
+def compile_main(argv: Sequence[str]) -> int:
+    """`softswitch compile PROG.p4`: check a program, write its P4Info and device config."""
+    ap = argparse.ArgumentParser(prog="softswitch compile")
+    ap.add_argument("program", help="P4_16 program (.p4)")
+    ap.add_argument("--p4info", metavar="OUT.txtpb", help="write the P4Info (text format) here")
+    ap.add_argument("--device-config", metavar="OUT.p4cfg",
+                    help="write the self-contained device config for SetForwardingPipelineConfig")
+    ap.add_argument("-I", dest="include_dirs", action="append", default=[],
+                    help="include directory")
+    ap.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]")
+    args = ap.parse_args(list(argv))
+
+    from softswitch.frontend import P4Error, compile_file
+    from softswitch.p4info import P4InfoError, p4info_from_program, p4info_text
+    from softswitch.p4runtime.pipeline_loader import device_config_from_file
+
+    # `-D X` defines X as 1, `-D X=` as empty (as cc does)
+    defines: dict[str, str | None] = {}
+    for d in args.defines:
+        name, eq, value = d.partition("=")
+        defines[name] = value if eq else None
+    include_dirs = tuple(args.include_dirs)
+    try:
+        program = compile_file(args.program, include_dirs=include_dirs, defines=defines)
+        p4info = p4info_from_program(program)
+        config = device_config_from_file(args.program, include_dirs, defines)
+    except P4Error as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    except (P4InfoError, OSError) as exc:
+        print(f"{args.program}: error: {exc}", file=sys.stderr)
+        return 1
+    if args.p4info:
+        Path(args.p4info).write_text(p4info_text(p4info))
+    if args.device_config:
+        Path(args.device_config).write_bytes(config)
+    return 0
+
+
+def _engine_problem(prog: Program) -> Diagnostic | None:
     """Build the program in the engine; a construct it cannot execute becomes a Diagnostic."""
     import linecache
 

@@ -10,9 +10,20 @@ Aliases are the shortest unique suffix of dot-separated components over all name
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast
+
+if TYPE_CHECKING:
+    from finsy.proto import p4i
+
+    from softswitch.frontend.info import DirectInfo, ProgramInfo
+    from softswitch.frontend.program import Program
+
+    _MatchType: TypeAlias = p4i.MatchField.MatchType.ValueType
+    _CounterUnit: TypeAlias = p4i.CounterSpec.Unit.ValueType
+    _MeterUnit: TypeAlias = p4i.MeterSpec.Unit.ValueType
+    _Scope: TypeAlias = p4i.ActionRef.Scope.ValueType
 
 # P4Ids.Prefix (p4/config/v1/p4info.proto)
 ACTION = 0x01
@@ -30,6 +41,16 @@ DIGEST = 0x17
 
 _MASK32 = 0xFFFFFFFF
 _PREFIX_MASK = 0xFF << 24
+
+
+class _Described(Protocol):
+    """A Program.info record that becomes a P4Info object (name and annotations)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def annotations(self) -> tuple[Any, ...]: ...
 
 
 class P4InfoError(ValueError):
@@ -121,17 +142,6 @@ def shortest_unique_suffixes(names: Iterable[str]) -> dict[str, str]:
 # ---- P4Info from Program.info ---------------------------------------------------------------
 
 
-def _get(obj: Any, name: str, default: Any = None) -> Any:
-    """Read a field of a Program.info record (dataclass attribute or mapping key)."""
-    if isinstance(obj, Mapping):
-        return obj.get(name, default)
-    return getattr(obj, name, default)
-
-
-def _annotations(obj: Any) -> list[Any]:
-    return list(_get(obj, "annotations", None) or [])
-
-
 def _ann_name(a: Any) -> str:
     return a.name if hasattr(a, "name") else str(a).lstrip("@").split("(", 1)[0]
 
@@ -141,22 +151,22 @@ def _ann_arg(a: Any) -> Any:
     return args[0] if args else None
 
 
-def _explicit_id(obj: Any) -> int | None:
-    for a in _annotations(obj):
+def _explicit_id(obj: _Described) -> int | None:
+    for a in obj.annotations:
         if _ann_name(a) == "id":
             value = _ann_arg(a)
             if not isinstance(value, int):
-                raise P4InfoError(f"{_get(obj, 'name')}: @id needs an integer argument")
+                raise P4InfoError(f"{obj.name}: @id needs an integer argument")
             return value
     return None
 
 
-def _fill_preamble(pre: Any, name: str, ident: int, alias: str, obj: Any) -> None:
+def _fill_preamble(pre: p4i.Preamble, name: str, ident: int, alias: str, obj: _Described) -> None:
     """Preamble as p4c writes it: @name/@id dropped, @brief/@description into doc."""
     pre.id = ident
     pre.name = name
     pre.alias = alias
-    for a in _annotations(obj):
+    for a in obj.annotations:
         n = _ann_name(a)
         if n in ("name", "id"):
             continue
@@ -168,45 +178,57 @@ def _fill_preamble(pre: Any, name: str, ident: int, alias: str, obj: Any) -> Non
             pre.annotations.append(str(a) if not isinstance(a, str) else a)
 
 
-_MATCH_TYPES = {"exact": 2, "lpm": 3, "ternary": 4, "range": 5, "optional": 6}  # MatchField.MatchType
-_COUNTER_UNITS = {"packets": 2, "bytes": 1, "packets_and_bytes": 3, "both": 3}
-_METER_UNITS = {"packets": 2, "bytes": 1}
-_SCOPES = {"table_and_default": 0, "table_only": 1, "default_only": 2}
+def _other_annotations(obj: _Described) -> list[str]:
+    """Annotations that P4Info keeps as text (all but @name and @id)."""
+    return [str(a) for a in obj.annotations if _ann_name(a) not in ("name", "id")]
 
 
-def build_p4info(info: Any) -> Any:
+# p4info.proto enum values (the protobuf module is imported only when a P4Info is built)
+_MATCH_TYPES = cast("dict[str, _MatchType]",
+                    {"exact": 2, "lpm": 3, "ternary": 4, "range": 5, "optional": 6})
+_COUNTER_UNITS = cast("dict[str, _CounterUnit]",
+                      {"packets": 2, "bytes": 1, "packets_and_bytes": 3, "both": 3})
+_METER_UNITS = cast("dict[str, _MeterUnit]", {"packets": 2, "bytes": 1})
+_SCOPES = cast("dict[str, _Scope]", {"table_and_default": 0, "table_only": 1, "default_only": 2})
+_UNSPECIFIED_UNIT = cast("_CounterUnit", 0)
+_UNSPECIFIED_METER_UNIT = cast("_MeterUnit", 0)
+
+
+def p4info_from_program(program: Program) -> p4i.P4Info:
+    """The P4Info of a compiled program (what p4c writes with --p4runtime-files)."""
+    return p4info_from_program_info(program.info)
+
+
+def p4info_from_program_info(info: ProgramInfo) -> p4i.P4Info:
     """The P4Info (p4.config.v1.P4Info) p4c writes for a program's control-plane surface."""
     from finsy.proto import p4i
 
-    tables = list(_get(info, "tables", []) or [])
-    used_actions: list[str] = []
-    for t in tables:
-        for ref in _get(t, "actions", []) or []:
-            used_actions.append(_get(ref, "name"))
-    profiles = list(_get(info, "action_profiles", []) or [])
-    actions = [a for a in _get(info, "actions", []) or [] if _get(a, "name") in set(used_actions)]
-    groups: list[tuple[int, list[Any]]] = [
-        (TABLE, tables),
-        (ACTION, actions),
-        (ACTION_PROFILE, profiles),
-        (COUNTER, list(_get(info, "counters", []) or [])),
-        (DIRECT_COUNTER, list(_get(info, "direct_counters", []) or [])),
-        (METER, list(_get(info, "meters", []) or [])),
-        (DIRECT_METER, list(_get(info, "direct_meters", []) or [])),
-        (REGISTER, list(_get(info, "registers", []) or [])),
-        (DIGEST, list(_get(info, "digests", []) or [])),
-        (VALUE_SET, list(_get(info, "value_sets", []) or [])),
+    tables = list(info.tables)
+    used_actions = {ref.name for t in tables for ref in t.actions}
+    profiles = list(info.action_profiles)
+    actions = [a for a in info.actions if a.name in used_actions]
+    groups: list[tuple[int, list[_Described]]] = [
+        (TABLE, list(tables)),
+        (ACTION, list(actions)),
+        (ACTION_PROFILE, list(profiles)),
+        (COUNTER, list(info.counters)),
+        (DIRECT_COUNTER, list(info.direct_counters)),
+        (METER, list(info.meters)),
+        (DIRECT_METER, list(info.direct_meters)),
+        (REGISTER, list(info.registers)),
+        (DIGEST, list(info.digests)),
+        (VALUE_SET, list(info.value_sets)),
     ]
-    headers = list(_get(info, "controller_headers", []) or [])
+    headers = list(info.controller_headers)
     alloc = IdAllocator()
     symbol_names: list[str] = []
     for prefix, objs in groups:
         for o in objs:
-            alloc.add(prefix, _get(o, "name"), _explicit_id(o))
-            symbol_names.append(_get(o, "name"))
+            alloc.add(prefix, o.name, _explicit_id(o))
+            symbol_names.append(o.name)
     for h in headers:
         # p4c hashes the header *type* name; the P4Info name is the annotation's argument.
-        type_name = _get(h, "type_name") or _get(h, "name")
+        type_name = h.type_name or h.name
         alloc.add(CONTROLLER_HEADER, type_name, _explicit_id(h))
         symbol_names.append(type_name)
     ids = alloc.assign()
@@ -217,180 +239,125 @@ def build_p4info(info: Any) -> Any:
 
     out = p4i.P4Info()
     out.pkg_info.arch = "v1model"
-    direct_of: dict[str, list[int]] = {}
-    for prefix, kind in ((DIRECT_COUNTER, "direct_counters"), (DIRECT_METER, "direct_meters")):
-        for d in _get(info, kind, []) or []:
-            direct_of.setdefault(_get(d, "table"), []).append(ident(prefix, _get(d, "name")))
+    direct_of: dict[str | None, list[int]] = {}
+    for prefix, directs in ((DIRECT_COUNTER, info.direct_counters),
+                            (DIRECT_METER, info.direct_meters)):
+        for d in directs:
+            direct_of.setdefault(d.table, []).append(ident(prefix, d.name))
 
     for t in tables:
-        name = _get(t, "name")
+        name = t.name
         msg = out.tables.add()
         _fill_preamble(msg.preamble, name, ident(TABLE, name), aliases[name], t)
-        for i, k in enumerate(_get(t, "keys", []) or [], start=1):
-            kind = _get(k, "match_kind")
+        for i, k in enumerate(t.keys, start=1):
+            kind = k.match_kind
             if kind == "selector":
                 continue
-            mf = msg.match_fields.add(id=i, name=_get(k, "name"), bitwidth=_get(k, "bitwidth"))
+            mf = msg.match_fields.add(id=i, name=k.name, bitwidth=k.bitwidth)
             if kind in _MATCH_TYPES:
                 mf.match_type = _MATCH_TYPES[kind]
             else:
                 mf.other_match_type = kind
-            for a in _annotations(k):
-                if _ann_name(a) not in ("name", "id"):
-                    mf.annotations.append(str(a))
-        for ref in _get(t, "actions", []) or []:
-            r = msg.action_refs.add(id=ident(ACTION, _get(ref, "name")))
-            r.scope = _SCOPES.get(_get(ref, "scope", "table_and_default") or "table_and_default", 0)
-            for a in _annotations(ref):
-                if _ann_name(a) not in ("name", "id"):
-                    r.annotations.append(str(a))
-        default = _get(t, "default_action")
-        if default is not None and _get(default, "const", False):
-            msg.const_default_action_id = ident(ACTION, _get(default, "name"))
-        impl = _get(t, "implementation")
-        if impl:
-            msg.implementation_id = ident(ACTION_PROFILE, impl)
+            mf.annotations.extend(_other_annotations(k))
+        for ref in t.actions:
+            r = msg.action_refs.add(id=ident(ACTION, ref.name))
+            r.scope = _SCOPES.get(ref.scope or "table_and_default", _SCOPES["table_and_default"])
+            r.annotations.extend(_other_annotations(ref))
+        default = t.default_action
+        if default is not None and default.const:
+            msg.const_default_action_id = ident(ACTION, default.name)
+        if t.implementation:
+            msg.implementation_id = ident(ACTION_PROFILE, t.implementation)
         msg.direct_resource_ids.extend(direct_of.get(name, []))
-        msg.size = _get(t, "size", 1024) or 1024
-        if _get(t, "is_const", False):
+        msg.size = t.size or 1024
+        if t.is_const:
             msg.is_const_table = True
-        if _get(t, "entries", ()):
+        if t.entries:
             msg.has_initial_entries = True  # p4c (P4Runtime 1.4+) marks tables with `entries`
 
     for a in actions:
-        name = _get(a, "name")
-        msg = out.actions.add()
-        _fill_preamble(msg.preamble, name, ident(ACTION, name), aliases[name], a)
-        for i, prm in enumerate(_get(a, "params", []) or [], start=1):
-            p = msg.params.add(id=i, name=_get(prm, "name"), bitwidth=_get(prm, "bitwidth"))
-            for ann in _annotations(prm):
-                if _ann_name(ann) not in ("name", "id"):
-                    p.annotations.append(str(ann))
+        name = a.name
+        amsg = out.actions.add()
+        _fill_preamble(amsg.preamble, name, ident(ACTION, name), aliases[name], a)
+        for i, prm in enumerate(a.params, start=1):
+            p = amsg.params.add(id=i, name=prm.name, bitwidth=prm.bitwidth)
+            p.annotations.extend(_other_annotations(prm))
 
     for ap in profiles:
-        name = _get(ap, "name")
-        msg = out.action_profiles.add()
-        _fill_preamble(msg.preamble, name, ident(ACTION_PROFILE, name), aliases[name], ap)
-        msg.table_ids.extend(ident(TABLE, tn) for tn in _get(ap, "tables", []) or [])
-        msg.with_selector = bool(_get(ap, "with_selector", False))
-        msg.size = _get(ap, "size", 0) or 0
-        msg.max_group_size = _get(ap, "max_group_size", 0) or 0
+        name = ap.name
+        pmsg = out.action_profiles.add()
+        _fill_preamble(pmsg.preamble, name, ident(ACTION_PROFILE, name), aliases[name], ap)
+        pmsg.table_ids.extend(ident(TABLE, tn) for tn in ap.tables)
+        pmsg.with_selector = bool(ap.with_selector)
+        pmsg.size = ap.size or 0
+        pmsg.max_group_size = ap.max_group_size or 0
 
-    for c in _get(info, "counters", []) or []:
-        name = _get(c, "name")
-        msg = out.counters.add()
-        _fill_preamble(msg.preamble, name, ident(COUNTER, name), aliases[name], c)
-        msg.spec.unit = _COUNTER_UNITS.get(str(_get(c, "unit", "packets")).lower(), 0)
-        msg.size = _get(c, "size", 0)
-    for c in _get(info, "direct_counters", []) or []:
-        name = _get(c, "name")
-        msg = out.direct_counters.add()
-        _fill_preamble(msg.preamble, name, ident(DIRECT_COUNTER, name), aliases[name], c)
-        msg.spec.unit = _COUNTER_UNITS.get(str(_get(c, "unit", "packets")).lower(), 0)
-        msg.direct_table_id = ident(TABLE, _get(c, "table"))
-    for m in _get(info, "meters", []) or []:
-        name = _get(m, "name")
-        msg = out.meters.add()
-        _fill_preamble(msg.preamble, name, ident(METER, name), aliases[name], m)
-        msg.spec.unit = _METER_UNITS.get(str(_get(m, "unit", "packets")).lower(), 0)
-        msg.size = _get(m, "size", 0)
-    for m in _get(info, "direct_meters", []) or []:
-        name = _get(m, "name")
-        msg = out.direct_meters.add()
-        _fill_preamble(msg.preamble, name, ident(DIRECT_METER, name), aliases[name], m)
-        msg.spec.unit = _METER_UNITS.get(str(_get(m, "unit", "packets")).lower(), 0)
-        msg.direct_table_id = ident(TABLE, _get(m, "table"))
+    for c in info.counters:
+        cmsg = out.counters.add()
+        _fill_preamble(cmsg.preamble, c.name, ident(COUNTER, c.name), aliases[c.name], c)
+        cmsg.spec.unit = _COUNTER_UNITS.get(str(c.unit).lower(), _UNSPECIFIED_UNIT)
+        cmsg.size = c.size
+    for dc in info.direct_counters:
+        dcmsg = out.direct_counters.add()
+        _fill_preamble(dcmsg.preamble, dc.name, ident(DIRECT_COUNTER, dc.name),
+                       aliases[dc.name], dc)
+        dcmsg.spec.unit = _COUNTER_UNITS.get(str(dc.unit).lower(), _UNSPECIFIED_UNIT)
+        dcmsg.direct_table_id = ident(TABLE, _table_of(dc))
+    for m in info.meters:
+        mmsg = out.meters.add()
+        _fill_preamble(mmsg.preamble, m.name, ident(METER, m.name), aliases[m.name], m)
+        mmsg.spec.unit = _METER_UNITS.get(str(m.unit).lower(), _UNSPECIFIED_METER_UNIT)
+        mmsg.size = m.size
+    for dm in info.direct_meters:
+        dmmsg = out.direct_meters.add()
+        _fill_preamble(dmmsg.preamble, dm.name, ident(DIRECT_METER, dm.name),
+                       aliases[dm.name], dm)
+        dmmsg.spec.unit = _METER_UNITS.get(str(dm.unit).lower(), _UNSPECIFIED_METER_UNIT)
+        dmmsg.direct_table_id = ident(TABLE, _table_of(dm))
 
     for h in headers:
-        type_name = _get(h, "type_name") or _get(h, "name")
-        role = _get(h, "name")
-        msg = out.controller_packet_metadata.add()
-        msg.preamble.id = ident(CONTROLLER_HEADER, type_name)
-        msg.preamble.name = role
-        msg.preamble.alias = role
-        msg.preamble.annotations.append(f'@controller_header("{role}")')
-        for i, f in enumerate(_get(h, "fields", []) or [], start=1):
-            msg.metadata.add(id=i, name=_get(f, "name"), bitwidth=_get(f, "bitwidth"))
+        type_name = h.type_name or h.name
+        role = h.name
+        hmsg = out.controller_packet_metadata.add()
+        hmsg.preamble.id = ident(CONTROLLER_HEADER, type_name)
+        hmsg.preamble.name = role
+        hmsg.preamble.alias = role
+        hmsg.preamble.annotations.append(f'@controller_header("{role}")')
+        for i, f in enumerate(h.fields, start=1):
+            hmsg.metadata.add(id=i, name=f.name, bitwidth=f.bitwidth)
 
-    for vs in _get(info, "value_sets", []) or []:
-        name = _get(vs, "name")
-        msg = out.value_sets.add()
-        _fill_preamble(msg.preamble, name, ident(VALUE_SET, name), aliases[name], vs)
-        for i, f in enumerate(_get(vs, "fields", []) or [], start=1):
-            mf = msg.match.add(id=i, name=_get(f, "name"), bitwidth=_get(f, "bitwidth"))
-            mf.match_type = _MATCH_TYPES.get(_get(f, "match_kind", "exact") or "exact", 2)
-        msg.size = _get(vs, "size", 0)
+    for vs in info.value_sets:
+        vmsg = out.value_sets.add()
+        _fill_preamble(vmsg.preamble, vs.name, ident(VALUE_SET, vs.name), aliases[vs.name], vs)
+        for i, f in enumerate(vs.fields, start=1):
+            vmf = vmsg.match.add(id=i, name=f.name, bitwidth=f.bitwidth)
+            vmf.match_type = _MATCH_TYPES.get(f.match_kind or "exact", _MATCH_TYPES["exact"])
+        vmsg.size = vs.size
 
-    for r in _get(info, "registers", []) or []:
-        name = _get(r, "name")
-        msg = out.registers.add()
-        _fill_preamble(msg.preamble, name, ident(REGISTER, name), aliases[name], r)
-        msg.type_spec.bitstring.bit.bitwidth = _get(r, "bitwidth")
-        msg.size = _get(r, "size", 0)
+    for reg in info.registers:
+        rmsg = out.registers.add()
+        _fill_preamble(rmsg.preamble, reg.name, ident(REGISTER, reg.name), aliases[reg.name], reg)
+        rmsg.type_spec.bitstring.bit.bitwidth = reg.bitwidth
+        rmsg.size = reg.size
 
-    for d in _get(info, "digests", []) or []:
-        name = _get(d, "name")
-        msg = out.digests.add()
-        _fill_preamble(msg.preamble, name, ident(DIGEST, name), aliases[name], d)
-        msg.type_spec.struct.name = name
-        struct = out.type_info.structs[name]
-        for f in _get(d, "fields", []) or []:
-            member = struct.members.add(name=_get(f, "name"))
-            member.type_spec.bitstring.bit.bitwidth = _get(f, "bitwidth")
+    for dg in info.digests:
+        gmsg = out.digests.add()
+        _fill_preamble(gmsg.preamble, dg.name, ident(DIGEST, dg.name), aliases[dg.name], dg)
+        gmsg.type_spec.struct.name = dg.name
+        struct = out.type_info.structs[dg.name]
+        for f in dg.fields:
+            member = struct.members.add(name=f.name)
+            member.type_spec.bitstring.bit.bitwidth = f.bitwidth
     return out
 
 
-def p4info_text(p4info: Any) -> str:
+def _table_of(direct: DirectInfo) -> str:
+    # an unattached direct resource (the front end warns) has no table ID: KeyError below
+    return str(direct.table)
+
+
+def p4info_text(p4info: p4i.P4Info) -> str:
     """The P4Info in protobuf text format (what `p4c --p4runtime-files x.txtpb` writes)."""
     from google.protobuf import text_format
 
-    return text_format.MessageToString(p4info)
-
-
-def add_compile_arguments(parser: Any) -> Any:
-    """Arguments of `softswitch compile` (an argparse parser)."""
-    parser.add_argument("program", help="P4_16 program (.p4)")
-    parser.add_argument("--p4info", metavar="OUT.txtpb", help="write the P4Info (text format) here")
-    parser.add_argument("--device-config", metavar="OUT.p4cfg",
-                        help="write the self-contained device config for SetForwardingPipelineConfig")
-    parser.add_argument("-I", dest="include_dirs", action="append", default=[], help="include directory")
-    parser.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]")
-    return parser
-
-
-def compile_main(args: Any) -> int:
-    """`softswitch compile`: check a program, write its P4Info and device config."""
-    import sys
-    from pathlib import Path
-
-    from softswitch.frontend import P4Error, compile_file
-    from softswitch.p4runtime.pipeline_loader import device_config_from_file
-
-    defines = dict(d.split("=", 1) if "=" in d else (d, None) for d in args.defines)
-    try:
-        program = compile_file(args.program, include_dirs=tuple(args.include_dirs), defines=defines)
-        info = build_p4info(program.info)
-        config = device_config_from_file(args.program, tuple(args.include_dirs), defines)
-    except P4Error as exc:
-        print(str(exc), file=sys.stderr)
-        return 1
-    except (P4InfoError, OSError) as exc:
-        print(f"{args.program}: error: {exc}", file=sys.stderr)
-        return 1
-    if args.p4info:
-        Path(args.p4info).write_text(p4info_text(info))
-    if args.device_config:
-        Path(args.device_config).write_bytes(config)
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run `softswitch compile` on its own (python -m softswitch.p4info)."""
-    import argparse
-
-    parser = add_compile_arguments(argparse.ArgumentParser(prog="softswitch compile"))
-    return compile_main(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    return str(text_format.MessageToString(p4info))

@@ -106,9 +106,9 @@ class SwitchProcess:
         """Compile `program` and commit it as the pipeline (as a controller's VERIFY_AND_COMMIT)."""
         from finsy.proto import p4r
 
+        from softswitch.p4info import p4info_from_program
         from softswitch.p4runtime.errors import P4RuntimeError
         from softswitch.p4runtime.pipeline_loader import (
-            build_p4info,
             device_config_from_file,
             load_program,
         )
@@ -122,7 +122,7 @@ class SwitchProcess:
 
             compile_file(str(program), include_dirs=self.opts.include_dirs)
             raise
-        cfg = p4r.ForwardingPipelineConfig(p4info=build_p4info(prog), p4_device_config=config)
+        cfg = p4r.ForwardingPipelineConfig(p4info=p4info_from_program(prog), p4_device_config=config)
         self.device.set_pipeline(p4r.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT, cfg)
         log.info("switch=%s pipeline_loaded program=%s", self.opts.name, program)
 
@@ -140,6 +140,9 @@ class SwitchProcess:
     def stop(self) -> None:
         """Stop serving and close every port."""
         self.server.stop()
+        stats = {**self.server.service.stats(), "gnmi_dropped": self.server.gnmi.dropped}
+        log.info("switch=%s p4runtime %s", self.opts.name,
+                 " ".join(f"{k}={v}" for k, v in stats.items()))
         self.ports.kernel_drops()
         self.ports.close()
         for n, p in self.ports.ports.items():

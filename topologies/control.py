@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -25,6 +26,7 @@ from syncmesh.metrics import parse
 from syncmesh.p4runtime_driver import PipelineFiles, compile_pipeline
 
 from fabricmodel import Fabric, dump
+from sglb.config import DRE_PERIOD_SHIFT, NOTICE_COPIES, Feedback, dre_period_shift_for
 
 REPO = Path(__file__).resolve().parent.parent
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -49,7 +51,14 @@ class ControlOptions:
     jitter waits for the whole profile of the next period; a software switch's counters read
     every 10 ms jitter, and every delta is a P4Runtime write at each leaf)."""
     flowlet_gap_us: int = 500
-    """Idle time after which a flow may change path (us)."""
+    """Idle time after which a flow may change path (us); the delay-skew rule may hold it longer."""
+    feedback: Feedback = Feedback()
+    """Leaves' in-band feedback and delay-skew settings (sglb.config.Feedback)."""
+    notice_copies: int = NOTICE_COPIES
+    """Copies of every failure notice a spine sends to each leaf."""
+    dre_period_shift: int | None = None
+    """sglb.p4's DRE_PERIOD_SHIFT; None: from the fabric's slowest link
+    (sglb.config.dre_period_shift_for)."""
     inject_port_status: bool = field(
         default_factory=lambda: os.environ.get("TARGET", "softswitch").lower() == "bmv2")
     """Send port-status packets as PacketOut (BMv2; softswitch injects them itself)."""
@@ -122,6 +131,19 @@ def value(samples: Samples, name: str, **labels: str) -> float | None:
     return None
 
 
+def dre_period_shift(fabric: Fabric, options: ControlOptions) -> int:
+    """The DRE period (log2 us) the fabric's program is compiled with."""
+    if options.dre_period_shift is not None:
+        return options.dre_period_shift
+    return dre_period_shift_for(min(lk.capacity_mbps for lk in fabric.links))
+
+
+def program_defines(fabric: Fabric, options: ControlOptions) -> dict[str, str]:
+    """-D macros of sglb.p4 for this fabric (compile_pipeline's ``defines``)."""
+    shift = dre_period_shift(fabric, options)
+    return {} if shift == DRE_PERIOD_SHIFT else {"DRE_PERIOD_SHIFT": str(shift)}
+
+
 class FabricControl:
     """One SyncMesh daemon process per switch of a fabric, and what the testbed reads of them."""
 
@@ -130,9 +152,14 @@ class FabricControl:
         self.fabric = fabric
         self.program = program
         self.options = options or ControlOptions()
-        self.work_dir = Path(work_dir or REPO / "out" / time.strftime("control-%Y%m%d-%H%M%S"))
+        if work_dir is None:  # a fresh directory per run, also for runs in the same second
+            (REPO / "out").mkdir(exist_ok=True)
+            work_dir = Path(tempfile.mkdtemp(prefix=time.strftime("control-%Y%m%d-%H%M%S-"),
+                                             dir=REPO / "out"))
+        self.work_dir = Path(work_dir)
         self.work_dir.mkdir(parents=True, exist_ok=True)
-        self.pipeline = pipeline or compile_pipeline(program, self.work_dir / "pipeline")
+        self.pipeline = pipeline or compile_pipeline(program, self.work_dir / "pipeline",
+                                                     program_defines(fabric, self.options))
         self.fabric_file = self.work_dir / "fabric.yaml"
         self.cert_dir = self.work_dir / "certs"
         self.state_dir = self.work_dir / "state"
@@ -164,7 +191,16 @@ class FabricControl:
                "--counter-interval", str(o.counter_interval),
                "--leaf-counter-interval", str(o.leaf_counter_interval),
                "--profile-threshold", str(o.profile_threshold),
-               "--flowlet-gap-us", str(o.flowlet_gap_us), "--mode", "glb" if o.glb else "ecmp"]
+               "--flowlet-gap-us", str(o.flowlet_gap_us), "--mode", "glb" if o.glb else "ecmp",
+               "--dre-period-shift", str(dre_period_shift(self.fabric, o)),
+               "--notice-copies", str(o.notice_copies)]
+        fb = o.feedback
+        if not fb.enabled:
+            cmd.append("--no-feedback")
+        cmd += ["--tag-frame-max", str(fb.tag_frame_max), "--feedback-fresh-us", str(fb.fresh_us),
+                "--feedback-stale-us", str(fb.stale_us), "--unknown-level", str(fb.unknown_level),
+                "--gap-margin-us", str(fb.gap_margin_us),
+                "--gap-unknown-us", str(fb.gap_unknown_us)]
         if o.inject_port_status:
             cmd.append("--inject-port-status")
         if o.netlink_ports:

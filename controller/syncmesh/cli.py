@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fabricmodel import FabricError, dump, leaf_spine, load
+from sglb.config import DRE_PERIOD_SHIFT, DRE_PERIOD_SHIFT_MAX, Feedback, dre_period_shift_for
 
 from . import certs, logs
 from .certs import CertError, TlsFiles
@@ -99,6 +100,32 @@ def _parser() -> argparse.ArgumentParser:
                       help="how often a leaf reads them (metrics only; default: %(default)s)")
     p4rt.add_argument("--flowlet-gap-us", type=int, default=Identity.flowlet_gap_us,
                       help="idle time after which a flow may change path (us)")
+    p4rt.add_argument("--dre-period-shift", type=int, metavar="N",
+                      help="sglb.p4's DRE_PERIOD_SHIFT (period 2^N us) to compile the pipeline "
+                           "with (default: from the fabric's slowest link)")
+    p4rt.add_argument("--notice-copies", type=int, default=Identity.notice_copies,
+                      help="copies of every failure notice a spine sends to each leaf "
+                           "(default: %(default)s)")
+    fb = run.add_argument_group("leaves' in-band feedback (sglb.config.Feedback)")
+    fb.add_argument("--no-feedback", action="store_true",
+                    help="no in-band feedback: leaves use the profiles only")
+    fb.add_argument("--tag-frame-max", type=int, default=Feedback.tag_frame_max,
+                    help="frames longer than this once tagged go untagged (default: "
+                         "%(default)s)")
+    fb.add_argument("--feedback-fresh-us", type=int, default=Feedback.fresh_us,
+                    help="feedback at most this old replaces the profile (default: %(default)s)")
+    fb.add_argument("--feedback-stale-us", type=int, default=Feedback.stale_us,
+                    help="older feedback only raises the level; unknown beyond this "
+                         "(default: %(default)s)")
+    fb.add_argument("--unknown-level", type=int, default=Feedback.unknown_level,
+                    help="floor of the remote level without fresh feedback (default: "
+                         "%(default)s)")
+    fb.add_argument("--gap-margin-us", type=int, default=Feedback.gap_margin_us,
+                    help="added to a measured delay skew before a flowlet moves (default: "
+                         "%(default)s)")
+    fb.add_argument("--gap-unknown-us", type=int, default=Feedback.gap_unknown_us,
+                    help="idle time a flowlet needs where path delays are unknown (default: "
+                         "%(default)s)")
     p4rt.add_argument("--inject-port-status", action="store_true",
                       help="send port-status packets as PacketOut (BMv2; softswitch injects "
                            "them itself)")
@@ -184,10 +211,11 @@ def _one_line(text: object) -> str:
     return " ".join(str(text).split())
 
 
-def _pipeline(path: Path, out_dir: Path) -> PipelineFiles:
+def _pipeline(path: Path, out_dir: Path, defines: dict[str, str]) -> PipelineFiles:
     """Check and compile the program to push; every problem becomes one located line."""
     from softswitch.frontend import P4Error, compile_file
-    from softswitch.p4runtime.pipeline_loader import build_p4info, load_program
+    from softswitch.p4info import p4info_from_program
+    from softswitch.p4runtime.pipeline_loader import load_program
 
     from .p4runtime_driver import compile_pipeline
 
@@ -195,8 +223,8 @@ def _pipeline(path: Path, out_dir: Path) -> PipelineFiles:
         raise _Refused(f"--pipeline: no such file: {path}")
     try:
         compile_file(str(path))  # the front end locates errors in the file itself
-        files = compile_pipeline(path, out_dir)
-        info = build_p4info(load_program(files.device_config.read_bytes()))  # cached
+        files = compile_pipeline(path, out_dir, defines)
+        info = p4info_from_program(load_program(files.device_config.read_bytes()))  # cached
     except P4Error as e:
         errors = [d for d in e.diagnostics if d.severity == "error"] or e.diagnostics
         d = errors[0]
@@ -228,12 +256,33 @@ def _driver(args: argparse.Namespace, fabric, work: Path) -> P4RuntimeDriver:
         raise _Refused(f"--election-id: must be in 1..2^128-1, got {args.election_id}")
     if not 0 <= args.flowlet_gap_us < 2**32:
         raise _Refused(f"--flowlet-gap-us: must be in 0..2^32-1, got {args.flowlet_gap_us}")
-    pipeline = _pipeline(args.pipeline, work)
-    return P4RuntimeDriver(args.switch, address, device_id,
-                           Identity(switch_mac(sw.id), args.flowlet_gap_us), pipeline,
+    identity = _identity(args, fabric)
+    defines = ({} if identity.dre_period_shift == DRE_PERIOD_SHIFT
+               else {"DRE_PERIOD_SHIFT": str(identity.dre_period_shift)})
+    pipeline = _pipeline(args.pipeline, work, defines)
+    return P4RuntimeDriver(args.switch, address, device_id, identity, pipeline,
                            sorted(fabric.ports(args.switch)),
                            inject_port_status=args.inject_port_status,
                            election_id=args.election_id)
+
+
+def _identity(args: argparse.Namespace, fabric) -> Identity:
+    """The switch's set_switch constants from the options (each checked, one error line)."""
+    shift = args.dre_period_shift
+    if shift is None:
+        shift = dre_period_shift_for(min(lk.capacity_mbps for lk in fabric.links))
+    elif not 0 <= shift <= DRE_PERIOD_SHIFT_MAX:
+        raise _Refused(f"--dre-period-shift: must be in 0..{DRE_PERIOD_SHIFT_MAX}, got {shift}")
+    try:
+        feedback = Feedback(enabled=not args.no_feedback, tag_frame_max=args.tag_frame_max,
+                            fresh_us=args.feedback_fresh_us, stale_us=args.feedback_stale_us,
+                            unknown_level=args.unknown_level, gap_margin_us=args.gap_margin_us,
+                            gap_unknown_us=args.gap_unknown_us)
+        return Identity(switch_mac(fabric.switch(args.switch).id), args.flowlet_gap_us,
+                        feedback=feedback, notice_copies=args.notice_copies,
+                        dre_period_shift=shift)
+    except ValueError as e:
+        raise _Refused(_one_line(e)) from None
 
 
 async def _run(daemon: Daemon) -> str | None:
@@ -330,6 +379,7 @@ def main(argv: list[str] | None = None) -> int:
         given = [flag for flag, used in (
             ("--device-id", args.device_id is not None), ("--election-id", args.election_id != 10),
             ("--pipeline", args.pipeline != DEFAULT_PIPELINE),
+            ("--dre-period-shift", args.dre_period_shift is not None),
             ("--inject-port-status", args.inject_port_status)) if used]
         if given:
             print(f"syncmesh: error: {given[0]} needs --p4runtime", file=sys.stderr)
@@ -348,9 +398,9 @@ def main(argv: list[str] | None = None) -> int:
         logs.setup(args.switch, getattr(logging, args.log_level.upper()))
         port_source = None
         if args.watch_ports:
-            names = {f"{args.intf_prefix}{name}": port
-                     for name, port in mininet_names(fabric, args.switch).items()}
-            port_source = PortWatcher(names, args.netns).changes
+            interfaces = {f"{args.intf_prefix}{name}": port
+                          for name, port in mininet_names(fabric, args.switch).items()}
+            port_source = PortWatcher(interfaces, args.netns).changes
         try:
             daemon = Daemon(fabric, args.switch, options, config, driver=driver,
                             port_source=port_source)

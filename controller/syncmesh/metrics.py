@@ -142,15 +142,16 @@ def render(core: SyncMeshCore, transport: TransportStats, daemon: Daemon | None 
             if (op.dst_leaf, op.index) in since:
                 w.sample("syncmesh_remote_congested_since_seconds",
                          since[op.dst_leaf, op.index], dst_leaf=op.dst_leaf, path=op.index)
-    if core.publisher is not None and core.publisher.last_sent is not None:
-        pub = core.publisher
+    pub = core.publisher
+    sent = pub.last_sent if pub is not None else None
+    if pub is not None and sent is not None:
         w.family("syncmesh_profile_level", "gauge",
                  "This spine's published congestion level toward each destination leaf.")
         w.family("syncmesh_profile_level_changed_seconds", "gauge",
                  "When (Unix time) that published level last changed.")
         w.family("syncmesh_profile_congested_since_seconds", "gauge",
                  "For destinations published with a level in the top two: since when.")
-        for dst, level in sorted(pub.last_sent.items()):
+        for dst, level in sorted(sent.items()):
             w.sample("syncmesh_profile_level", level, dst_leaf=dst)
             if dst in pub.changed_at:
                 w.sample("syncmesh_profile_level_changed_seconds", pub.changed_at[dst],

@@ -44,6 +44,7 @@ from .sglb_mapping import (
     Plan,
     SwitchBook,
     TableWrite,
+    punted_notice,
 )
 from .switchops import OpKey, SwitchOp
 
@@ -122,20 +123,21 @@ class PipelineFiles:
     """The target's ``p4_device_config`` bytes."""
 
 
-def compile_pipeline(program: Path, out_dir: Path | None = None) -> PipelineFiles:
-    """Compile ``program`` with the software target's front end into P4Info + device config."""
-    from softswitch.p4info import p4info_text
+def compile_pipeline(program: Path, out_dir: Path | None = None,
+                     defines: Mapping[str, str] | None = None) -> PipelineFiles:
+    """Compile ``program`` with the software target's front end into P4Info + device config
+    (``defines``: -D macros, e.g. sglb.p4's DRE_PERIOD_SHIFT)."""
+    from softswitch.p4info import p4info_from_program, p4info_text
     from softswitch.p4runtime.pipeline_loader import (
-        build_p4info,
         device_config_from_file,
         load_program,
     )
 
     out = Path(out_dir or tempfile.mkdtemp(prefix="sglb-pipeline-"))
     out.mkdir(parents=True, exist_ok=True)
-    blob = device_config_from_file(program)
+    blob = device_config_from_file(program, defines=dict(defines) if defines else None)
     files = PipelineFiles(out / f"{program.stem}.p4info.txtpb", out / f"{program.stem}.p4cfg")
-    files.p4info.write_text(p4info_text(build_p4info(load_program(blob))))
+    files.p4info.write_text(p4info_text(p4info_from_program(load_program(blob))))
     files.device_config.write_bytes(blob)
     return files
 
@@ -176,7 +178,10 @@ def from_finsy(entry: object, schema: fy.P4Schema) -> Entity | None:
     if isinstance(entry, fy.P4MulticastGroupEntry):
         ports = []
         for r in entry.replicas:  # finsy reads a replica back as a port or (port, instance)
-            ports.append(r.port if isinstance(r, P4Replica) else r if isinstance(r, int) else r[0])
+            if isinstance(r, P4Replica):
+                ports.append((r.port, r.instance) if r.instance else r.port)
+            else:
+                ports.append(r if isinstance(r, int) else (r[0], r[1]))
         return MulticastWrite(entry.multicast_group_id, tuple(ports))
     if not isinstance(entry, fy.P4TableEntry) or entry.action is None:
         return None
@@ -254,6 +259,9 @@ class P4RuntimeDriver:
                     raise DriverError(f"{self.name}: another controller is primary on "
                                       f"{self.address}", Failure.NOT_PRIMARY)
                 self._ports = await self._follow_ports(sw, stack, changes)
+                notices = asyncio.get_running_loop().create_task(
+                    self._read_notices(sw), name=f"{self.name}:notices")
+                stack.push_async_callback(_cancel, notices)
                 self._switch, self._port_changes = sw, changes
                 self._log.event("p4runtime_connected", address=self.address)
                 yield
@@ -261,6 +269,14 @@ class P4RuntimeDriver:
             self._switch = None
             self._ports = fy.SwitchPortList()  # type: ignore[no-untyped-call]  # unannotated in finsy
             sw.ee.remove_all_listeners()
+
+    async def _read_notices(self, sw: fy.Switch) -> None:
+        """Notices the data plane applied (PacketIn, EtherType 0x88B6): the book writes
+        their epochs back once the desired state includes them (sglb_mapping)."""
+        async for packet in sw.read_packets(eth_types={0x88B6}):
+            notice = punted_notice(int(packet.metadata.get("reason", 0)), packet.payload)
+            if notice is not None:
+                self.book.note_notice(notice)
 
     async def _follow_ports(self, sw: fy.Switch, stack: contextlib.AsyncExitStack,
                             changes: asyncio.Queue[dict[int, bool] | None]) -> fy.SwitchPortList:

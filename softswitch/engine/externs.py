@@ -98,10 +98,6 @@ class MeterCell:
         self.last_us = None
         self.configured = True
 
-    def reset(self) -> None:
-        """Back to unconfigured: every packet is GREEN."""
-        self.__init__()
-
     def execute(self, amount: int, now_us: int) -> int:
         """Colour one packet of `amount` units (1 for packet meters, bytes otherwise), RFC 2698 3.2."""
         if not self.configured:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import binascii
 import random as _random
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -90,8 +90,6 @@ CRC32 = CrcParams(32, 0x04C11DB7, 0xFFFFFFFF, 0xFFFFFFFF, True, True)
 CRC_CCITT = CrcParams(16, 0x1021, 0xFFFF, 0x0000, False, False)
 
 crc16 = Crc(CRC16)
-crc32 = Crc(CRC32)
-crc_ccitt = Crc(CRC_CCITT)
 
 
 def _crc32_fast(data: bytes) -> int:
@@ -146,38 +144,13 @@ def random_hash(data: bytes) -> int:
 
 ALGORITHMS: dict[str, Callable[[bytes], int]] = {
     "crc16": crc16,
-    "crc32": _crc32_fast,  # same function as crc32, computed by zlib
-    "crcCCITT": _crc_ccitt_fast,  # same function as crc_ccitt, computed by binascii
+    "crc32": _crc32_fast,  # Crc(CRC32), computed by zlib
+    "crcCCITT": _crc_ccitt_fast,  # Crc(CRC_CCITT), computed by binascii
     "csum16": csum16,
     "xor16": xor16,
     "identity": identity,
     "random": random_hash,
 }
-
-# Result widths of each algorithm before the `max` reduction.
-OUTPUT_WIDTH = {
-    "crc16": 16,
-    "crc32": 32,
-    "crcCCITT": 16,
-    "csum16": 16,
-    "xor16": 16,
-    "identity": 64,
-    "random": 64,
-    "crc16_custom": 16,
-    "crc32_custom": 32,
-}
-
-
-def pack_fields(fields: Sequence[tuple[int, int]]) -> bytes:
-    """Pack (value, width) pairs left-aligned into bytes, zero-padding the last byte."""
-    acc = 0
-    nbits = 0
-    for value, width in fields:
-        acc = (acc << width) | (value & ((1 << width) - 1))
-        nbits += width
-    pad = (-nbits) % 8
-    return (acc << pad).to_bytes((nbits + pad) // 8, "big")
-
 
 def hash_result(h: int, base: int, max_value: int) -> int:
     """v1model hash(): base + (H mod max), in [base, base + max - 1]; max == 0 gives base."""
@@ -199,10 +172,6 @@ class HashEngine:
         if name not in ("crc16_custom", "crc32_custom"):
             raise ValueError(f"{name} is not a configurable CRC")
         self.algorithms[name] = Crc(params)
-
-    def compute(self, algo: str, fields: Sequence[tuple[int, int]]) -> int:
-        """Hash the packed field list with the named algorithm."""
-        return self.algorithms[algo](pack_fields(fields))
 
     def compute_packed(self, algo: str, value: int, nbits: int, payload: bytes = b"") -> int:
         """Hash a field list already packed into `value` of `nbits` bits (then the payload)."""

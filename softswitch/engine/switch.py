@@ -1,4 +1,7 @@
-"""The v1model switch: builds the runtime objects, runs packets as BMv2 simple_switch does.
+"""The v1model switch: runs packets as BMv2 simple_switch does, and its control-plane API.
+
+The program's runtime objects (generated code, tables, externs) come from
+`builder.build_program`.
 
 Pipeline order (BMv2 simple_switch): parser -> verifyChecksum -> ingress ->
 clone I2E (the original packet parsed again) -> digests -> resubmit ->
@@ -10,25 +13,34 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import time
+import traceback
 from collections import deque
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Concatenate, NamedTuple, ParamSpec, TypeVar
 
-from . import runtime
-from .errors import CompileError, PacketDropped, PacketTooShort, ParserReject, SwitchError
+from .errors import (
+    CompileError,
+    InternalError,
+    PacketDropped,
+    PacketTooShort,
+    ParserReject,
+    SwitchError,
+)
 from .externs import (
-    CounterArray,
-    MeterArray,
+    CloneSession,
     MeterCell,
-    RegisterArray,
     ReplicationEngine,
     check_meter_config,
 )
-from .hashes import HashEngine, hash_result
-from .match import Exact, Lpm, Optional, Range, Ternary
-from .runtime import ExitSignal, HeaderStack, PacketContext, PacketOut
-from .tables import ActionProfile, ActionSpec, Entry, KeySpec, Table
+from .hashes import HashEngine
+from .match import MatchValue
+from .runtime import ExitSignal, PacketContext, PacketOut
+from .tables import ActionProfile, Entry, Table
+
+if TYPE_CHECKING:
+    from softswitch.frontend.program import Program
 
 log = logging.getLogger("softswitch.engine")
 
@@ -37,6 +49,12 @@ DROP_PORT = 511
 NORMAL, INGRESS_CLONE, EGRESS_CLONE, COALESCED, RECIRC, REPLICATION, RESUBMIT = 0, 1, 2, 3, 4, 5, 6
 MAX_PASSES = 32  # ingress passes (resubmit / recirculate) per injected packet
 MAX_JOBS = 4096  # pipeline passes of all copies (replicas, clones) per injected packet
+STRICT_ENV = "SOFTSWITCH_STRICT"  # "1": internal errors raise InternalError (the test suite sets it)
+
+
+def strict_default() -> bool:
+    """Whether a Switch made without `strict=` raises internal errors ($SOFTSWITCH_STRICT)."""
+    return os.environ.get(STRICT_ENV, "") not in ("", "0")
 
 
 class Output(NamedTuple):
@@ -50,54 +68,13 @@ class Digest(NamedTuple):
     """A digest message: struct type name and (field, bitwidth, value) triples."""
 
     name: str
-    fields: tuple
+    fields: tuple[tuple[str, int, int], ...]
 
 
-def _copy_value(v):
-    return v.copy() if hasattr(v, "copy") else v
-
-
-def _mk(cls, items, valid):
-    obj = cls()
-    for name, value in items:
-        setattr(obj, "f_" + name, value)
-    if valid:
-        obj._v = True
-    return obj
-
-
-def _div(a: int, b: int) -> int:
-    if b == 0:
-        return 0
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
-
-
-def _mod(a: int, b: int) -> int:
-    if b == 0:
-        return 0
-    return a - _div(a, b) * b
-
-
-def _shl(a: int, b: int, w: int) -> int:
-    return 0 if b >= w else a << b
-
-
-def _sat(v: int, w: int) -> int:
-    lo, hi = -(1 << (w - 1)), (1 << (w - 1)) - 1
-    return lo if v < lo else hi if v > hi else v
-
-
-def _hash(P, algo, base, packed, nbits, max_value):
-    return hash_result(P.sw.hashes.compute_packed(algo, packed, nbits), base, max_value)
-
-
-def _csum(P, algo, packed, nbits, payload):
-    return P.sw.hashes.compute_packed(algo, packed, nbits, payload)
-
-
-def _sel(P, profile, packed, nbits):
-    return P.sw.hashes.compute_packed(profile.algorithm, packed, nbits)
+# Arguments of the control-plane API (docs/softswitch-api.md)
+Keys = Sequence[MatchValue] | Mapping[str, MatchValue]  # in key order, or by key name
+ActionArgs = Sequence[int] | Mapping[str, int]  # in parameter order, or by parameter name
+Replicas = Iterable[tuple[int, int]]  # (port, rid)
 
 
 def _default_clock() -> Callable[[], int]:
@@ -105,209 +82,103 @@ def _default_clock() -> Callable[[], int]:
     return lambda: (time.monotonic_ns() - t0) // 1000
 
 
-class _Job(NamedTuple):
-    kind: str  # "ingress" or "egress"
+class _Carried(NamedTuple):
+    """What a resubmitted or recirculated packet keeps: user metadata and the field list to copy."""
+
+    meta: Any
+    field_list: int
+
+
+class _IngressJob(NamedTuple):
+    """A packet entering ingress: from a port, resubmitted or recirculated."""
+
     data: bytes
     port: int
     instance_type: int
-    preserved: Any = None  # (meta, field list index) for ingress; (hdr, meta, sm, payload) for egress
-    ingress_port: int = 0
+    ingress_port: int  # where the injected packet came in (drop counters)
+    carried: _Carried | None = None
+
+
+class _EgressJob(NamedTuple):
+    """A copy entering egress on `port` with the headers and metadata it carries."""
+
+    data: bytes
+    port: int
+    ingress_port: int
+    hdr: Any
+    meta: Any
+    sm: Any
+    payload: bytes
+    truncate: int = 0  # clone session truncation
+    context: PacketContext | None = None  # unicast: the ingress pass's context continues
+
+
+_Job = _IngressJob | _EgressJob
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+_T = TypeVar("_T")
+
+
+def _refuse_malformed(method: Callable[Concatenate[Switch, _P], _R]) -> Callable[Concatenate[Switch, _P], _R]:
+    """Turn a malformed argument's TypeError/ValueError into SwitchError(INVALID_ARGUMENT).
+
+    Every control-plane method carries it, so that a wrong type from a caller is a
+    refusal like any other (docs/softswitch-api.md), never a traceback.
+    """
+
+    def wrapper(self: Switch, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(self, *args, **kwargs)
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise SwitchError("INVALID_ARGUMENT", f"{method.__name__}: malformed argument: {exc}") from None
+
+    functools.update_wrapper(wrapper, method)
+    return wrapper
 
 
 class Switch:
     """A v1model software switch running one compiled program (docs/softswitch-api.md)."""
 
-    def __init__(self, program: Any, cpu_port: int = 255, clock: Callable[[], int] | None = None) -> None:
+    def __init__(self, program: Program, cpu_port: int = 255, clock: Callable[[], int] | None = None,
+                 strict: bool | None = None) -> None:
         self.program = program
+        # strict: an internal error (a bug, not a drop) raises InternalError instead of being
+        # counted as a drop; default from $SOFTSWITCH_STRICT
+        self.strict = strict_default() if strict is None else strict
+        self._fault_causes: dict[tuple[str, str, int], int] = {}
         self.cpu_port = cpu_port
         self.clock = clock or _default_clock()
         self.hashes = HashEngine()
         self.pre = ReplicationEngine()
         self.on_digest: Callable[[Digest], None] | None = None
         self._digests: deque[Digest] = deque()
-        self.stats = {"in": {}, "out": {}, "dropped": {}}
-        from .codegen import Codegen  # the front end is only needed once a program is compiled
+        # packets by port: received, sent, dropped (errors: dropped by an internal error)
+        self.stats: dict[str, dict[int, int]] = {"in": {}, "out": {}, "dropped": {}, "errors": {}}
+        # imported here: the front end is only needed once a program is compiled
+        from .builder import build_program
 
-        gen = Codegen(program)
-        try:
-            source = gen.compile()
-        except CompileError:
-            raise
-        self.source = source
-        self.gen = gen
-        ns = self._namespace()
-        self.tables: dict[str, Table] = {}
-        self.registers: dict[str, RegisterArray] = {}
-        self.counters: dict[str, CounterArray] = {}
-        self.meters: dict[str, MeterArray] = {}
-        self.profiles: dict[str, ActionProfile] = {}
-        self.direct: dict[str, tuple[str, str]] = {}  # direct resource name -> (kind, unit)
-        self._build_externs(gen, ns)
-        code = compile(source, f"<softswitch:{getattr(program, 'source_file', 'program')}>", "exec")
-        exec(code, ns)
-        self.ns = ns
-        self._build_tables(gen, ns)
-        self.value_sets: dict[str, ValueSet] = {}
-        for decl, g in gen.value_sets:
-            vs = ValueSet(decl.fqname or decl.name, decl.size_value)
-            ns[g] = vs
-            self.value_sets[vs.name] = vs
-        self._run_parser = ns["RUN_parser"]
-        self._run_verify_checksum = ns["RUN_verify_checksum"]
-        self._run_ingress = ns["RUN_ingress"]
-        self._run_egress = ns["RUN_egress"]
-        self._run_compute_checksum = ns["RUN_compute_checksum"]
-        self._run_deparser = ns["RUN_deparser"]
-        self._new_headers = ns["new_headers"]
-        self._new_meta = ns["new_meta"]
-        self._new_sm = ns["new_sm"]
-        self._field_lists = ns["FIELD_LISTS"]
-
-    # ------------------------------------------------------------------ building
-
-    def _namespace(self) -> dict:
-        return {
-            "__builtins__": __builtins__,
-            "_Stack": HeaderStack,
-            "_Exit": ExitSignal,
-            "_Reject": ParserReject,
-            "_TooShort": PacketTooShort,
-            "_Drop": PacketDropped,
-            "_rb": runtime.read_bits,
-            "_fb": int.from_bytes,
-            "_mk": _mk,
-            "_aggf": runtime.agg_fields,
-            "_div": _div,
-            "_mod": _mod,
-            "_shl": _shl,
-            "_sat": _sat,
-            "_hash": _hash,
-            "_csum": _csum,
-            "_sel": _sel,
-            "_log": runtime.log_msg,
-            "_random": runtime.random_value,
-            "_cp": _copy_value,
-            "_into": runtime.assign_into,
-            "_dyn": runtime.pack_dynamic,
-            "_REJECT": None,
-        }
-
-    def _build_externs(self, gen: Any, ns: dict) -> None:
-        for info in gen.externs:
-            a = info.args
-            tn = info.type_name
-            if tn == "register":
-                from .codegen import rt
-
-                t = rt(info.type_args[0]) if info.type_args else None
-                width = getattr(t, "width", 32) if t is not None else 32
-                signed = bool(getattr(t, "signed", False))
-                obj = RegisterArray(info.name, int(a[0]), width, signed)
-                self.registers[info.name] = obj
-                ns[info.gname + "_v"] = obj.values
-            elif tn == "counter":
-                obj = CounterArray(info.name, int(a[0]), str(a[1]))
-                self.counters[info.name] = obj
-                ns[info.gname + "_p"] = obj.packets
-                ns[info.gname + "_b"] = obj.bytes
-            elif tn == "meter":
-                obj = MeterArray(info.name, int(a[0]), str(a[1]))
-                self.meters[info.name] = obj
-            elif tn in ("direct_counter", "direct_meter"):
-                obj = _DirectSpec(info.name, tn, str(a[0]))
-            elif tn == "action_profile":
-                obj = ActionProfile(info.name, False, int(a[0] or 0))
-                self.profiles[info.name] = obj
-            elif tn == "action_selector":
-                obj = ActionProfile(info.name, True, int(a[1] or 0), algorithm=str(a[0]))
-                self.profiles[info.name] = obj
-            else:
-                raise CompileError(getattr(info.decl, "loc", "?"), f"unsupported extern {tn}")
-            ns[info.gname] = obj
-
-    def _build_tables(self, gen: Any, ns: dict) -> None:
-        action_fns_global = {a.name: ns[a.gname] for a in gen.actions}
-        action_specs = {a.name: ActionSpec(a.name, tuple(a.params)) for a in gen.actions}
-        for info in gen.tables:
-            d = info.decl
-            keys = [KeySpec(n, k, w) for n, k, w in info.keys]
-            specs, scopes, fns = [], {}, {}
-            for aname, ref, fname in info.actions:
-                specs.append(action_specs[aname])
-                fns[aname] = ns[fname]
-                names = {a.name for a in ref.annotations}
-                if "defaultonly" in names:
-                    scopes[aname] = "default_only"
-                elif "tableonly" in names:
-                    scopes[aname] = "table_only"
-            default = ("NoAction", ())
-            if d.default_action is not None:
-                ref = d.default_action
-                ainfo = gen.action_by_decl.get((id(ref.action), _prefix_of(gen, info))) or gen.action_by_decl.get(
-                    (id(ref.action), "")
-                )
-                default = (ainfo.name, self._const_action_args(ref))
-                if ainfo.name not in fns:
-                    fns[ainfo.name] = ns[ainfo.gname]
-            elif "NoAction" in action_fns_global:
-                fns.setdefault("NoAction", action_fns_global["NoAction"])
-            if default[0] not in action_specs:
-                action_specs.setdefault(default[0], ActionSpec(default[0], ()))
-            if default[0] not in {s.name for s in specs}:
-                specs.append(action_specs[default[0]])
-                scopes.setdefault(default[0], "default_only")
-            profile = ns[info.profile] if info.profile else None
-            dc = ns[info.direct_counter] if info.direct_counter else None
-            dm = ns[info.direct_meter] if info.direct_meter else None
-            table = Table(
-                info.name,
-                keys,
-                specs,
-                scopes,
-                default=default,
-                const_default=d.default_action_const,
-                is_const=d.entries is not None and d.entries_const,
-                size=d.size_value or 1024,
-                profile=profile,
-                with_counter=dc is not None,
-                with_meter=dm is not None,
-            )
-            table.bind(fns)
-            if dc is not None:
-                self.direct[dc.name] = ("counter", info.name)
-            if dm is not None:
-                self.direct[dm.name] = ("meter", info.name)
-                table.meter_unit = dm.unit
-            ns[info.gname] = table
-            self.tables[info.name] = table
-            if d.entries:
-                self._add_const_entries(table, info, d.entries)
-
-    def _const_action_args(self, ref: Any) -> tuple[int, ...]:
-        call = ref.call
-        params = ref.action.params
-        values = []
-        if call is not None and call.bound_args:
-            for p, a in zip(params, call.bound_args, strict=False):
-                if not p.direction:
-                    values.append(_const_int(a) & _mask_of(p))
-        else:
-            data = [p for p in params if not p.direction]
-            for p, a in zip(data, ref.args, strict=False):
-                values.append(_const_int(a.value) & _mask_of(p))
-        return tuple(values)
-
-    def _add_const_entries(self, table: Table, info: Any, entries: list) -> None:
-        n = len(entries)
-        for i, ent in enumerate(entries):
-            ks = ent.keyset
-            items = ks.items if isinstance(ks, _ast().ListExpr) else [ks]
-            if len(table.match_keys) == 1 and not isinstance(ks, _ast().ListExpr):
-                items = [ks]
-            keys = [_keyset_value(item, spec) for item, spec in zip(items, table.match_keys, strict=False)]
-            aname = next(a for a, ref, _ in info.actions if ref.action is ent.action.action)
-            prio = ent.priority_value if ent.priority_value is not None else n - i
-            table.add(keys, aname, self._const_action_args(ent.action), prio, const_ok=True)
+        built = build_program(program)
+        self.source = built.source  # the generated Python (docs/softswitch-engine.md)
+        self.gen = built.gen
+        self.ns = built.ns
+        self.tables = built.tables
+        self.registers = built.registers
+        self.counters = built.counters
+        self.meters = built.meters
+        self.profiles = built.profiles
+        self.direct = built.direct  # direct resource name -> (kind, table)
+        self.value_sets = built.value_sets
+        self._run_parser = built.entry("RUN_parser")
+        self._run_verify_checksum = built.entry("RUN_verify_checksum")
+        self._run_ingress = built.entry("RUN_ingress")
+        self._run_egress = built.entry("RUN_egress")
+        self._run_compute_checksum = built.entry("RUN_compute_checksum")
+        self._run_deparser = built.entry("RUN_deparser")
+        self._new_headers = built.ns["new_headers"]
+        self._new_meta = built.ns["new_meta"]
+        self._new_sm = built.ns["new_sm"]
+        self._field_lists = built.ns["FIELD_LISTS"]
 
     # ------------------------------------------------------------------ packets
 
@@ -321,13 +192,13 @@ class Switch:
         outputs: list[Output] = []
         in_stats = self.stats["in"]
         in_stats[port] = in_stats.get(port, 0) + 1
-        queue: deque[_Job] = deque([_Job("ingress", data, port, NORMAL, None, port)])
+        queue: deque[_Job] = deque([_IngressJob(data, port, NORMAL, port)])
         passes = 0
         jobs = 0
         while queue:
             job = queue.popleft()
             jobs += 1
-            if job.kind == "ingress":
+            if isinstance(job, _IngressJob):
                 passes += 1
             if passes > MAX_PASSES or jobs > MAX_JOBS:
                 log.warning(
@@ -337,22 +208,39 @@ class Switch:
                 _bump(self.stats["dropped"], port)
                 break
             try:
-                if job.kind == "ingress":
+                if isinstance(job, _IngressJob):
                     self._ingress(job, queue)
                 else:
                     self._egress(job, queue, outputs)
             except PacketDropped as exc:
                 log.warning("packet from port %d dropped: %s", port, exc)
                 _bump(self.stats["dropped"], port)
-            except Exception as exc:  # a program fault must never stop the switch
-                log.warning("packet from port %d dropped: %s: %s", port, type(exc).__name__, exc)
-                _bump(self.stats["dropped"], port)
+            except Exception as exc:  # an internal error must never stop the switch
+                self._internal_error(port, exc)
         out_stats = self.stats["out"]
         for o in outputs:
             out_stats[o.port] = out_stats.get(o.port, 0) + 1
         return outputs
 
-    def _parse(self, P: PacketContext, hdr, meta, sm) -> None:
+    def _internal_error(self, port: int, exc: Exception) -> None:
+        """Strict: raise InternalError. Otherwise a counted drop, logged once per cause
+        (exception type and the innermost source line) with its traceback."""
+        if self.strict:
+            raise InternalError(f"internal error on a packet from port {port}: "
+                                f"{type(exc).__name__}: {exc}") from exc
+        _bump(self.stats["dropped"], port)
+        _bump(self.stats["errors"], port)
+        frames = traceback.extract_tb(exc.__traceback__)
+        where = (frames[-1].filename, frames[-1].lineno or 0) if frames else ("?", 0)
+        cause = (type(exc).__name__, *where)
+        seen = self._fault_causes.get(cause, 0)
+        self._fault_causes[cause] = seen + 1
+        if not seen:
+            log.error("internal error on a packet from port %d, packet dropped (logged once per "
+                      "cause; stats['errors'] counts them): %s: %s", port, type(exc).__name__, exc,
+                      exc_info=exc)
+
+    def _parse(self, P: PacketContext, hdr: Any, meta: Any, sm: Any) -> None:
         try:
             self._run_parser(P, None, hdr, meta, sm)
         except ParserReject as r:
@@ -366,7 +254,7 @@ class Switch:
         except ExitSignal:
             pass
 
-    def _ingress(self, job: _Job, queue: deque) -> None:
+    def _ingress(self, job: _IngressJob, queue: deque[_Job]) -> None:
         now = self.clock()
         data = job.data
         P = PacketContext(self, data, now)
@@ -374,8 +262,8 @@ class Switch:
         meta = self._new_meta()
         sm = self._new_sm()
         P.sm = sm
-        if job.preserved is not None:
-            self._preserve(job.preserved[0], meta, job.preserved[1])
+        if job.carried is not None:
+            self._preserve(job.carried.meta, meta, job.carried.field_list)
         # Only packets from a port get ingress_port and the ingress timestamp (BMv2's receive
         # path); resubmitted / recirculated ones start from reset metadata plus the field list.
         if job.instance_type == NORMAL:
@@ -408,14 +296,16 @@ class Switch:
                         self._preserve(meta, m2, fl)
                     s2.f_instance_type = INGRESS_CLONE
                     s2.f_egress_rid = rid
-                    queue.append(_Job("egress", data, eport, INGRESS_CLONE, (h2, m2, s2, P2.payload, session.truncate), job.ingress_port))
+                    queue.append(_EgressJob(data, eport, job.ingress_port, h2, m2, s2, P2.payload,
+                                            session.truncate))
         # 2. digest: BMv2 keeps one learn-list id per pass, so the last digest() call wins
         if P.digests:
             name, fields = P.digests[-1]
             self._emit_digest(Digest(name, fields))
         # 3. resubmit: the original packet goes through ingress again
         if P.resubmit is not None:
-            queue.append(_Job("ingress", data, job.port, RESUBMIT, (meta, P.resubmit), job.ingress_port))
+            queue.append(_IngressJob(data, job.port, RESUBMIT, job.ingress_port,
+                                     _Carried(meta, P.resubmit)))
             return
         # 4. multicast
         mgid = sm.f_mcast_grp
@@ -430,7 +320,8 @@ class Switch:
                     s2.f_packet_length = P.plen
                     s2.f_egress_rid = rid
                     s2.f_instance_type = REPLICATION
-                    queue.append(_Job("egress", data, eport, REPLICATION, (hdr.copy(), meta.copy(), s2, P.payload, 0), job.ingress_port))
+                    queue.append(_EgressJob(data, eport, job.ingress_port, hdr.copy(), meta.copy(),
+                                            s2, P.payload))
             return
         # 5. drop
         port = sm.f_egress_spec
@@ -440,16 +331,16 @@ class Switch:
         # 6. unicast: the same packet context continues (recirculate/truncate requests made in
         # ingress take effect after egress, as in BMv2), and BMv2 sets instance_type to NORMAL
         sm.f_instance_type = NORMAL
-        queue.append(_Job("egress", data, port, NORMAL, (hdr, meta, sm, P.payload, 0, P), job.ingress_port))
+        queue.append(_EgressJob(data, port, job.ingress_port, hdr, meta, sm, P.payload, 0, P))
 
-    def _egress(self, job: _Job, queue: deque, outputs: list[Output]) -> None:
+    def _egress(self, job: _EgressJob, queue: deque[_Job], outputs: list[Output]) -> None:
         now = self.clock()
-        if len(job.preserved) == 6:
-            hdr, meta, sm, payload, trunc, P = job.preserved
+        hdr, meta, sm, payload, trunc = job.hdr, job.meta, job.sm, job.payload, job.truncate
+        if job.context is not None:
+            P = job.context
             P.now = now
             sm.f_packet_length = P.plen  # egress reads the length register (BMv2)
         else:
-            hdr, meta, sm, payload, trunc = job.preserved
             P = PacketContext(self, job.data, now)
             P.sm = sm
             P.payload = payload
@@ -476,7 +367,8 @@ class Switch:
                     s2.f_packet_length = sm.f_packet_length
                     s2.f_instance_type = EGRESS_CLONE
                     s2.f_egress_rid = rid
-                    queue.append(_Job("egress", job.data, eport, EGRESS_CLONE, (hdr.copy(), m2, s2, payload, session.truncate), job.ingress_port))
+                    queue.append(_EgressJob(job.data, eport, job.ingress_port, hdr.copy(), m2, s2,
+                                            payload, session.truncate))
         if sm.f_egress_spec == DROP_PORT:
             _bump(self.stats["dropped"], job.ingress_port)
             return
@@ -492,13 +384,14 @@ class Switch:
         out = P.out.getvalue() + payload
         if P.recirc is not None:
             # the recirculated copy is the whole deparsed packet (truncation applies on output)
-            queue.append(_Job("ingress", out, job.ingress_port, RECIRC, (meta, P.recirc), job.ingress_port))
+            queue.append(_IngressJob(out, job.ingress_port, RECIRC, job.ingress_port,
+                                     _Carried(meta, P.recirc)))
             return
         if P.truncate or trunc:
             out = out[: min(x for x in (P.truncate, trunc) if x)]
         outputs.append(Output(job.port, out))
 
-    def _preserve(self, src_meta, dst_meta, index: int) -> None:
+    def _preserve(self, src_meta: Any, dst_meta: Any, index: int) -> None:
         copier = self._field_lists.get(index)
         if copier is not None:
             copier(src_meta, dst_meta)
@@ -517,7 +410,7 @@ class Switch:
 
     # ------------------------------------------------------------------ names
 
-    def _find(self, kind: str, objects: dict, name: str):
+    def _find(self, kind: str, objects: Mapping[str, _T], name: str) -> _T:
         obj = objects.get(name)
         if obj is not None:
             return obj
@@ -534,49 +427,63 @@ class Switch:
 
     # ------------------------------------------------------------------ tables API
 
-    def table_add(self, table: str, keys, action: str, args=(), priority: int = 0) -> int:
+    @_refuse_malformed
+    def table_add(self, table: str, keys: Keys, action: str, args: ActionArgs = (),
+                  priority: int = 0) -> int:
         """Insert a direct entry; returns its handle."""
         t = self.table(table)
         if t.profile is not None:
             raise SwitchError("INVALID_ARGUMENT", f"{t.name} uses {t.profile.name}: use table_add_indirect")
         return t.add(keys, action, args, priority)
 
-    def table_add_indirect(self, table: str, keys, member: int | None = None, group: int | None = None, priority: int = 0) -> int:
+    @_refuse_malformed
+    def table_add_indirect(self, table: str, keys: Keys, member: int | None = None,
+                           group: int | None = None, priority: int = 0) -> int:
         """Insert an entry pointing at an action profile member or selector group."""
         t = self.table(table)
         if t.profile is None:
             raise SwitchError("INVALID_ARGUMENT", f"{t.name} has no action profile")
         return t.add(keys, None, (), priority, member=member, group=group)
 
-    def table_modify(self, table: str, handle: int, action: str | None = None, args=(), *, member: int | None = None, group: int | None = None) -> None:
+    @_refuse_malformed
+    def table_modify(self, table: str, handle: int, action: str | None = None,
+                     args: ActionArgs = (), *, member: int | None = None,
+                     group: int | None = None) -> None:
         """Change an entry's action and args (or member/group)."""
         self.table(table).modify(handle, action, args, member=member, group=group)
 
+    @_refuse_malformed
     def table_delete(self, table: str, handle: int) -> None:
         """Delete an entry."""
         self.table(table).delete(handle)
 
-    def table_find(self, table: str, keys, priority: int = 0) -> int | None:
+    @_refuse_malformed
+    def table_find(self, table: str, keys: Keys, priority: int = 0) -> int | None:
         """Handle of the entry with exactly these keys (and priority), or None."""
         return self.table(table).find(keys, priority)
 
+    @_refuse_malformed
     def table_entries(self, table: str) -> list[Entry]:
         """All entries of a table in insertion order."""
         return list(self.table(table).entries.values())
 
-    def table_set_default(self, table: str, action: str, args=()) -> None:
+    @_refuse_malformed
+    def table_set_default(self, table: str, action: str, args: ActionArgs = ()) -> None:
         """Set the default action."""
         self.table(table).set_default(action, args)
 
+    @_refuse_malformed
     def table_get_default(self, table: str) -> tuple[str, tuple[int, ...]]:
         """(action name, args) of the default action."""
         t = self.table(table)
         return t.default_action, t.default_args
 
+    @_refuse_malformed
     def table_reset_default(self, table: str) -> None:
         """Restore the program's default action."""
         self.table(table).reset_default()
 
+    @_refuse_malformed
     def table_clear(self, table: str) -> None:
         """Delete all entries."""
         self.table(table).clear()
@@ -591,11 +498,13 @@ class Switch:
             raise SwitchError("FAILED_PRECONDITION", f"{t.name} has no direct meter")
         return t, t.get(handle)
 
+    @_refuse_malformed
     def direct_counter_read(self, table: str, handle: int) -> tuple[int, int]:
         """(packets, bytes) of an entry's direct counter."""
         _, e = self._direct_entry(table, handle, "counter")
         return e.packets, e.bytes
 
+    @_refuse_malformed
     def direct_counter_write(self, table: str, handle: int, packets: int, nbytes: int) -> None:
         """Set an entry's direct counter."""
         _, e = self._direct_entry(table, handle, "counter")
@@ -603,6 +512,7 @@ class Switch:
             raise SwitchError("INVALID_ARGUMENT", f"{table}: counter values must be non-negative integers")
         e.packets, e.bytes = packets, nbytes
 
+    @_refuse_malformed
     def direct_meter_set(self, table: str, handle: int, cir: int, cburst: int, pir: int, pburst: int) -> None:
         """Configure an entry's direct meter (rates per second)."""
         t, e = self._direct_entry(table, handle, "meter")
@@ -611,6 +521,7 @@ class Switch:
         cell.configure(cir, cburst, pir, pburst)
         e.meter = cell
 
+    @_refuse_malformed
     def direct_meter_get(self, table: str, handle: int) -> tuple[int, int, int, int] | None:
         """(cir, cburst, pir, pburst) of an entry's direct meter, None when unconfigured."""
         _, e = self._direct_entry(table, handle, "meter")
@@ -623,91 +534,114 @@ class Switch:
         """The action profile or selector called `name`."""
         return self._find("action profile", self.profiles, name)
 
-    def ap_member_add(self, profile: str, member_id: int, action: str, args=()) -> None:
+    @_refuse_malformed
+    def ap_member_add(self, profile: str, member_id: int, action: str,
+                      args: ActionArgs = ()) -> None:
         """Add a member (action + args) to a profile."""
         self.profile(profile).member_add(member_id, action, args)
 
-    def ap_member_modify(self, profile: str, member_id: int, action: str, args=()) -> None:
+    @_refuse_malformed
+    def ap_member_modify(self, profile: str, member_id: int, action: str,
+                         args: ActionArgs = ()) -> None:
         """Change a member."""
         self.profile(profile).member_modify(member_id, action, args)
 
+    @_refuse_malformed
     def ap_member_delete(self, profile: str, member_id: int) -> None:
         """Delete a member."""
         self.profile(profile).member_delete(member_id)
 
-    def ap_group_add(self, profile: str, group_id: int, members=()) -> None:
+    @_refuse_malformed
+    def ap_group_add(self, profile: str, group_id: int, members: Iterable[int] = ()) -> None:
         """Create a selector group."""
         self.profile(profile).group_add(group_id, list(members))
 
-    def ap_group_modify(self, profile: str, group_id: int, members) -> None:
+    @_refuse_malformed
+    def ap_group_modify(self, profile: str, group_id: int, members: Iterable[int]) -> None:
         """Replace a group's members."""
         self.profile(profile).group_modify(group_id, list(members))
 
+    @_refuse_malformed
     def ap_group_delete(self, profile: str, group_id: int) -> None:
         """Delete a group."""
         self.profile(profile).group_delete(group_id)
 
+    @_refuse_malformed
     def ap_members(self, profile: str) -> dict[int, tuple[str, tuple[int, ...]]]:
         """member id -> (action, args)."""
         return {m: (a, args) for m, (a, args, _) in self.profile(profile).members.items()}
 
+    @_refuse_malformed
     def ap_groups(self, profile: str) -> dict[int, tuple[int, ...]]:
         """group id -> member ids."""
         return dict(self.profile(profile).groups)
 
     # ------------------------------------------------------------------ externs
 
+    @_refuse_malformed
     def register_read(self, name: str, index: int) -> int:
         """Value of one register cell."""
         return self._find("register", self.registers, name).cp_read(index)
 
+    @_refuse_malformed
     def register_write(self, name: str, index: int, value: int) -> None:
         """Set one register cell."""
         self._find("register", self.registers, name).cp_write(index, value)
 
+    @_refuse_malformed
     def counter_read(self, name: str, index: int) -> tuple[int, int]:
         """(packets, bytes) of an indexed counter cell."""
         return self._find("counter", self.counters, name).read(index)
 
+    @_refuse_malformed
     def counter_write(self, name: str, index: int, packets: int, nbytes: int) -> None:
         """Set an indexed counter cell."""
         self._find("counter", self.counters, name).write(index, packets, nbytes)
 
+    @_refuse_malformed
     def meter_set(self, name: str, index: int, cir: int, cburst: int, pir: int, pburst: int) -> None:
         """Configure a meter cell (rates per second; bursts in packets or bytes)."""
         self._find("meter", self.meters, name).set(index, cir, cburst, pir, pburst)
 
+    @_refuse_malformed
     def meter_get(self, name: str, index: int) -> tuple[int, int, int, int] | None:
         """Configuration of a meter cell, None when unconfigured."""
         return self._find("meter", self.meters, name).get(index)
 
     # ------------------------------------------------------------------ replication
 
-    def mc_group_set(self, group_id: int, replicas) -> None:
+    @_refuse_malformed
+    def mc_group_set(self, group_id: int, replicas: Replicas) -> None:
         """Create or replace a multicast group of (port, rid) replicas."""
         self.pre.mc_group_set(group_id, replicas)
 
+    @_refuse_malformed
     def mc_group_delete(self, group_id: int) -> None:
         """Delete a multicast group."""
         self.pre.mc_group_delete(group_id)
 
+    @_refuse_malformed
     def mc_groups(self) -> dict[int, tuple[tuple[int, int], ...]]:
         """group id -> replicas."""
         return dict(self.pre.groups)
 
-    def clone_session_set(self, session_id: int, replicas, truncate: int = 0) -> None:
+    @_refuse_malformed
+    def clone_session_set(self, session_id: int, replicas: Replicas, truncate: int = 0) -> None:
         """Create or replace a clone session."""
         self.pre.clone_session_set(session_id, replicas, truncate)
 
+    @_refuse_malformed
     def clone_session_delete(self, session_id: int) -> None:
         """Delete a clone session."""
         self.pre.clone_session_delete(session_id)
 
-    def value_set_set(self, name: str, members) -> None:
+    @_refuse_malformed
+    def value_set_set(self, name: str, members: Iterable[Any]) -> None:
         """Replace the members of a parser value set."""
         self._find("value set", self.value_sets, name).set(members)
 
-    def value_set_add(self, name: str, value, mask: int | None = None) -> None:
+    @_refuse_malformed
+    def value_set_add(self, name: str, value: Any, mask: int | None = None) -> None:
         """Add one member (a value, or value under mask) to a parser value set."""
         vs = self._find("value set", self.value_sets, name)
         member = value if mask is None else (value, mask)
@@ -716,7 +650,8 @@ class Switch:
             raise SwitchError("ALREADY_EXISTS", f"{vs.name}: member {value!r} exists")
         vs.set(current + [member])
 
-    def value_set_remove(self, name: str, value, mask: int | None = None) -> None:
+    @_refuse_malformed
+    def value_set_remove(self, name: str, value: Any, mask: int | None = None) -> None:
         """Remove one member from a parser value set."""
         vs = self._find("value set", self.value_sets, name)
         current = [v if m is None else (v, m) for v, m in vs.members]
@@ -726,12 +661,14 @@ class Switch:
         current.remove(member)
         vs.set(current)
 
-    def value_set_members(self, name: str) -> list:
+    @_refuse_malformed
+    def value_set_members(self, name: str) -> list[Any]:
         """Members of a parser value set (values, or (value, mask) pairs)."""
         vs = self._find("value set", self.value_sets, name)
         return [v if m is None else (v, m) for v, m in vs.members]
 
-    def clone_sessions(self) -> dict[int, Any]:
+    @_refuse_malformed
+    def clone_sessions(self) -> dict[int, CloneSession]:
         """session id -> CloneSession."""
         return dict(self.pre.sessions)
 
@@ -742,120 +679,13 @@ def check_program(program: Any) -> list[str]:
         Switch(program)
     except CompileError as exc:
         return [str(exc)]
-    except Exception as exc:  # report, never a traceback
+    except Exception as exc:  # report, never a traceback (strict mode: fail loudly)
+        if strict_default():
+            raise
         where = getattr(program, "source_file", "") or "program"
         return [f"{where}: error: the engine cannot run this program: {type(exc).__name__}: {exc}"]
     return []
 
 
-def _refuse_malformed(method):
-    """Turn a malformed argument's TypeError/ValueError into SwitchError(INVALID_ARGUMENT)."""
-
-    @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
-        try:
-            return method(self, *args, **kwargs)
-        except (TypeError, ValueError, AttributeError) as exc:
-            raise SwitchError("INVALID_ARGUMENT", f"{method.__name__}: malformed argument: {exc}") from None
-
-    return wrapper
-
-
-for _name in [n for n in vars(Switch) if n.startswith(("table_", "direct_", "ap_", "register_", "counter_",
-                                                        "meter_", "mc_", "clone_", "value_set_"))]:
-    setattr(Switch, _name, _refuse_malformed(getattr(Switch, _name)))
-
-
-class ValueSet:
-    """A parser value set: up to `size` (value, mask) members matched by select."""
-
-    def __init__(self, name: str, size: int) -> None:
-        self.name = name
-        self.size = size
-        self.members: list[tuple[Any, Any]] = []
-
-    def set(self, members) -> None:
-        """Replace the members: each a value or a (value, mask) pair (tuples for multi-key selects)."""
-        members = list(members)
-        if self.size and len(members) > self.size:
-            raise SwitchError("RESOURCE_EXHAUSTED", f"{self.name}: more than {self.size} members")
-        out = []
-        for m in members:
-            if isinstance(m, tuple) and len(m) == 2 and not isinstance(m[0], tuple) and isinstance(m[1], int) and m != ():
-                out.append(m)
-            else:
-                out.append((m, None))
-        self.members = out
-
-    def match(self, value) -> bool:
-        """True when `value` equals (under mask) one member."""
-        for v, m in self.members:
-            if m is None:
-                if value == v:
-                    return True
-            elif isinstance(value, int) and value & m == v & m:
-                return True
-        return False
-
-
-class _DirectSpec:
-    """A direct_counter / direct_meter declaration (its cells live in table entries)."""
-
-    def __init__(self, name: str, kind: str, unit: str) -> None:
-        self.name = name
-        self.kind = kind
-        self.unit = unit
-
-
-def _bump(d: dict, key: int) -> None:
+def _bump(d: dict[int, int], key: int) -> None:
     d[key] = d.get(key, 0) + 1
-
-
-def _ast():
-    from softswitch.frontend import ast
-
-    return ast
-
-
-def _prefix_of(gen: Any, info: Any) -> str:
-    for (_decl_id, prefix), ti in gen.table_by_decl.items():
-        if ti is info:
-            return prefix
-    return ""
-
-
-def _mask_of(param: Any) -> int:
-    """All-ones mask of an action parameter's width (negative constants become two's complement)."""
-    from softswitch.frontend.types import bit_width
-
-    w = bit_width(param.type) if param.type is not None else 0
-    return (1 << w) - 1 if w else -1
-
-
-def _const_int(e: Any) -> int:
-    v = e.const_value if e is not None else 0
-    if isinstance(v, bool):
-        return int(v)
-    if not isinstance(v, int):
-        raise CompileError(getattr(e, "loc", "?"), "action argument is not a compile-time constant")
-    return v
-
-
-def _keyset_value(item: Any, spec: KeySpec):
-    """MatchValue of one const-entry keyset element for a key of the given kind."""
-    A = _ast()
-    w = spec.width
-    full = (1 << w) - 1
-    kind = spec.match_kind
-    if isinstance(item, A.DefaultExpr | A.DontCareExpr):
-        return {"exact": Ternary(0, 0), "lpm": Lpm(0, 0), "ternary": Ternary(0, 0), "range": Range(0, full), "optional": Optional(None)}[kind]
-    if isinstance(item, A.MaskExpr):
-        v, m = _const_int(item.value) & full, _const_int(item.mask) & full
-        if kind == "lpm":
-            plen = bin(m).count("1")
-            return Lpm(v & m, plen)
-        return Ternary(v & m, m)
-    if isinstance(item, A.RangeExpr):
-        return Range(_const_int(item.lo), _const_int(item.hi))
-    v = _const_int(item) & full
-    return {"exact": Exact(v), "lpm": Lpm(v, w), "ternary": Ternary(v, full), "range": Range(v, v), "optional": Optional(v)}[kind]

@@ -40,19 +40,31 @@ diagnostic, so no unchecked tree ever reaches the engine):
   optional parameter). For actions called in a table's `actions` list only the
   directional parameters are bound; action-data parameters come from the table.
   `.type_args` holds the resolved explicit or inferred type arguments (e.g. the
-  header type of `lookahead<T>()`).
+  header type of `lookahead<T>()`), and `.params` the parameters with those
+  types substituted (a generic extern instantiated with fewer type arguments
+  than it declares, `register<bit<32>>(N)`, has the rest inferred per call).
 * Table properties are parsed into `TableDecl` fields (keys, actions,
   default_action, entries, size, implementation, counters, meters); unknown
-  properties are errors.
+  properties are errors. A default action or const entry's action is an
+  `ActionRef` whose `.call` is a `CallExpr` (kind ACTION) binding every
+  parameter; the property's own expression mirrors it. A property given as a
+  constructor call (`implementation = action_profile(64);`) becomes an
+  `Instantiation` inserted into the control's `locals` just before the table
+  (named after the table, or by `@name` on the property); the property is
+  then a `PathExpr` to it.
+* A select case on a value set has a `PathExpr` keyset whose `.decl` is the
+  `ValueSetDecl` and whose `.type` is a `SetType`.
 * `Program.main` names the six blocks of the `V1Switch` instantiation (see
   softswitch.frontend.program).
 * Declarations that own control-plane objects (`TableDecl`, `ActionDecl`,
-  `Instantiation`, `ValueSetDecl`) have `.fqname`: the name P4Info uses.
+  `Instantiation`, `ValueSetDecl`) have `.fqname`: the name P4Info uses, and
+  `.owner`: the enclosing control or parser (None at top level).
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -407,10 +419,12 @@ class Statement(Node):
 
 @dataclass(eq=False, kw_only=True, repr=False)
 class AssignStmt(Statement):
-    """`lhs = rhs;` (rhs implicitly cast to lhs type by the checker)."""
+    """`lhs = rhs;` (rhs implicitly cast to lhs type by the checker). A compound assignment
+    `lhs op= b;` has `op` set and rhs = BinaryExpr(op, lhs, b), lhs evaluated once."""
 
     lhs: Expression
     rhs: Expression
+    op: str | None = None
 
 
 @dataclass(eq=False, kw_only=True, repr=False)
@@ -452,6 +466,39 @@ class SwitchStmt(Statement):
 
     expr: Expression
     cases: list[SwitchCase] = field(default_factory=list)
+
+
+@dataclass(eq=False, kw_only=True, repr=False)
+class ForStmt(Statement):
+    """`for (init; cond; updates) body` (P4_16 1.2.4, spec 12.x "For statement")."""
+
+    init: list[Statement] = field(default_factory=list)
+    cond: Expression | None = None
+    updates: list[Statement] = field(default_factory=list)
+    body: Statement | None = None
+    annotations: list[Annotation] = field(default_factory=list)
+
+
+@dataclass(eq=False, kw_only=True, repr=False)
+class ForInStmt(Statement):
+    """`for (T v in collection) body` or `for (T v in lo .. hi) body` (range inclusive)."""
+
+    var: VariableDecl
+    collection: Expression | None = None
+    lo: Expression | None = None
+    hi: Expression | None = None
+    body: Statement | None = None
+    annotations: list[Annotation] = field(default_factory=list)
+
+
+@dataclass(eq=False, kw_only=True, repr=False)
+class BreakStmt(Statement):
+    """`break;` (in a loop body)."""
+
+
+@dataclass(eq=False, kw_only=True, repr=False)
+class ContinueStmt(Statement):
+    """`continue;` (in a loop body)."""
 
 
 @dataclass(eq=False, kw_only=True, repr=False)
@@ -797,3 +844,67 @@ class P4Program(Node):
     """All top-level declarations in source order (includes first)."""
 
     decls: list[Declaration] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- helpers over nodes
+
+
+def expr_text(e: Expression) -> str:
+    """The source-like text of an expression (p4c's P4Info key names)."""
+    if isinstance(e, PathExpr):
+        return ("." if e.absolute else "") + e.name
+    if isinstance(e, MemberExpr):
+        if isinstance(e.expr, TypeNameExpr):
+            return f"{_type_ref_text(e.expr.type_ref)}.{e.member}"
+        return f"{expr_text(e.expr)}.{e.member}"
+    if isinstance(e, IndexExpr):
+        return f"{expr_text(e.expr)}[{expr_text(e.index)}]"
+    if isinstance(e, SliceExpr):
+        return f"{expr_text(e.expr)}[{expr_text(e.hi)}:{expr_text(e.lo)}]"
+    if isinstance(e, CallExpr):
+        return f"{expr_text(e.callee)}(" + ", ".join(expr_text(a.value) for a in e.args) + ")"
+    if isinstance(e, IntLiteral):
+        return e.text or str(e.value)
+    if isinstance(e, BoolLiteral):
+        return "true" if e.value else "false"
+    if isinstance(e, CastExpr) and e.type_ref is not None:
+        return f"({_type_ref_text(e.type_ref)})({expr_text(e.expr)})"
+    if isinstance(e, CastExpr):
+        return expr_text(e.expr)
+    if isinstance(e, BinaryExpr):
+        return f"{expr_text(e.left)} {e.op} {expr_text(e.right)}"
+    if isinstance(e, UnaryExpr):
+        return f"{e.op}{expr_text(e.operand)}"
+    return "?"
+
+
+def _type_ref_text(t: TypeRef) -> str:
+    if isinstance(t, NamedTypeRef):
+        return t.name
+    if isinstance(t, BaseTypeRef):
+        return t.name
+    if isinstance(t, BitsTypeRef):
+        w = t.width.value if isinstance(t.width, IntLiteral) else "?"
+        return f"{'int' if t.signed else 'bit'}<{w}>"
+    return "?"
+
+
+def iter_nodes(node: Any) -> Iterable[Node]:
+    """All AST nodes below `node` (depth-first), for tools and tests."""
+    stack = [node]
+    seen: set[int] = set()
+    while stack:
+        n = stack.pop()
+        if isinstance(n, list | tuple):
+            stack.extend(reversed(n))
+            continue
+        if not isinstance(n, Node) or id(n) in seen:
+            continue
+        seen.add(id(n))
+        yield n
+        for k, v in vars(n).items():
+            if k in ("decl", "target", "type", "owner", "action", "field", "resolved",
+                     "const_value", "loc", "params", "type_args", "blocks"):
+                continue
+            if isinstance(v, Node | list | tuple):
+                stack.append(v)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .ast import Loc
+
+LineSource = Callable[[str, int], str]  # (file, line) -> the text of that line
 
 
 @dataclass(frozen=True)
@@ -30,7 +33,7 @@ class Diagnostic:
 class P4Error(Exception):
     """Raised by compile_*: `.diagnostics` lists every error found."""
 
-    def __init__(self, diagnostics: list[Diagnostic]):
+    def __init__(self, diagnostics: list[Diagnostic]) -> None:
         self.diagnostics = list(diagnostics)
         super().__init__("\n".join(str(d) for d in self.diagnostics))
 
@@ -38,9 +41,9 @@ class P4Error(Exception):
 class Reporter:
     """Collects diagnostics; reads source lines lazily through `line_source`."""
 
-    def __init__(self, line_source=None):
+    def __init__(self, line_source: LineSource | None = None) -> None:
         self.diagnostics: list[Diagnostic] = []
-        self._line_source = line_source or (lambda file, line: "")
+        self._line_source: LineSource = line_source or (lambda file, line: "")
         self._seen: set[tuple[str, int, int, str]] = set()
 
     def error(self, loc: Loc, message: str) -> None:

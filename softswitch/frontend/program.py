@@ -7,6 +7,7 @@ from typing import Any
 
 from . import ast
 from . import types as t
+from .info import ProgramInfo
 
 
 @dataclass(frozen=True)
@@ -33,13 +34,9 @@ class Program:
 
     ast: ast.P4Program
     main: MainPackage | None
-    info: Any  # softswitch.frontend.info.ProgramInfo
+    info: ProgramInfo
     error_type: t.ErrorType
     match_kind_type: t.MatchKindType
     types: dict[str, t.P4Type] = field(default_factory=dict)  # top-level named types
     source_file: str = ""
     warnings: list[Any] = field(default_factory=list)
-
-    def declarations(self, kind: type) -> list[Any]:
-        """All top-level declarations of the given AST class."""
-        return [d for d in self.ast.decls if isinstance(d, kind)]

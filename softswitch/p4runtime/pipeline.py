@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from finsy.proto import p4i, p4r
 
 from softswitch.p4runtime.digests import DigestBatcher
 from softswitch.p4runtime.errors import from_switch_error
 from softswitch.p4runtime.schema import Schema
+
+if TYPE_CHECKING:
+    from softswitch.engine import Switch
+    from softswitch.frontend import Program
 
 
 @dataclass
@@ -20,9 +24,9 @@ class Pipeline:
     p4info: p4i.P4Info
     device_config: bytes
     cookie: int | None
-    program: Any
+    program: Program
     schema: Schema
-    switch: Any = None
+    switch: Switch
     # Controller metadata and meter configs kept for read-back, keyed by (table id, handle).
     entry_metadata: dict[tuple[int, int], bytes] = field(default_factory=dict)
     direct_meter_cfg: dict[tuple[int, int], p4r.MeterConfig] = field(default_factory=dict)
@@ -37,12 +41,14 @@ class Pipeline:
 
 def switch_call(fn: Callable, *args, **kwargs):
     """Call the engine and turn its SwitchError into the P4Runtime status."""
-    from softswitch.engine import SwitchError
-
     try:
         return fn(*args, **kwargs)
-    except SwitchError as exc:
-        raise from_switch_error(exc) from exc
+    except Exception as exc:
+        from softswitch.engine import SwitchError  # here: this runs for every update
+
+        if isinstance(exc, SwitchError):
+            raise from_switch_error(exc) from exc
+        raise
 
 
 def copy_msg(msg):

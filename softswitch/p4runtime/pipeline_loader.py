@@ -2,7 +2,10 @@
 
 The p4_device_config of SetForwardingPipelineConfig is the program itself: P4_16 source
 text whose only includes are the shipped `core.p4` / `v1model.p4`, or the preprocessed
-artefact that `softswitch compile --device-config` writes. Some clients wrap it in the
+artefact that `softswitch compile --device-config` writes. A config is self-contained:
+compiling it never opens a file of this host, any other `#include` is refused
+(INVALID_ARGUMENT naming only the directive), and every front-end stage is bounded
+(softswitch/frontend/limits.py). Some clients wrap it in the
 legacy `p4.tmp.P4DeviceConfig` message (fields: 1 reassign, 2 extras, 3 device_data);
 that wrapper is recognised and unwrapped.
 """
@@ -13,9 +16,13 @@ import hashlib
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from softswitch.p4runtime.errors import invalid
+
+if TYPE_CHECKING:
+    from softswitch.engine import Switch
+    from softswitch.frontend import Program
 
 ARTEFACT_MAGIC = "// softswitch device config v1"
 
@@ -59,12 +66,12 @@ def unwrap_device_config(data: bytes) -> bytes:
     return found if found is not None else data
 
 
-_COMPILED: OrderedDict[bytes, Any] = OrderedDict()
+_COMPILED: OrderedDict[bytes, Program] = OrderedDict()
 _CACHE_SIZE = 4
 _CACHE_LOCK = threading.Lock()
 
 
-def load_program(device_config: bytes) -> Any:
+def load_program(device_config: bytes) -> Program:
     """Compile a device config into a Program, or INVALID_ARGUMENT naming the first errors.
 
     The last few programs are cached by content: controllers push the same config again
@@ -84,9 +91,14 @@ def load_program(device_config: bytes) -> Any:
     return program
 
 
-def _compile(raw: bytes) -> Any:
+def _compile(raw: bytes) -> Program:
+    """Compile a client's config: self-contained (no file is read), every stage bounded."""
     from softswitch.frontend import P4Error, compile_source
+    from softswitch.frontend.limits import LIMITS
 
+    if len(raw) > LIMITS.source_bytes:
+        raise invalid(f"p4_device_config is {len(raw)} bytes, above the limit of "
+                      f"{LIMITS.source_bytes} (docs/softswitch-p4runtime.md)")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -95,21 +107,14 @@ def _compile(raw: bytes) -> Any:
             "send the .p4 program or the artefact of `softswitch compile`"
         ) from exc
     try:
-        return compile_source(text, filename="p4_device_config")
+        return compile_source(text, filename="p4_device_config", self_contained=True)
     except P4Error as exc:
         diags = getattr(exc, "diagnostics", []) or [exc]
         shown = "; ".join(str(d).splitlines()[0] for d in diags[:3])
         raise invalid(f"p4_device_config does not compile: {shown}") from exc
 
 
-def build_p4info(program: Any):
-    """P4Info (protobuf) of a compiled program."""
-    from softswitch.p4info import build_p4info as build
-
-    return build(program.info)
-
-
-def make_switch(program: Any, cpu_port: int) -> Any:
+def make_switch(program: Program, cpu_port: int) -> Switch:
     """A fresh engine Switch running `program`, or INVALID_ARGUMENT if the engine cannot run it."""
     from softswitch.engine import CompileError, Switch
 
@@ -117,10 +122,14 @@ def make_switch(program: Any, cpu_port: int) -> Any:
         return Switch(program, cpu_port=cpu_port)
     except CompileError as exc:
         raise invalid(f"p4_device_config cannot run on this target: {exc}") from exc
+    except Exception as exc:  # an engine limit the front end missed: refused, never a crash
+        raise invalid(f"p4_device_config cannot run on this target: {type(exc).__name__}: "
+                      f"{exc}") from exc
 
 
 def device_config_from_file(
-    path: str | Path, include_dirs: tuple[str, ...] = (), defines: dict | None = None
+    path: str | Path, include_dirs: tuple[str, ...] = (),
+    defines: dict[str, str | None] | None = None,
 ) -> bytes:
     """The preprocessed, self-contained program text to use as p4_device_config."""
     from softswitch.frontend.diagnostics import Reporter

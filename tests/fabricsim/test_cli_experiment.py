@@ -106,6 +106,23 @@ def test_cli_config_file(tmp_path, capsys):
                    "policies: [ecmp, spray]\n")
     assert main(["run", "--config", str(cfg), "--seeds", "2", "--quiet"]) == 0
     assert "spray" in capsys.readouterr().out
+    # failures during the run, recovery, per-policy options from the file
+    cfg.write_text("topology: {kind: leaf-spine, leaves: 2, spines: 2, ports_per_leaf: 2, "
+                   "nic_gbps: 100}\n"
+                   "workload: {kind: permutation, bytes: 10000000}\n"
+                   "policies: [ecmp, spray]\n"
+                   "events: ['0.1ms:switch:spine1']\n"
+                   "recovery: {ecmp_routing_delay: 0.001}\n"
+                   "ecmp: {hashing: per-hop, hash_seeds: per-switch}\n"
+                   "spray: {weighting: equal}\n")
+    assert main(["run", "--config", str(cfg), "--seeds", "2", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "inflation" in out and "1 ms (ecmp_routing_delay; set for this run)" in out
+    cfg.write_text("topology: {kind: leaf-spine, leaves: 2, spines: 2, ports_per_leaf: 2}\n"
+                   "workload: {kind: permutation, bytes: 1}\n"
+                   "events: ['soon:switch:spine1']\n")
+    assert main(["run", "--config", str(cfg), "--quiet"]) == 2
+    assert "not a time: 'soon'" in capsys.readouterr().err
     cfg.write_text("topology: {kind: fat-tree, k: 4}\nworkload: {kind: permutation, bytes: 1}\n"
                    "colour: blue\n")
     assert main(["run", "--config", str(cfg), "--quiet"]) == 2

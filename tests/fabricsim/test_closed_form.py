@@ -135,7 +135,9 @@ def test_spray_splits_in_proportion_to_capacity():
     net = net.with_capacity(net.links_between("leaf0", "spine1"), 0.5)
     wl = flows(net, [(0, 0, 2, 0)], [1e6])
     st = new_state(net, wl, seed=0)
-    Spray().prepare(st)
+    spray = Spray()
+    spray.prepare(st)
+    spray.place(st, np.arange(wl.n_flows), 0.0)
     up = {int(lk): w for lk, w in zip(st.group_link, st.group_weight, strict=True)}
     full, half = net.links_between("leaf0", "spine0")[0], net.links_between("leaf0", "spine1")[0]
     assert up[full] == pytest.approx(2 / 3)

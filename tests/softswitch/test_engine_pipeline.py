@@ -358,3 +358,22 @@ def test_hash_input_skips_fields_of_invalid_headers(sw):
     for arg in (0, 7, 200):
         got = dec(sw.process_packet(1, pkt(20, arg))[0].data)["color"]
         assert got == zlib.crc32(bytes([arg])) % 251
+
+
+def test_every_control_plane_method_refuses_arguments_of_the_wrong_type(sw):
+    """docs/softswitch-api.md: each method succeeds or raises SwitchError, never TypeError."""
+    import inspect
+
+    not_control = {"process_packet", "poll_digests", "table", "profile"}
+    methods = [n for n, f in inspect.getmembers(Switch, inspect.isfunction)
+               if not n.startswith("_") and n not in not_control]
+    assert len(methods) >= 38
+    for name in methods:
+        params = [p for p in inspect.signature(getattr(Switch, name)).parameters.values()
+                  if p.name != "self" and p.default is inspect.Parameter.empty]
+        if not params:
+            continue  # nothing a caller could get wrong
+        with pytest.raises(SwitchError) as exc:
+            getattr(sw, name)(*[object() for _ in params])
+        assert exc.value.code in ("INVALID_ARGUMENT", "NOT_FOUND"), name
+    assert sw.table_entries("acl") == [] and sw.mc_groups() == {}

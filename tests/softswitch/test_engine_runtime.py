@@ -1,8 +1,8 @@
-"""Unit tests of the engine's runtime pieces: bits, hashes, tables, meters, replication."""
+"""Unit tests of the engine's runtime pieces: hashes, helpers of generated code, tables, meters, replication."""
 
 import pytest
 
-from softswitch.engine import Exact, Lpm, Optional, Range, SwitchError, Ternary, bits, hashes
+from softswitch.engine import Exact, Lpm, Optional, Range, SwitchError, Ternary, hashes, runtime
 from softswitch.engine.errors import PacketTooShort
 from softswitch.engine.externs import (
     GREEN,
@@ -49,9 +49,12 @@ def test_xor16_identity_and_odd_length():
     assert hashes.identity(bytes(range(1, 11))) == int.from_bytes(bytes(range(1, 9)), "big")
 
 
-def test_pack_fields_left_aligned_with_zero_padding():
-    assert hashes.pack_fields([(0x1, 4), (0xABC, 12)]) == bytes.fromhex("1abc")
-    assert hashes.pack_fields([(0x7, 3)]) == bytes([0b11100000])
+def test_packed_field_list_is_left_aligned_with_zero_padding():
+    eng = hashes.HashEngine()
+    # 0x1 (4 bits) ++ 0xABC (12 bits) hashes as the bytes 1a bc; 0x7 (3 bits) as e0
+    assert eng.compute_packed("identity", (0x1 << 12) | 0xABC, 16) == 0x1ABC
+    assert eng.compute_packed("identity", 0x7, 3) == 0b11100000
+    assert eng.compute_packed("crc32", 0x7, 3) == hashes.ALGORITHMS["crc32"](bytes([0b11100000]))
 
 
 def test_hash_result_is_base_plus_modulo():
@@ -67,29 +70,25 @@ def test_custom_crc_reconfigured():
         eng.set_custom("crc32", hashes.CRC32)
 
 
-# ---------------------------------------------------------------- bits
+# ---------------------------------------------------------------- helpers of generated code
 
 
 def test_read_bits_unaligned_and_too_short():
     data = bytes([0b10110011, 0b01010101])
-    assert bits.read_bits(data, 0, 4) == 0b1011
-    assert bits.read_bits(data, 3, 7) == 0b1001101
-    assert bits.read_bits(data, 0, 16) == 0xB355
+    assert runtime.read_bits(data, 0, 4) == 0b1011
+    assert runtime.read_bits(data, 3, 7) == 0b1001101
+    assert runtime.read_bits(data, 0, 16) == 0xB355
     with pytest.raises(PacketTooShort):
-        bits.read_bits(data, 9, 8)
+        runtime.read_bits(data, 9, 8)
 
 
 def test_value_semantics():
-    assert bits.to_signed(0xFF, 8) == -1
-    assert bits.to_signed(200, 8) == -56
-    assert bits.to_unsigned(-1, 8) == 0xFF
-    assert bits.sat_add_unsigned(250, 10, 8) == 255
-    assert bits.sat_sub_unsigned(5, 10, 8) == 0
-    assert bits.sat_signed(200, 8) == 127 and bits.sat_signed(-200, 8) == -128
-    assert bits.shl(0x81, 1, 8) == 0x02 and bits.shl(1, 9, 8) == 0
-    assert bits.slice_bits(0xABCD, 11, 4) == 0xBC
-    assert bits.set_slice(0xABCD, 11, 4, 0x12) == 0xA12D
-    assert bits.concat(0xA, 0x5, 4) == 0xA5
+    # the generated code wraps results to the width of their type afterwards
+    assert runtime.saturate(200, 8) == 127 and runtime.saturate(-200, 8) == -128
+    assert runtime.saturate(-128, 8) == -128 and runtime.saturate(5, 8) == 5
+    assert runtime.shl(0x81, 1, 8) == 0x102 and runtime.shl(1, 8, 8) == 0
+    assert runtime.div(7, 2) == 3 and runtime.div(-7, 2) == -3 and runtime.div(7, 0) == 0
+    assert runtime.mod(7, 2) == 1 and runtime.mod(-7, 2) == -1 and runtime.mod(7, 0) == 0
 
 
 def test_packet_out_mixes_unaligned_fields():

@@ -91,7 +91,7 @@ def test_absolute_name_and_hidden():
 
 def test_p4info_can_be_built_from_info():
     p4info = pytest.importorskip("softswitch.p4info")
-    out = p4info.build_p4info(compile_file(PROGRAMS / "frontend_constructs.p4").info)
+    out = p4info.p4info_from_program_info(compile_file(PROGRAMS / "frontend_constructs.p4").info)
     names = sorted(t.preamble.name for t in out.tables)
     assert names == ["Ing.acl", "Ing.ecmp", "Ing.l2", "Ing.prof_t"]
 
@@ -113,7 +113,8 @@ def test_inline_table_implementation_becomes_a_named_instance():
     assert names.index("Instantiation:ipv4_lpm") == names.index("TableDecl:ipv4_lpm") - 1
 
 
-def test_sub_control_instances_named_by_instance_path():
+def _router_with_two_acl_instances() -> str:
+    """basic_router.p4 with a sub-control instantiated twice, the second under @name."""
     src = (PROGRAMS / "basic_router.p4").read_text()
     src = src.replace("control MyIngress(", """control Acl(inout headers hdr, inout standard_metadata_t sm) {
     action deny() { mark_to_drop(sm); }
@@ -130,7 +131,11 @@ control MyIngress(""", 1)
                       "        acl1.apply(hdr, standard_metadata);\n"
                       "        acl2.apply(hdr, standard_metadata);\n"
                       "        if (hdr.ipv4.isValid() && hdr.ipv4.ttl > 1) {")
-    info = compile_source(src, filename="sub.p4").info
+    return src
+
+
+def test_sub_control_instances_named_by_instance_path():
+    info = compile_source(_router_with_two_acl_instances(), filename="sub.p4").info
     assert [t.name for t in info.tables] == [
         "MyIngress.acl1.acl", "MyIngress.second.acl", "MyIngress.ipv4_lpm"]
     assert [a.name for a in info.table("MyIngress.second.acl").actions] == [
@@ -138,3 +143,12 @@ control MyIngress(""", 1)
     assert [c.name for c in info.counters] == [
         "MyIngress.acl1.hits", "MyIngress.second.hits", "MyIngress.port_packets"]
     assert "MyIngress.acl1.deny" in [a.name for a in info.actions]
+
+
+def test_engine_names_sub_control_objects_as_program_info():
+    from softswitch.engine import Switch
+
+    prog = compile_source(_router_with_two_acl_instances(), filename="sub.p4")
+    sw = Switch(prog)
+    assert sorted(sw.tables) == sorted(t.name for t in prog.info.tables)
+    assert sorted(sw.counters) == sorted(c.name for c in prog.info.counters)

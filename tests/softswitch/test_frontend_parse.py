@@ -7,7 +7,7 @@ import pytest
 from softswitch.frontend import P4Error, compile_file, compile_source
 from softswitch.frontend import ast as A
 from softswitch.frontend import types as T
-from softswitch.frontend.checker import iter_nodes
+from softswitch.frontend.ast import iter_nodes
 
 PROGRAMS = Path(__file__).parent / "programs"
 

@@ -9,7 +9,7 @@ from finsy.proto import p4i
 from google.protobuf import text_format
 
 from softswitch.frontend import compile_source
-from softswitch.p4info import build_p4info, p4info_text
+from softswitch.p4info import p4info_from_program_info, p4info_text
 
 # The P4 tutorials' basic router (exercises/basic): same control-plane names, written here.
 BASIC = r"""
@@ -69,7 +69,7 @@ V1Switch(MyParser(), MyVerifyChecksum(), MyIngress(), MyEgress(), MyComputeCheck
 
 
 def p4info_of(source: str) -> p4i.P4Info:
-    return build_p4info(compile_source(source, filename="t.p4").info)
+    return p4info_from_program_info(compile_source(source, filename="t.p4").info)
 
 
 def test_basic_router_ids_match_the_published_p4info():
@@ -136,7 +136,7 @@ def test_compile_command_writes_p4info_and_device_config(tmp_path):
     info = text_format.Parse(out.read_text(), p4i.P4Info())
     assert info.tables[0].preamble.id == 37375156
     # the device config is self-contained: it compiles without any include path
-    assert build_p4info(compile_source(cfg.read_text(), filename="cfg").info) == info
+    assert p4info_from_program_info(compile_source(cfg.read_text(), filename="cfg").info) == info
 
 
 @pytest.mark.parametrize(

@@ -13,9 +13,9 @@ import pytest
 from p4rt_client import PROG
 from testsupport import async_wait_until
 
-from softswitch.p4info import p4info_text
+from softswitch.p4info import p4info_from_program, p4info_text
 from softswitch.p4runtime.device import Device
-from softswitch.p4runtime.pipeline_loader import build_p4info, device_config_from_file, load_program
+from softswitch.p4runtime.pipeline_loader import device_config_from_file, load_program
 from softswitch.p4runtime.server import P4RuntimeServer
 from softswitch.runner import port_status_packet
 
@@ -24,7 +24,7 @@ from softswitch.runner import port_status_packet
 def artefacts(tmp_path_factory):
     d = tmp_path_factory.mktemp("ssp-finsy")
     blob = device_config_from_file(PROG)
-    p4info = build_p4info(load_program(blob))
+    p4info = p4info_from_program(load_program(blob))
     (d / "prog.p4info.txtpb").write_text(p4info_text(p4info))
     (d / "prog.p4cfg").write_bytes(blob)
     return d / "prog.p4info.txtpb", d / "prog.p4cfg"

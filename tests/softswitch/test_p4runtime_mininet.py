@@ -17,16 +17,15 @@ def test_mininet_hosts_ping_through_p4runtime_switch(tmp_path):
     from mininet.net import Mininet
     # isort: on
 
-    from softswitch.p4info import p4info_text
+    from softswitch.p4info import p4info_from_program, p4info_text
     from softswitch.p4runtime.pipeline_loader import (
-        build_p4info,
         device_config_from_file,
         load_program,
     )
     from topologies.p4switch import P4RuntimeSwitch, p4runtime_ready
 
     blob = device_config_from_file(PROG)
-    (tmp_path / "p.txtpb").write_text(p4info_text(build_p4info(load_program(blob))))
+    (tmp_path / "p.txtpb").write_text(p4info_text(p4info_from_program(load_program(blob))))
     (tmp_path / "p.cfg").write_bytes(blob)
     net = Mininet(controller=None, build=False)
     h1 = net.addHost("sspm1", ip="10.81.0.1/24", mac="02:00:00:81:00:01")

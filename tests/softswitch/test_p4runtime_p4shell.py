@@ -12,9 +12,9 @@ import time
 import pytest
 from p4rt_client import PROG
 
-from softswitch.p4info import p4info_text
+from softswitch.p4info import p4info_from_program, p4info_text
 from softswitch.p4runtime.device import Device
-from softswitch.p4runtime.pipeline_loader import build_p4info, device_config_from_file, load_program
+from softswitch.p4runtime.pipeline_loader import device_config_from_file, load_program
 from softswitch.p4runtime.server import P4RuntimeServer
 
 pytestmark = pytest.mark.slow
@@ -62,7 +62,7 @@ def shell_python(tmp_path_factory):
 
 def test_p4runtime_shell_programs_the_switch(shell_python, tmp_path):
     blob = device_config_from_file(PROG)
-    (tmp_path / "p.txtpb").write_text(p4info_text(build_p4info(load_program(blob))))
+    (tmp_path / "p.txtpb").write_text(p4info_text(p4info_from_program(load_program(blob))))
     (tmp_path / "p.cfg").write_bytes(blob)
     device = Device(device_id=1)
     sent: list[tuple[int, bytes]] = []

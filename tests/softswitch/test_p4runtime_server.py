@@ -8,8 +8,9 @@ import pytest
 from finsy.proto import p4d, p4r
 from p4rt_client import PROG, Client, delete, error_details, insert, modify
 
+from softswitch.p4info import p4info_from_program
 from softswitch.p4runtime.device import Device
-from softswitch.p4runtime.pipeline_loader import build_p4info, device_config_from_file, load_program
+from softswitch.p4runtime.pipeline_loader import device_config_from_file, load_program
 from softswitch.p4runtime.server import P4RuntimeServer
 from softswitch.runner import port_status_packet
 
@@ -20,7 +21,7 @@ SC = grpc.StatusCode
 @pytest.fixture(scope="module")
 def config():
     device_config = device_config_from_file(PROG)
-    return build_p4info(load_program(device_config)), device_config
+    return p4info_from_program(load_program(device_config)), device_config
 
 
 class Ids:
@@ -383,7 +384,7 @@ def test_wrong_atomicity_and_missing_election_id(client):
     code, msg, _ = code_of(lambda: client.write(insert(e), election_id=2))
     assert code == SC.PERMISSION_DENIED and "is not the primary" in msg
     code, msg, _ = code_of(lambda: client.write(insert(e), role="other"))
-    assert code == SC.PERMISSION_DENIED and "'other'" in msg
+    assert code == SC.NOT_FOUND and "'other' is not a role of this device" in msg
     code, msg, _ = code_of(lambda: client.write(insert(e), device_id=4))
     assert code == SC.NOT_FOUND
 

@@ -18,8 +18,8 @@ import pytest
 from p4rt_client import PROG
 from testsupport import stop_process
 
-from softswitch.p4info import p4info_text
-from softswitch.p4runtime.pipeline_loader import build_p4info, device_config_from_file, load_program
+from softswitch.p4info import p4info_from_program, p4info_text
+from softswitch.p4runtime.pipeline_loader import device_config_from_file, load_program
 
 pytestmark = pytest.mark.root
 
@@ -76,7 +76,7 @@ def switch(hosts, tmp_path):
     """`softswitch run` on the two switch-side veths; yields (address, p4info path, blob path, proc)."""
     blob = device_config_from_file(PROG)
     p4info = tmp_path / "prog.p4info.txtpb"
-    p4info.write_text(p4info_text(build_p4info(load_program(blob))))
+    p4info.write_text(p4info_text(p4info_from_program(load_program(blob))))
     (tmp_path / "prog.p4cfg").write_bytes(blob)
     ready = tmp_path / "ready"
     log = open(tmp_path / "switch.log", "w")
