@@ -287,7 +287,7 @@ def test_punted_notice_epoch_is_written_back_once_the_view_includes_it(switch, s
             await d.apply([op for a in core.on_port_status({4: True}, time.time())
                            if type(a).__name__ == "Program" for op in a.ops])
             before = await profile(d)
-            core.on_hello("s1", Hello(5, 1), 0.0)
+            core.on_hello("s1", Hello(9, 1), 0.0)
             actions = core.on_notice("s1", LinkNotice((PortState("s1", 2, False, Version(9, 1),
                                                                  1.0),)), 1.0)
             await d.apply([op for a in actions if type(a).__name__ == "Program" for op in a.ops])
