@@ -266,6 +266,16 @@ def _driver(args: argparse.Namespace, fabric, work: Path) -> P4RuntimeDriver:
                            election_id=args.election_id)
 
 
+_FEEDBACK_FLAGS = {  # Feedback field: (flag, argparse dest)
+    "tag_frame_max": ("--tag-frame-max", "tag_frame_max"),
+    "fresh_us": ("--feedback-fresh-us", "feedback_fresh_us"),
+    "stale_us": ("--feedback-stale-us", "feedback_stale_us"),
+    "unknown_level": ("--unknown-level", "unknown_level"),
+    "gap_margin_us": ("--gap-margin-us", "gap_margin_us"),
+    "gap_unknown_us": ("--gap-unknown-us", "gap_unknown_us"),
+}
+
+
 def _identity(args: argparse.Namespace, fabric) -> Identity:
     """The switch's set_switch constants from the options (each checked, one error line)."""
     shift = args.dre_period_shift
@@ -273,16 +283,16 @@ def _identity(args: argparse.Namespace, fabric) -> Identity:
         shift = dre_period_shift_for(min(lk.capacity_mbps for lk in fabric.links))
     elif not 0 <= shift <= DRE_PERIOD_SHIFT_MAX:
         raise _Refused(f"--dre-period-shift: must be in 0..{DRE_PERIOD_SHIFT_MAX}, got {shift}")
+    values = {name: getattr(args, dest) for name, (_, dest) in _FEEDBACK_FLAGS.items()}
     try:
-        feedback = Feedback(enabled=not args.no_feedback, tag_frame_max=args.tag_frame_max,
-                            fresh_us=args.feedback_fresh_us, stale_us=args.feedback_stale_us,
-                            unknown_level=args.unknown_level, gap_margin_us=args.gap_margin_us,
-                            gap_unknown_us=args.gap_unknown_us)
-        return Identity(switch_mac(fabric.switch(args.switch).id), args.flowlet_gap_us,
-                        feedback=feedback, notice_copies=args.notice_copies,
-                        dre_period_shift=shift)
-    except ValueError as e:
-        raise _Refused(_one_line(e)) from None
+        feedback = Feedback(enabled=not args.no_feedback, **values)
+    except ValueError as e:  # name the flag(s) the message is about
+        flags = [flag for name, (flag, _) in _FEEDBACK_FLAGS.items() if f" {name} " in f"{e} "]
+        raise _Refused(f"{'/'.join(flags) or '--feedback'}: {_one_line(e)}") from None
+    if not 1 <= args.notice_copies <= 16:
+        raise _Refused(f"--notice-copies: must be in 1..16, got {args.notice_copies}")
+    return Identity(switch_mac(fabric.switch(args.switch).id), args.flowlet_gap_us,
+                    feedback=feedback, notice_copies=args.notice_copies, dre_period_shift=shift)
 
 
 async def _run(daemon: Daemon) -> str | None:

@@ -36,6 +36,7 @@ from syncmesh.sglb_mapping import (
 from testsupport import free_port, stop_process, wait_until
 
 from fabricmodel import load
+from sglb.config import dre_period_shift_for
 
 pytestmark = pytest.mark.root
 
@@ -169,7 +170,11 @@ def wanted(fabric_path: Path, ports_up: dict[int, bool]) -> list:
     now = time.time()
     core.start(now)
     core.on_port_status(ports_up, now)
-    return sorted(entities(core.desired(), Identity(switch_mac(1))), key=repr)
+    # the daemon compiles sglb.p4 with the DRE period of the fabric's slowest link (10 Mbit/s)
+    shift = dre_period_shift_for(min(lk.capacity_mbps for lk in fabric.links))
+    assert shift == 13
+    return sorted(entities(core.desired(), Identity(switch_mac(1), dre_period_shift=shift)),
+                  key=repr)
 
 
 def holds(address: str, schema: fy.P4Schema, fabric_path: Path, ports_up: dict[int, bool],

@@ -11,16 +11,22 @@ import time
 from pathlib import Path
 
 import pytest
-from syncmesh.sglb_mapping import TableWrite
+from syncmesh.sglb_mapping import MulticastWrite, TableWrite
 from testsupport import wait_until
 
 from fabricmodel import load
+from sglb.config import Feedback, dre_period_shift_for, level_thresholds
 from topologies.control import ControlOptions, FabricControl, value
 from topologies.mininet_fabric import FabricNet, NetOptions
 
 pytestmark = [pytest.mark.mininet, pytest.mark.timeout(300)]
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+# feedback and notice copies off their defaults, so that the test below sees them arrive
+OPTIONS = ControlOptions(keepalive=0.2, dead_interval=1.0, intf_prefix="tb", notice_copies=2,
+                         feedback=Feedback(fresh_us=20_000, stale_us=150_000, gap_margin_us=300))
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +39,7 @@ def fabric(tmp_path_factory):
     try:
         fnet.start()
         control = FabricControl(fnet.fabric, REPO / "p4src" / "sglb.p4",
-                                ControlOptions(keepalive=0.2, dead_interval=1.0, intf_prefix="tb"),
+                                OPTIONS,
                                 work_dir=work)
         control.start()
         control.wait_programmed()
@@ -79,6 +85,27 @@ def without_congestion(es):
                            tuple(p for p in e.params if not p[0].startswith("rq")))
         out.add(e)
     return out
+
+
+def test_each_daemon_process_writes_the_testbeds_settings(fabric):
+    """ControlOptions reach the switches through `syncmesh run`'s flags: the leaves'
+    feedback settings, the spines' notice copies, the thresholds of the DRE period of
+    the fabric's slowest link (the program each daemon compiled has that period)."""
+    _, control = fabric
+    shift = dre_period_shift_for(min(lk.capacity_mbps for lk in control.fabric.links))
+    config = {e.table: dict(e.params) for e in entities(control, "l1")
+              if isinstance(e, TableWrite) and e.table == "switch_config"}["switch_config"]
+    assert (config["feedback"], config["fb_fresh"], config["fb_stale"], config["gap_margin"]) \
+        == (1, 20_000, 150_000, 300)
+    spine = entities(control, "s1")
+    levels = [e for e in spine if isinstance(e, TableWrite) and e.table == "port_levels"]
+    assert len(levels) == 4
+    mbps_of = {lk.spine.port: lk.capacity_mbps for lk in control.fabric.links_of("s1")}
+    for e in levels:
+        mbps = mbps_of[dict(e.match)["standard_metadata.egress_port"]]
+        assert [v for _, v in e.params] == level_thresholds(mbps, shift)
+    (group,) = [e for e in spine if isinstance(e, MulticastWrite)]
+    assert len(group.ports) == 2 * 4        # two copies to each of the four leaves
 
 
 def test_daemon_killed_and_restarted_during_traffic_resyncs_without_wiping(fabric):
