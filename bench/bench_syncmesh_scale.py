@@ -139,7 +139,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--window", type=float, default=6.0, help="seconds measured per fabric")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--profile-threshold", type=int, default=CoreConfig.profile_threshold,
+                    help="deltas when a level moves by more than this (the testbed runs 1)")
     args = ap.parse_args()
+    global CONFIG
+    CONFIG = dataclasses.replace(CONFIG, profile_threshold=args.profile_threshold)
     logging.basicConfig(level=logging.ERROR)  # the daemons' own log lines are not the output
     print(f"SyncMesh load per switch (keepalive {CONFIG.keepalive_interval}s, counters every "
           f"{STEP * 1000:.0f} ms, deltas when a level moves by > {CONFIG.profile_threshold}, "
