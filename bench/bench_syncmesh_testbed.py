@@ -37,7 +37,6 @@ import select
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -251,26 +250,27 @@ def main() -> int:
         print("bench_syncmesh_testbed: skipped (needs root for Mininet)")
         return 0
     fabric = load(REPO / "topologies" / "fabrics" / "ls4x2.yaml")
-    with tempfile.TemporaryDirectory(prefix="sm-bench-") as tmp:
-        work = Path(tmp)
-        fnet = FabricNet(fabric, NetOptions(prefix=PREFIX, log_dir=work / "logs"))
-        control = None
-        try:
-            fnet.start()
-            opts = ControlOptions(intf_prefix=PREFIX, nice=args.nice)
-            control = FabricControl(fnet.fabric, REPO / "p4src" / "sglb.p4", opts,
-                                    work_dir=work)
-            control.start()
-            control.wait_programmed()
-            time.sleep(1.0)
-            cuts = cut_events(fnet, control, args.cuts, random.Random(args.seed))
-            sats = saturation_events(fnet, control, args.saturations, work)
-            control.alive()
-            rejected = control.total("syncmesh_rejected_total")
-        finally:
-            if control is not None:
-                control.stop()
-            fnet.stop()
+    work = REPO / "out" / time.strftime("sm-testbed-%Y%m%d-%H%M%S")  # kept: the daemons' logs
+    work.mkdir(parents=True, exist_ok=True)
+    fnet = FabricNet(fabric, NetOptions(prefix=PREFIX, log_dir=work / "logs"))
+    control = None
+    try:
+        fnet.start()
+        opts = ControlOptions(intf_prefix=PREFIX, nice=args.nice)
+        control = FabricControl(fnet.fabric, REPO / "p4src" / "sglb.p4", opts,
+                                work_dir=work)
+        control.start()
+        control.wait_programmed()
+        time.sleep(1.0)
+        cuts = cut_events(fnet, control, args.cuts, random.Random(args.seed))
+        sats = saturation_events(fnet, control, args.saturations, work)
+        control.alive()
+        rejected = control.total("syncmesh_rejected_total")
+    finally:
+        if control is not None:
+            control.stop()
+        fnet.stop()
+    print(f"run folder (daemon and switch logs): {work}")
     print(f"SyncMesh on the {fabric.name} testbed: one daemon process per switch (mutual TLS), "
           f"spines read counters every {opts.counter_interval * 1000:.0f} ms, keepalive "
           f"{opts.keepalive} s; softswitch, 2 shared cores")

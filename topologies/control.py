@@ -277,7 +277,16 @@ class FabricControl:
             if not missing:
                 return
             time.sleep(0.2)
-        raise TimeoutError(f"switches not programmed after {timeout:.0f}s: {', '.join(missing)}")
+        last = {n: self._last_log_line(n) for n in missing}
+        raise TimeoutError(f"switches not programmed after {timeout:.0f}s: "
+                           + "; ".join(f"{n} (last log line: {line})" for n, line in last.items()))
+
+    def _last_log_line(self, name: str) -> str:
+        try:
+            lines = (self.log_dir / f"{name}.syncmesh.log").read_text().splitlines()
+        except OSError:
+            return "no log"
+        return lines[-1] if lines else "empty log"
 
     def link_views(self) -> dict[str, dict[str, bool]]:
         """Every daemon's view of every link: {switch: {link: up}}."""
