@@ -1,9 +1,10 @@
 """`make run`: the SGLB fabric in Mininet with traffic, a fabric link cut and a host link cut.
 
 Builds the fabric of a description file (default ``topologies/fabrics/ls4x2.yaml``)
-with one ``softswitch run`` process per switch, starts one SyncMesh daemon per
-switch (each programs its switch over P4Runtime: pipeline, routes, paths,
-profiles, notice groups), runs the multi-rail UDP load generator
+with one ``softswitch run`` process per switch, makes every switch's key and
+certificate (``syncmesh certs``), starts one ``syncmesh run`` process per switch
+(each programs its switch over P4Runtime: pipeline, routes, paths, profiles,
+notice groups; they talk mutual TLS), runs the multi-rail UDP load generator
 (topologies/udpload.py) between host pairs in different pods so every packet
 crosses a spine, and ReCCL collectives (all-to-all, all-reduce, one rank per
 host, every result checked) between all hosts, cuts a leaf-spine link and later a host's last-hop link,
@@ -171,19 +172,23 @@ class Progress(threading.Thread):
 
 def _watch_convergence(control, link: str, up: bool, since: float, key: int, state: RunState,
                        timeout: float = 10.0) -> threading.Thread:
+    """Once every daemon agrees, the time from the cut until the last of them changed its view
+    (each daemon stamps the change with its own clock; one machine, one clock)."""
     def run() -> None:
         while time.time() < since + timeout:
-            if control.agree(link, up):
-                state.convergence[key] = time.time() - since
+            at = control.agreed_at(link, up)
+            if at is not None:
+                state.convergence[key] = at - since
                 return
-            time.sleep(0.005)
+            time.sleep(0.05)
     t = threading.Thread(target=run, daemon=True, name=f"converge-{key}")
     t.start()
     return t
 
 
 def log_to_file(path: Path) -> None:
-    """Daemon and driver log lines (logfmt, switch name on each) go to ``path``, not the terminal."""
+    """The driver's own log lines (logfmt) go to ``path``, not the terminal (each daemon
+    process writes its own, ``logs/<switch>.syncmesh.log``)."""
     import logging
 
     from syncmesh.logs import LogfmtFormatter
@@ -219,12 +224,12 @@ def run(sc: Scenario) -> dict:
         fnet.start()
         say(f"[testbed] {len(fabric.switches)} softswitch processes up ({time.time() - t_begin:.1f} s)")
         control = FabricControl(fnet.fabric, PROGRAM, ControlOptions(glb=sc.glb, intf_prefix=sc.prefix),
-                                work_dir=run_dir / "pipeline")
+                                work_dir=run_dir)
         control.start()
         control.wait_programmed()
-        say(f"[testbed] {len(fabric.switches)} SyncMesh daemons up, switches programmed over "
-            f"P4Runtime ({sum(d.writes for d in control.drivers.values())} entities, "
-            f"{time.time() - t_begin:.1f} s); leaves in {'SGLB' if sc.glb else 'ECMP'} mode")
+        say(f"[testbed] {len(fabric.switches)} SyncMesh daemon processes up (mutual TLS, "
+            f"certificates in {control.cert_dir}), switches programmed over P4Runtime "
+            f"({time.time() - t_begin:.1f} s); leaves in {'SGLB' if sc.glb else 'ECMP'} mode")
         for f in flows:
             f.src_ifaces = [fnet.nic_intf(f.src, n) for n in fabric.host(f.src).nics]
             h = fnet.host(f.src)
@@ -389,8 +394,8 @@ def summarise(sc: Scenario, fnet, control, flows: list[Flow], state: RunState, s
         "syncmesh": {"restore_convergence_s": [state.convergence.get(i) for i, k in
                                                enumerate(state.kinds) if k == "restore"],
                      "failovers": control.failovers() - failovers_before,
-                     "convergence_samples_s": sorted(round(x, 4) for x in
-                                                     control.convergence_samples())[-20:]},
+                     "rejected": control.total("syncmesh_rejected_total"),
+                     "process_per_switch": True},
         "data_plane_events": control.data_plane_events(),
         "reccl": reccl_figures(state, phases) if sc.reccl else None,
         "packets": {"sent": sent, "delivered": delivered, "lost": sent - delivered,

@@ -219,6 +219,8 @@ class P4RuntimeDriver:
         self._log = SwitchLog(name, log)
         self.writes = 0
         """Entities written since start (inserts, modifies, deletes)."""
+        self.write_requests = 0
+        """Write RPCs sent since start (one per plan)."""
 
     @property
     def connected(self) -> bool:
@@ -340,13 +342,13 @@ class P4RuntimeDriver:
             self.book.commit(plan)
             return
         sw = self._sw()
+        # one WriteRequest per change: the plan never touches one entity twice, so the
+        # order the switch applies its updates in does not matter (P4Runtime spec 12.1)
+        updates = ([-to_finsy(e) for e in plan.delete] + [+to_finsy(e) for e in plan.insert]
+                   + [~to_finsy(e) for e in plan.modify])
         try:
-            if plan.delete:
-                await sw.delete([to_finsy(e) for e in plan.delete])
-            if plan.insert:
-                await sw.insert([to_finsy(e) for e in plan.insert])
-            if plan.modify:
-                await sw.modify([to_finsy(e) for e in plan.modify])
+            await sw.write(updates)
+            self.write_requests += 1
         except fy.P4ClientError as e:
             # what was written is unknown now: the next reconcile reads it back
             raise DriverError(f"{self.name}: write refused: {e}", Failure.REFUSED, e) from None
