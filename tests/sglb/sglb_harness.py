@@ -1,5 +1,8 @@
 """Fixtures for the SGLB packet tests: the program compiled once, switches
-configured as a leaf or a spine of a small fabric, a controllable clock."""
+configured as a leaf or a spine of a small fabric, a controllable clock.
+
+The switches run on the target ``--target`` selects (tests/p4target.py):
+softswitch in-process, or BMv2 with the program compiled by p4c."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import p4target
 import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
@@ -14,7 +18,7 @@ from scapy.layers.l2 import Ether
 from sglb.codes import DropReason, Event, LbMode, Role
 from sglb.config import profile_args, switch_args, uplinks_args
 from sglb.headers import port_status_frame
-from softswitch import Exact, Lpm, Switch, compile_file
+from softswitch import Exact, Lpm
 
 # SGLB_P4 points the packet tests at another build of the program (e.g. a
 # deliberately broken copy, to see that the tests catch it).
@@ -43,8 +47,8 @@ class Clock:
 
 @pytest.fixture(scope="session")
 def program():
-    """sglb.p4 compiled once for the session."""
-    return compile_file(str(P4_PATH))
+    """sglb.p4 compiled once for the session (for the selected target)."""
+    return p4target.compile_program(P4_PATH)
 
 
 def mac_int(mac: str) -> int:
@@ -91,7 +95,7 @@ class Node:
 
 
 def make_switch(program, clock: Clock):
-    return Switch(program, cpu_port=CPU_PORT, clock=clock)
+    return p4target.make_switch(program, cpu_port=CPU_PORT, clock=clock)
 
 
 def configure_leaf(program, mode: LbMode = LbMode.SGLB, tolerance: int = 0,
