@@ -101,7 +101,8 @@ def compile_program(program: Path | str, *, defines: Mapping[str, str] | None = 
     flags = flags_for(defines, include_dirs, extra_flags)
     version = _run([p4c, "--version"], str(program), 60).stdout.strip()
     pre = _run([p4c, "-E", *flags, str(program)], str(program), COMPILE_TIMEOUT_S)
-    if pre.returncode != 0:
+    # p4c 1.2.5 exits 1 after -E even when it preprocessed fine: judge by what it printed
+    if not pre.stdout.strip() or "error" in pre.stderr.lower():
         raise P4cError(f"{program}: p4c's preprocessor failed:\n{_diagnostics(pre.stderr)}")
     key = hashlib.sha256("\0".join([version, *flags, pre.stdout]).encode()).hexdigest()[:32]
     root = cache or cache_dir()

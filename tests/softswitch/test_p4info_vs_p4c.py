@@ -103,3 +103,19 @@ def test_serializable_enum_is_described_in_type_info():
     enum = info.type_info.serializable_enums["Kind_t"]
     assert enum.underlying_type.bitwidth == 8
     assert [(m.name, m.value) for m in enum.members] == [("A", b"\x01"), ("B", b"\x02")]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "softswitch accepts annotations before an entry's keyset (`@priority(5) (_, 11): a();`, "
+    "used by tests/softswitch/programs/frontend_constructs.p4); P4_16's grammar (spec "
+    "appendix, `entry`) and p4c take them after the action only (`(_, 11): a() @priority(5);`) "
+    "and p4c refuses the program: syntax error, unexpected @"))
+def test_entry_annotation_before_keyset_is_refused():
+    from softswitch import P4Error
+
+    with pytest.raises(P4Error):
+        p4info("""
+            action a() { }
+            table t { key = { hdr.h.k: ternary; } actions = { a; }
+                      const entries = { @priority(5) 0x01 &&& 0xFF : a(); } }
+            apply { t.apply(); }""")
