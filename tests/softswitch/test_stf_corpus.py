@@ -31,12 +31,24 @@ BMV2_CANNOT_RUN: dict[str, str] = {
 }
 
 
+# name -> reason, for corpus files where BMv2 (with p4c) departs from the P4_16 spec that
+# softswitch follows (--target bmv2 only; xfail so that a BMv2 that changes shows up)
+BMV2_DEPARTS: dict[str, str] = {
+    "enum_error": "a select with no matching case and no default: P4_16 ('Select "
+                  "expressions') makes it error.NoMatch, softswitch too; p4c-bm2-ss 1.2.5.16 "
+                  "writes no default transition and BMv2 1.15.5 ends the parser without "
+                  "error on it (parser_error stays NoError: code 00 instead of 03)",
+}
+
+
 def _cases() -> list:
     cases = []
     for stf in sorted(STF_DIR.glob("*.stf")):
         marks = []
         if p4target.on_bmv2() and stf.stem in BMV2_CANNOT_RUN:
             marks.append(pytest.mark.skip(reason=BMV2_CANNOT_RUN[stf.stem]))
+        elif p4target.on_bmv2() and stf.stem in BMV2_DEPARTS:
+            marks.append(pytest.mark.xfail(strict=True, reason=BMV2_DEPARTS[stf.stem]))
         elif not p4target.on_bmv2() and stf.stem in KNOWN_GAPS:
             marks.append(pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[stf.stem]))
         cases.append(pytest.param(stf, id=stf.stem, marks=marks))
