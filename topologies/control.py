@@ -48,6 +48,8 @@ class ControlOptions:
     """Port counters are read this often (s)."""
     flowlet_gap_us: int = 500
     """Idle time after which a flow may change path (us)."""
+    target: str = field(default_factory=lambda: os.environ.get("TARGET", "softswitch").lower())
+    """The switches' target (softswitch or bmv2): which device config the daemons push."""
     inject_port_status: bool = field(
         default_factory=lambda: os.environ.get("TARGET", "softswitch").lower() == "bmv2")
     """Send port-status packets as PacketOut (BMv2; softswitch injects them itself)."""
@@ -77,7 +79,7 @@ class FabricControl:
                  pipeline: PipelineFiles | None = None, work_dir: Path | None = None) -> None:
         self.fabric = fabric
         self.options = options or ControlOptions()
-        self.pipeline = pipeline or compile_pipeline(program, work_dir)
+        self.pipeline = pipeline or compile_pipeline(program, work_dir, self.options.target)
         self.token = secrets.token_hex(16)
         self.daemons: dict[str, Daemon] = {}
         self.drivers: dict[str, P4RuntimeDriver] = {}

@@ -79,6 +79,10 @@ def _parser() -> argparse.ArgumentParser:
     p4rt.add_argument("--inject-port-status", action="store_true",
                       help="send port-status packets as PacketOut (BMv2; softswitch injects "
                            "them itself)")
+    p4rt.add_argument("--target", choices=("softswitch", "bmv2"), default="softswitch",
+                      help="the switch's target: softswitch (default) takes the program's "
+                           "source; bmv2 takes p4c-bm2-ss's JSON (compiled here, needs p4c) "
+                           "and implies --inject-port-status")
     run.add_argument("--log-level", default="info",
                      choices=("debug", "info", "warning", "error"))
 
@@ -131,6 +135,34 @@ def _one_line(text: object) -> str:
     return " ".join(str(text).split())
 
 
+def _bmv2_pipeline(path: Path, out_dir: Path) -> PipelineFiles:
+    """The program compiled by p4c for BMv2; p4c's first error or the missing tool in one line."""
+    from finsy.proto import p4i
+    from google.protobuf import text_format
+
+    from bmv2.compiler import P4cError
+    from bmv2.tools import MissingToolError
+
+    from .p4runtime_driver import compile_pipeline
+
+    if not path.is_file():
+        raise _Refused(f"--pipeline: no such file: {path}")
+    try:
+        files = compile_pipeline(path, out_dir, target="bmv2")
+    except (MissingToolError, P4cError) as e:
+        raise _Refused(f"--pipeline: {_one_line(e)}") from None
+    info = text_format.Parse(files.p4info.read_text(), p4i.P4Info())
+    _check_sglb(path, {t.preamble.name.rsplit(".", 1)[-1] for t in info.tables})
+    return files
+
+
+def _check_sglb(path: Path, tables: set[str]) -> None:
+    missing = sorted(SGLB_TABLES - tables)
+    if missing:
+        raise _Refused(f"--pipeline: {path} is not an SGLB program: no table "
+                       f"{', '.join(missing)}")
+
+
 def _pipeline(path: Path, out_dir: Path) -> PipelineFiles:
     """Check and compile the program to push; every problem becomes one located line."""
     from softswitch.frontend import P4Error, compile_file
@@ -153,11 +185,7 @@ def _pipeline(path: Path, out_dir: Path) -> PipelineFiles:
                        f"{more}") from None
     except Exception as e:  # noqa: BLE001 - any failure to build it is a bad pipeline file
         raise _Refused(f"--pipeline: {path}: {_one_line(e)}") from None
-    tables = {t.preamble.name.rsplit(".", 1)[-1] for t in info.tables}
-    missing = sorted(SGLB_TABLES - tables)
-    if missing:
-        raise _Refused(f"--pipeline: {path} is not an SGLB program: no table "
-                       f"{', '.join(missing)}")
+    _check_sglb(path, {t.preamble.name.rsplit(".", 1)[-1] for t in info.tables})
     return files
 
 
@@ -176,11 +204,12 @@ def _driver(args: argparse.Namespace, fabric, work: Path) -> P4RuntimeDriver:
         raise _Refused(f"--election-id: must be in 1..2^128-1, got {args.election_id}")
     if not 0 <= args.flowlet_gap_us < 2**32:
         raise _Refused(f"--flowlet-gap-us: must be in 0..2^32-1, got {args.flowlet_gap_us}")
-    pipeline = _pipeline(args.pipeline, work)
+    bmv2 = args.target == "bmv2"
+    pipeline = _bmv2_pipeline(args.pipeline, work) if bmv2 else _pipeline(args.pipeline, work)
     return P4RuntimeDriver(args.switch, address, device_id,
                            Identity(switch_mac(sw.id), args.flowlet_gap_us), pipeline,
                            sorted(fabric.ports(args.switch)),
-                           inject_port_status=args.inject_port_status,
+                           inject_port_status=args.inject_port_status or bmv2,
                            election_id=args.election_id)
 
 
@@ -260,7 +289,8 @@ def main(argv: list[str] | None = None) -> int:
         given = [flag for flag, used in (
             ("--device-id", args.device_id is not None), ("--election-id", args.election_id != 10),
             ("--pipeline", args.pipeline != DEFAULT_PIPELINE),
-            ("--inject-port-status", args.inject_port_status)) if used]
+            ("--inject-port-status", args.inject_port_status),
+            ("--target", args.target != "softswitch")) if used]
         if given:
             print(f"syncmesh: error: {given[0]} needs --p4runtime", file=sys.stderr)
             return 2
