@@ -507,14 +507,14 @@ def main(argv: list[str] | None = None) -> int:
     except (FabricError, FabricNetError, OSError) as e:
         print(f"topologies.demo: error: {e}", file=sys.stderr)
         return 2
-    if os.geteuid() != 0:
-        print("topologies.demo: error: Mininet needs root", file=sys.stderr)
-        return 2
     target = os.environ.get("TARGET", "softswitch").lower()
     if target not in TARGET_NAMES:
         print(f"topologies.demo: error: TARGET={target}: choose softswitch or bmv2", file=sys.stderr)
         return 2
     if target == "bmv2" and not check_bmv2():
+        return 2
+    if os.geteuid() != 0:
+        print("topologies.demo: error: Mininet needs root", file=sys.stderr)
         return 2
 
     def on_term(*_):
