@@ -21,6 +21,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from . import tools
 
@@ -45,8 +46,8 @@ class CompiledProgram:
     cached: bool
     """True when the result came from the cache."""
 
-    def p4info_message(self):  # -> p4.config.v1.P4Info (finsy's generated module)
-        """The P4Info as a protobuf message."""
+    def p4info_message(self) -> Any:
+        """The P4Info as a protobuf message (finsy's generated ``p4.config.v1.P4Info``)."""
         from finsy.proto import p4i
         from google.protobuf import text_format
 

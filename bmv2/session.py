@@ -33,12 +33,12 @@ def _update_errors(exc: grpc.RpcError) -> list[str]:
                 err = p4r.Error()
                 detail.Unpack(err)
                 if err.canonical_code != 0:
-                    out.append(f"{grpc.StatusCode(_code(err.canonical_code)).name}: {err.message}")
+                    out.append(f"{_code(err.canonical_code).name}: {err.message}")
     return out
 
 
-def _code(number: int) -> tuple[int, str]:
-    return next(c.value for c in grpc.StatusCode if c.value[0] == number)
+def _code(number: int) -> grpc.StatusCode:
+    return next(c for c in grpc.StatusCode if c.value[0] == number)
 
 
 def refused(exc: grpc.RpcError, what: str) -> SwitchError:
