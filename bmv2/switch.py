@@ -18,7 +18,6 @@ test that moves softswitch's clock by hand cannot run here as written.
 from __future__ import annotations
 
 import re
-import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,7 +29,7 @@ from finsy.proto import p4i, p4r
 from softswitch.engine import Exact, Lpm, Range, SwitchError, Ternary
 from softswitch.engine import Optional as OptionalMatch
 
-from . import tools
+from .cli import CliError, ThriftCli
 from .compiler import CompiledProgram
 from .dataplane import Dataplane, Output
 from .process import Bmv2Options, Bmv2Process, free_ports
@@ -131,6 +130,7 @@ class Bmv2Switch:
         self._next_handle = 1
         self._groups: set[int] = set()
         self._clones: set[int] = set()
+        self._thrift: ThriftCli | None = None
         try:
             self.process.start(start_timeout)
             self.session = Session(self.options.grpc_address, device_id)
@@ -358,13 +358,12 @@ class Bmv2Switch:
     # ------------------------------------------------------------------ registers (Thrift)
 
     def _cli(self, command: str) -> str:
-        cli = tools.require(tools.CLI, purpose="register access on BMv2")[tools.CLI.name]
-        done = subprocess.run([str(cli), "--thrift-port", str(self.options.thrift_port)],
-                              input=command + "\n", capture_output=True, text=True, timeout=60)
-        if done.returncode != 0 or "Error" in done.stdout:
-            raise SwitchError("UNKNOWN", f"simple_switch_CLI {command!r}: "
-                              f"{(done.stdout + done.stderr).strip()[-500:]}")
-        return done.stdout
+        if self._thrift is None:
+            self._thrift = ThriftCli(self.options.thrift_port)
+        try:
+            return self._thrift.run(command)
+        except CliError as e:
+            raise SwitchError("UNKNOWN", str(e)) from None
 
     def _register(self, name: str) -> str:
         names = [r.preamble.name for r in self.p4info.registers]
@@ -387,6 +386,9 @@ class Bmv2Switch:
 
     def close(self) -> None:
         """Stop the switch."""
+        if self._thrift is not None:
+            self._thrift.close()
+            self._thrift = None
         if self.dataplane is not None:
             self.dataplane.close()
             self.dataplane = None

@@ -224,8 +224,7 @@ class FabricNet:
     def set_link(self, link: Link, up: bool) -> None:
         """Cut or restore a leaf-spine link: the spine end goes admin down, the leaf loses carrier."""
         assert self.net is not None
-        intf = self.switch_intf(link.spine.switch, link.spine.port)
-        self.switch(link.spine.switch).cmd(f"ip link set {intf} {'up' if up else 'down'}")
+        self.switch(link.spine.switch).set_port_up(link.spine.port, up)
 
     def set_nic(self, host: str, nic: str, up: bool) -> None:
         """Cut or restore a host's last-hop link: the leaf end goes admin down, the NIC loses carrier.
@@ -236,8 +235,7 @@ class FabricNet:
         matches = [n for n in h.nics if n.name == nic]
         if not matches:
             raise FabricNetError(f"host {host} has no NIC {nic!r} (has {[n.name for n in h.nics]})")
-        intf = self.switch_intf(matches[0].leaf, matches[0].port)
-        self.switch(matches[0].leaf).cmd(f"ip link set {intf} {'up' if up else 'down'}")
+        self.switch(matches[0].leaf).set_port_up(matches[0].port, up)
 
 
 def _interfaces() -> Iterator[str]:
