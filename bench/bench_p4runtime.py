@@ -1,7 +1,10 @@
 """softswitch as a switch: P4Runtime write rate, forwarding rate and per-packet latency.
 
-1. P4Runtime table writes per second against an in-process server on loopback:
-   one update per WriteRequest, and batches of 500 updates.
+1. P4Runtime table writes per second, one update per WriteRequest and 250 per
+   request, from one Python client (generated stubs) to a switch process on
+   loopback: `softswitch run --no-p4` and, when `simple_switch_grpc` (BMv2) and
+   `p4c-bm2-ss` are on PATH, BMv2 with the same program compiled by p4c, measured in
+   the same run in alternating rounds; the ratio softswitch / BMv2 is printed.
 2. Packets per second forwarded between two network namespaces through one
    `softswitch run` process (UDP, 64-byte payloads, sender paced by a window).
 3. Per-packet latency: UDP echo round trips through the switch (two traversals),
@@ -11,11 +14,15 @@
    the switch port's link callback.
 
 Parts 2-4 need root (network namespaces, veths); without it they are skipped.
+Run: `.venv/bin/python bench/bench_p4runtime.py [--writes-only] [--baseline CHECKOUT]`
+(`--baseline`: a checkout of another version, e.g. `git worktree add /tmp/base REV`,
+measured in the same alternating rounds).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -30,20 +37,18 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from testsupport import stop_process  # noqa: E402
+from testsupport import free_port, stop_process  # noqa: E402
 
 from softswitch.p4info import p4info_from_program  # noqa: E402
-from softswitch.p4runtime.device import Device  # noqa: E402
 from softswitch.p4runtime.pipeline_loader import (  # noqa: E402
     device_config_from_file,
     load_program,
 )
-from softswitch.p4runtime.server import P4RuntimeServer  # noqa: E402
 
 PROG = ROOT / "tests" / "softswitch" / "test_p4runtime_prog.p4"
 N_ENTRIES = 1000
 BATCH = 250
-ROUNDS = 3
+ROUNDS = 5
 
 
 def _u128(v: int) -> p4r.Uint128:
@@ -62,51 +67,169 @@ def _lpm_update(p4info, i: int) -> p4r.Update:
             p4r.Action.Param(param_id=2, value=b"\x01")])))))
 
 
-def bench_writes() -> None:
-    import queue
-
-    blob = device_config_from_file(PROG)
-    p4info = p4info_from_program(load_program(blob))
-    server = P4RuntimeServer(Device(device_id=1), "127.0.0.1:0").start()
-    channel = grpc.insecure_channel(server.address)
-    out: queue.Queue = queue.Queue()
+def _wait_serving(address: str, proc: subprocess.Popen, log: Path, timeout: float = 60) -> None:
+    channel = grpc.insecure_channel(address)
+    stub = p4r_grpc.P4RuntimeStub(channel)
+    end = time.monotonic() + timeout
     try:
-        stub = p4r_grpc.P4RuntimeStub(channel)
-        stream = stub.StreamChannel(iter(out.get, None))
-        out.put(p4r.StreamMessageRequest(arbitration=p4r.MasterArbitrationUpdate(
-            device_id=1, election_id=_u128(1))))
-        next(stream)
-        A = p4r.SetForwardingPipelineConfigRequest
-        stub.SetForwardingPipelineConfig(A(
-            device_id=1, election_id=_u128(1), action=A.VERIFY_AND_COMMIT,
-            config=p4r.ForwardingPipelineConfig(p4info=p4info, p4_device_config=blob)))
-
-        def write(updates):
-            stub.Write(p4r.WriteRequest(device_id=1, election_id=_u128(1), updates=updates))
-
-        inserts = [_lpm_update(p4info, i) for i in range(N_ENTRIES)]
-        deletes = [p4r.Update(type=p4r.Update.DELETE, entity=u.entity) for u in inserts]
-        single, batched = [], []
-        for _ in range(ROUNDS):  # the table holds 1024 entries: insert, then empty it
-            t0 = time.perf_counter()
-            for u in inserts:
-                write([u])
-            single.append(N_ENTRIES / (time.perf_counter() - t0))
-            write(deletes)
-            t0 = time.perf_counter()
-            for i in range(0, N_ENTRIES, BATCH):
-                write(inserts[i:i + BATCH])
-            batched.append(N_ENTRIES / (time.perf_counter() - t0))
-            write(deletes)
-        stream.cancel()
+        while time.monotonic() < end:
+            if proc.poll() is not None:
+                raise RuntimeError(f"switch exited: {log.read_text()[-2000:]}")
+            try:
+                stub.Capabilities(p4r.CapabilitiesRequest(), timeout=1)
+                return
+            except grpc.RpcError:
+                time.sleep(0.1)
+        raise RuntimeError(f"switch does not answer on {address}")
     finally:
-        out.put(None)
         channel.close()
-        server.stop(0)
-    s, b = statistics.median(single), statistics.median(batched)
-    print(f"p4runtime_writes_single_per_s {s:.0f}  (1 table entry per WriteRequest, median of {ROUNDS})")
-    print(f"p4runtime_writes_batched_per_s {b:.0f}  ({BATCH} entries per WriteRequest)")
-    print(f"p4runtime_batching_speedup {b / s:.1f}x")
+
+
+class Target:
+    """A switch process serving P4Runtime, and what to program it with."""
+
+    def __init__(self, name: str, cmd: list[str], address: str, p4info, device_config: bytes,
+                 tmp: Path, cwd: Path = ROOT) -> None:
+        self.name, self.address = name, address
+        self.p4info, self.device_config = p4info, device_config
+        self.log = tmp / f"{name}.log"
+        self.proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL,
+                                     stderr=open(self.log, "w"))
+        _wait_serving(address, self.proc, self.log)
+
+    def stop(self) -> None:
+        stop_process(self.proc, timeout=15)
+
+
+def softswitch_target(tmp: Path, checkout: Path = ROOT, name: str = "softswitch") -> Target:
+    """`softswitch run` of this checkout, or of another one (to compare versions)."""
+    blob = device_config_from_file(PROG)
+    address = f"127.0.0.1:{free_port()}"
+    cmd = [sys.executable, "-m", "softswitch.runner", "--no-p4", "--device-id", "1",
+           "--grpc-addr", address, "--log-level", "warning"]
+    return Target(name, cmd, address, p4info_from_program(load_program(blob)), blob, tmp, cwd=checkout)
+
+
+def bmv2_target(tmp: Path) -> Target | str:
+    """BMv2 simple_switch_grpc running the program compiled by p4c, or why it cannot run."""
+    from google.protobuf import text_format
+
+    missing = [t for t in ("simple_switch_grpc", "p4c-bm2-ss") if shutil.which(t) is None]
+    if missing:
+        return f"{' and '.join(missing)} not on PATH"
+    out = subprocess.run(["p4c-bm2-ss", "--p4runtime-files", str(tmp / "prog.p4info.txtpb"),
+                          "-o", str(tmp / "prog.json"), str(PROG)], capture_output=True, text=True)
+    if out.returncode != 0:
+        return f"p4c-bm2-ss failed: {out.stderr.strip()[-500:]}"
+    from finsy.proto import p4i
+
+    p4info = text_format.Parse((tmp / "prog.p4info.txtpb").read_text(), p4i.P4Info())
+    port = free_port()
+    cmd = ["simple_switch_grpc", "--no-p4", "--device-id", "1", "--thrift-port", str(free_port()),
+           "--", "--grpc-server-addr", f"127.0.0.1:{port}", "--cpu-port", "255"]
+    return Target("bmv2", cmd, f"127.0.0.1:{port}", p4info, (tmp / "prog.json").read_bytes(), tmp)
+
+
+class WriteClient:
+    """The one client both targets are measured with: primary, pipeline set."""
+
+    def __init__(self, target: Target) -> None:
+        import queue
+
+        self.channel = grpc.insecure_channel(target.address)
+        self.stub = p4r_grpc.P4RuntimeStub(self.channel)
+        self._out: queue.Queue = queue.Queue()
+        self.stream = self.stub.StreamChannel(iter(self._out.get, None))
+        self._out.put(p4r.StreamMessageRequest(arbitration=p4r.MasterArbitrationUpdate(
+            device_id=1, election_id=_u128(1))))
+        next(self.stream)
+        A = p4r.SetForwardingPipelineConfigRequest
+        self.stub.SetForwardingPipelineConfig(A(
+            device_id=1, election_id=_u128(1), action=A.VERIFY_AND_COMMIT,
+            config=p4r.ForwardingPipelineConfig(p4info=target.p4info,
+                                                p4_device_config=target.device_config)))
+        self.inserts = [_lpm_update(target.p4info, i) for i in range(N_ENTRIES)]
+        self.deletes = [p4r.Update(type=p4r.Update.DELETE, entity=u.entity) for u in self.inserts]
+
+    def write(self, updates) -> None:
+        self.stub.Write(p4r.WriteRequest(device_id=1, election_id=_u128(1), updates=updates))
+
+    def round(self) -> tuple[float, float]:
+        """(entries/s one per Write, entries/s BATCH per Write); the table ends empty."""
+        t0 = time.perf_counter()
+        for u in self.inserts:
+            self.write([u])
+        single = N_ENTRIES / (time.perf_counter() - t0)
+        self.write(self.deletes)
+        t0 = time.perf_counter()
+        for i in range(0, N_ENTRIES, BATCH):
+            self.write(self.inserts[i:i + BATCH])
+        batched = N_ENTRIES / (time.perf_counter() - t0)
+        self.write(self.deletes)
+        return single, batched
+
+    def close(self) -> None:
+        self._out.put(None)
+        self.stream.cancel()
+        self.channel.close()
+
+
+def bench_writes(baseline: Path | None = None) -> None:
+    """Writes/s of softswitch, BMv2 when installed and, if given, another checkout's softswitch."""
+    tmp = Path(tempfile.mkdtemp(prefix="sspw-"))
+    targets: list[Target] = []
+    clients: dict[str, WriteClient] = {}
+    try:
+        targets.append(softswitch_target(tmp))
+        if baseline is not None:
+            targets.append(softswitch_target(tmp, baseline, "baseline"))
+        try:
+            bmv2 = bmv2_target(tmp)
+        except (RuntimeError, OSError) as exc:
+            bmv2 = f"it did not start: {exc}"
+        if isinstance(bmv2, str):
+            note = f"BMv2 column skipped: {bmv2}"
+        else:
+            targets.append(bmv2)
+            note = "BMv2: simple_switch_grpc, program compiled by p4c-bm2-ss"
+        for t in list(targets):
+            try:
+                clients[t.name] = WriteClient(t)
+                clients[t.name].round()  # warm-up
+            except grpc.RpcError as exc:
+                if t.name == "softswitch":
+                    raise
+                note = f"BMv2 column skipped: {exc.code().name} {exc.details()}"
+                clients.pop(t.name, None)
+                targets.remove(t)
+                t.stop()
+        rates: dict[str, list[tuple[float, float]]] = {t.name: [] for t in targets}
+        for _ in range(ROUNDS):  # alternate, so that both see the same machine load
+            for t in targets:
+                rates[t.name].append(clients[t.name].round())
+    finally:
+        for c in clients.values():
+            c.close()
+        for t in targets:
+            t.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    med = {name: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs))
+           for name, rs in rates.items()}
+    print(f"P4Runtime table writes per second (ipv4_lpm inserts, {N_ENTRIES} per round, median of "
+          f"{ROUNDS} rounds, one Python client, switch in its own process)")
+    print(f"{'':24s}{'softswitch':>12s}{'BMv2':>12s}{'ratio':>8s}")
+    ss = med["softswitch"]
+    bm = med.get("bmv2")
+    for i, label in enumerate(("one entry per Write", f"{BATCH} entries per Write")):
+        if bm:
+            print(f"{label:24s}{ss[i]:>12,.0f}{bm[i]:>12,.0f}{ss[i] / bm[i]:>7.2f}x")
+        else:
+            print(f"{label:24s}{ss[i]:>12,.0f}{'-':>12s}{'-':>8s}")
+    print(note)
+    if "baseline" in med:
+        base = med["baseline"]
+        print(f"baseline ({baseline}): {base[0]:,.0f} and {base[1]:,.0f} writes/s; this checkout "
+              f"/ baseline: {ss[0] / base[0]:.2f}x and {ss[1] / base[1]:.2f}x")
 
 
 # ---- namespaces -------------------------------------------------------------------------------
@@ -318,7 +441,16 @@ def bench_link_events(flaps: int = 40) -> None:
 
 
 def main() -> int:
-    bench_writes()
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--writes-only", action="store_true", help="only the P4Runtime write rates")
+    ap.add_argument("--baseline", type=Path, metavar="CHECKOUT",
+                    help="also measure the softswitch of another checkout in the same rounds")
+    args = ap.parse_args()
+    bench_writes(args.baseline)
+    if args.writes_only:
+        return 0
     if os.geteuid() != 0:
         print("namespace benchmarks skipped: need root")
         return 0

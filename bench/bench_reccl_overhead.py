@@ -57,8 +57,8 @@ def namespaces() -> dict[str, dict[int, list[float]]]:
     results: dict[str, dict[int, list[float]]] = {"failover": {}, "fail-stop": {}}
     for _ in range(3):
         for mode in results:
-            argv = ["--netns", "--rate", "160mbit", "--hosts", "2", "--rails", "2", "-c",
-                    "all_reduce", "-b", "1M", "-e", "4M", "-f", "4", "-n", "4", "--check", "0"]
+            argv = ["all_reduce", "--netns", "--rate", "160mbit", "--hosts", "2", "--rails", "2",
+                    "-b", "1M", "-e", "4M", "-f", "4", "-n", "4", "-c", "0"]
             if mode == "fail-stop":
                 argv.append("--fail-stop")
             r, w = os.pipe()
@@ -74,28 +74,40 @@ def namespaces() -> dict[str, dict[int, list[float]]]:
             os.close(r)
             for line in text.splitlines():
                 f = line.split()
-                if f and f[0] == "all_reduce":
-                    results[mode].setdefault(int(f[1]), []).append(float(f[5]) / 1e6)
+                if f and f[0].isdigit():  # nccl-tests row: size count type redop root time
+                    results[mode].setdefault(int(f[0]), []).append(float(f[5]) / 1e6)
     return results
 
 
-def report(title: str, results: dict[str, dict[int, list[float]]], p: int = 2) -> None:
+def report(title: str, results: dict[str, dict[int, list[float]]], baseline: float,
+           what: str, p: int = 2) -> None:
     print(title)
-    print(f"{'size(B)':>10} {'busbw failover':>15} {'busbw fail-stop':>16} {'overhead':>9}")
+    print(f"# baseline measured in the same run: {what}: {baseline / 1e9:.4f} GB/s")
+    print(f"{'size(B)':>10} {'busbw failover':>15} {'busbw fail-stop':>16} {'overhead':>9} "
+          f"{'failover/baseline':>18}")
     for size in sorted(results["failover"]):
         t_on = float(np.median(results["failover"][size]))
         t_off = float(np.median(results["fail-stop"][size]))
         bw_on, bw_off = (size / t * 2 * (p - 1) / p / 1e9 for t in (t_on, t_off))
         print(f"{size:>10} {bw_on:>12.4f} GB/s {bw_off:>11.4f} GB/s "
-              f"{(t_on / t_off - 1) * 100:>8.1f}%", flush=True)
+              f"{(t_on / t_off - 1) * 100:>8.1f}% {bw_on / (baseline / 1e9):>18.2f}",
+              flush=True)
 
 
 def main() -> None:
+    from reccl_baseline import tcp_stream
+
+    base = tcp_stream()
     report(f"# all_reduce, 2 ranks x 2 NICs over loopback (CPU-bound), best of 10 calls, "
-           f"median of {ROUNDS} interleaved rounds", loopback())
+           f"median of {ROUNDS} interleaved rounds", loopback(), base,
+           "Python TCP sendall stream on loopback")
     if os.geteuid() == 0:
+        from reccl_baseline import netns_stream
+
+        base = netns_stream("160mbit")
         report("# all_reduce, 2 hosts x 2 NICs in namespaces, NICs capped at 160 Mbit/s, "
-               "median of 3 interleaved rounds", namespaces())
+               "median of 3 interleaved rounds", namespaces(), base,
+               "Python TCP sendall stream over one capped NIC between the namespaces")
     print("# target: overhead < 5% (figures on a shared machine vary by several %)")
 
 

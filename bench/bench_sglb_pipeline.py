@@ -48,7 +48,7 @@ def leaf(program, mode: LbMode, weights=(1, 1, 1, 1)):
     sw.table_set_default("uplinks", "set_uplinks", uplinks_args(UPLINKS, [8] * len(UPLINKS)))
     sw.table_add("ipv4_route", [Lpm(0x0A010000, 16)], "to_leaf", [1])
     sw.table_add("dst_profile", [Exact(1)], "set_profile",
-                 profile_args(0x0F, 1, [], list(weights)))
+                 profile_args(0x0F, [], list(weights)))
     return sw, clock
 
 

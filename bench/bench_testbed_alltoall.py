@@ -10,12 +10,19 @@ per pair and rail. Links run at the fabric's capacities times ``--scale``
 six Python switches forward on two cores; the fabric file given to the daemons
 is scaled too, so their capacity-normalised congestion levels are right).
 
+Modes: ECMP (the baseline), SGLB (in-band feedback: leaves tag their traffic,
+spines mark congestion, destinations return it; flowlets move only after the
+measured one-way-delay skew) and, with ``--profiles-only``, SGLB as it was
+before in-band feedback (SyncMesh profiles alone, fixed flowlet gaps from
+``--sglb-gaps-us``). The fabric links run with MTU ``--fabric-mtu`` so that the
+20-byte tag fits full-size frames.
+
 Printed: per fabric and mode the completion of every repetition, median/min/
 max, the NIC-bound ideal, and ECMP time / SGLB time (ratio of the medians and
 the min/max over repetition pairs). The published claim for SGLB is "up to
-60 % faster than ECMP" on hardware; this is a 2-core software testbed with a
-1 s profile period, so only the ranking and the rough ratio are comparable.
-Run as root: ``.venv/bin/python bench/bench_testbed_alltoall.py``.
+60 % faster than ECMP" on hardware; this is a 2-core software testbed, so only
+the ranking and the rough ratio are comparable.
+Run as root: ``flock /tmp/sglb-net.lock .venv/bin/python bench/bench_testbed_alltoall.py``.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from testsupport import stop_processes  # noqa: E402
 
 from fabricmodel import load  # noqa: E402
+from sglb.config import Feedback  # noqa: E402
 from topologies import alltoall  # noqa: E402
 from topologies.demo import log_to_file  # noqa: E402
 
@@ -56,23 +64,25 @@ def tcp_totals(fnet, fabric) -> dict[str, int]:
     return total
 
 
-def run_mode(fabric, glb: bool, gap_us: int, label: str, args, run_dir: Path, pipeline) -> dict:
+def run_mode(fabric, glb: bool, gap_us: int, feedback: Feedback, label: str, args, run_dir: Path,
+             pipeline) -> dict:
     """Build the network in one mode, run the repetitions, tear it down; figures and timings."""
     from topologies.control import ControlOptions, FabricControl
     from topologies.mininet_fabric import FabricNet, NetOptions
 
     timing: dict[str, float] = {}
     t0 = time.time()
-    fnet = FabricNet(fabric, NetOptions(prefix=PREFIX, log_dir=run_dir / "logs"))
+    fnet = FabricNet(fabric, NetOptions(prefix=PREFIX, log_dir=run_dir / "logs",
+                                        fabric_mtu=args.fabric_mtu))
     control = None
     servers: list[subprocess.Popen] = []
     reps: list[dict] = []
     transfers = alltoall.plan(fabric, args.flows, args.bytes)
     try:
         fnet.start()
-        control = FabricControl(fnet.fabric, PROGRAM, ControlOptions(glb=glb, intf_prefix=PREFIX,
-                                                                 flowlet_gap_us=gap_us),
-                                pipeline=pipeline)
+        control = FabricControl(fnet.fabric, PROGRAM, ControlOptions(
+            glb=glb, intf_prefix=PREFIX, flowlet_gap_us=gap_us, feedback=feedback),
+            pipeline=pipeline)
         control.start()
         control.wait_programmed()
         timing["build_s"] = time.time() - t0
@@ -127,6 +137,7 @@ def run_mode(fabric, glb: bool, gap_us: int, label: str, args, run_dir: Path, pi
             time.sleep(args.gap)
         timing["runs_s"] = time.time() - t_runs
         timing["failovers"] = control.failovers()
+        timing["events"] = control.data_plane_events()
     finally:
         stop_processes(servers, timeout=5)
         t_stop = time.time()
@@ -137,16 +148,28 @@ def run_mode(fabric, glb: bool, gap_us: int, label: str, args, run_dir: Path, pi
     return {"reps": reps, "timing": timing}
 
 
-def mode_list(gaps: str) -> list[tuple[str, bool, int]]:
-    """(label, SGLB?, flowlet gap in us) of every run: ECMP first, then one SGLB run per gap."""
+def testbed_feedback(args) -> Feedback:
+    """The leaves' feedback settings for this run (docs/sglb.md, "Testbed settings")."""
+    return Feedback(enabled=True, tag_frame_max=args.fabric_mtu + 14, fresh_us=args.fresh_us,
+                    stale_us=10 * args.fresh_us, unknown_level=0,
+                    gap_margin_us=args.gap_margin_us, gap_unknown_us=args.gap_unknown_us)
+
+
+def mode_list(args) -> list[tuple[str, bool, int, Feedback]]:
+    """(label, SGLB?, flowlet gap in us, feedback) of every run: ECMP first, then SGLB
+    with in-band feedback, then (--profiles-only) one profiles-only SGLB run per gap."""
     try:
-        values = [int(g) for g in gaps.split(",") if g]
+        values = [int(g) for g in args.sglb_gaps_us.split(",") if g]
     except ValueError:
-        raise ValueError(f"--sglb-gaps-us: comma-separated integers expected, got {gaps!r}") from None
+        raise ValueError(f"--sglb-gaps-us: comma-separated integers expected, "
+                         f"got {args.sglb_gaps_us!r}") from None
     if not values or any(g < 1 for g in values):
-        raise ValueError(f"--sglb-gaps-us: at least one gap, each >= 1 us, got {gaps!r}")
-    return [("ECMP", False, 500)] + [
-        ("SGLB" if g == 500 else f"SGLB gap {g / 1000:g} ms", True, g) for g in values]
+        raise ValueError(f"--sglb-gaps-us: at least one gap, each >= 1 us, got {args.sglb_gaps_us!r}")
+    off = Feedback(enabled=False)
+    modes = [("ECMP", False, 500, off), ("SGLB", True, args.flowlet_gap_us, testbed_feedback(args))]
+    if args.profiles_only:
+        modes += [(f"profiles gap {g / 1000:g} ms", True, g, off) for g in values]
+    return modes
 
 
 def summary_line(times: list[float]) -> str:
@@ -166,14 +189,25 @@ def main(argv: list[str] | None = None) -> int:
                    help="s from spawning the senders to their common start (Python start-up)")
     p.add_argument("--gap", type=float, default=1.0, help="s between repetitions (queues drain)")
     p.add_argument("--fabrics", default="symmetric,asymmetric")
+    p.add_argument("--flowlet-gap-us", type=int, default=500,
+                   help="SGLB's flowlet gap (us); the delay-skew rule holds flowlets longer")
+    p.add_argument("--fabric-mtu", type=int, default=1520, help="MTU of the leaf-spine links")
+    p.add_argument("--fresh-us", type=int, default=200_000,
+                   help="feedback this young replaces the profile (stale after 10x)")
+    p.add_argument("--gap-margin-us", type=int, default=50_000,
+                   help="added to a measured delay skew (the spread of one-way delays here)")
+    p.add_argument("--gap-unknown-us", type=int, default=200_000,
+                   help="idle time to move a flowlet where path delays are unknown")
+    p.add_argument("--profiles-only", action="store_true",
+                   help="also run SGLB without in-band feedback, one run per --sglb-gaps-us")
     p.add_argument("--sglb-gaps-us", default="500,100000",
-                   help="SGLB runs, one per flowlet gap (us); 500 is the testbed's default")
+                   help="flowlet gaps (us) of the --profiles-only runs")
     p.add_argument("--json", type=Path, default=None, help="write every figure here")
     args = p.parse_args(argv)
     if args.reps < 1 or args.flows < 1 or args.bytes < 1 or args.scale <= 0:
         p.error("need --reps, --flows, --bytes >= 1 and --scale > 0")
     try:
-        mode_list(args.sglb_gaps_us)
+        mode_list(args)
     except ValueError as e:
         p.error(str(e))
     names = args.fabrics.split(",")
@@ -182,45 +216,49 @@ def main(argv: list[str] | None = None) -> int:
     if os.geteuid() != 0:
         print("bench_testbed_alltoall: needs root (Mininet)", file=sys.stderr)
         return 2
-    from syncmesh.p4runtime_driver import compile_pipeline
-
     run_dir = REPO / "out" / time.strftime("tba-alltoall-%Y%m%d-%H%M%S")
     run_dir.mkdir(parents=True, exist_ok=True)
     log_to_file(run_dir / "syncmesh.log")
     t_all = time.time()
     load_before = os.getloadavg()[0]
-    t0 = time.time()
-    pipeline = compile_pipeline(PROGRAM, run_dir / "pipeline")
-    compile_s = time.time() - t0
     results: dict = {"args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-                     "compile_s": compile_s, "fabrics": {}}
+                     "compile_s": 0.0, "fabrics": {}}
     try:
-        run_all(names, args, run_dir, pipeline, results)
+        run_all(names, args, run_dir, results)
     except (RuntimeError, TimeoutError, OSError) as e:
         print(f"bench_testbed_alltoall: error: {e}", file=sys.stderr)
         return 1
     results["wall_s"] = time.time() - t_all
-    report(results, args, compile_s, load_before)
+    report(results, args, results["compile_s"], load_before)
     out = args.json or run_dir / "alltoall.json"
     out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"figures: {out}")
     return 0
 
 
-def run_all(names: list[str], args, run_dir: Path, pipeline, results: dict) -> None:
+def run_all(names: list[str], args, run_dir: Path, results: dict) -> None:
     """Every fabric in every mode; figures go into ``results``."""
+    from syncmesh.p4runtime_driver import compile_pipeline
+
+    from topologies.control import ControlOptions, program_defines
+
     for name in names:
         fabric = alltoall.scale_fabric(load(FABRICS[name]), args.scale)
+        t0 = time.time()
+        defines = program_defines(fabric, ControlOptions())   # DRE period for the slowest link
+        pipeline = compile_pipeline(PROGRAM, run_dir / f"pipeline-{name}", defines)
+        results["compile_s"] += time.time() - t0
         transfers = alltoall.plan(fabric, args.flows, args.bytes)
         ideal = alltoall.ideal_seconds(fabric, transfers)
         print(f"[{name}] {fabric.name}: {len(transfers)} TCP transfers of {args.bytes} B "
               f"({args.flows} per host pair and rail), links x{args.scale:g}; NIC-bound ideal "
-              f"{ideal:.2f} s", flush=True)
+              f"{ideal:.2f} s; sglb.p4 with {defines or 'default defines'}", flush=True)
         modes = {}
-        for label, glb, gap in mode_list(args.sglb_gaps_us):
+        for label, glb, gap, feedback in mode_list(args):
             for attempt in (1, 2):
                 try:
-                    modes[label] = run_mode(fabric, glb, gap, label, args, run_dir, pipeline)
+                    modes[label] = run_mode(fabric, glb, gap, feedback, label, args, run_dir,
+                                            pipeline)
                     break
                 except OSError as e:  # a free port taken by another run between choice and bind
                     if attempt == 2:
@@ -251,13 +289,21 @@ def report(results: dict, args, compile_s: float, load_before: float) -> None:
                   f"{tcp['retrans_segs']:>8}{tcp['reorder_events']:>8}{tcp['timeouts']:>5}"
                   f"{f'  ({errs} transfer errors)' if errs else ''}")
     print("\nwhere the time goes:")
-    print(f"  P4 compile once {compile_s:.1f} s; wall {results['wall_s']:.1f} s; load average "
+    print(f"  P4 compile {compile_s:.1f} s; wall {results['wall_s']:.1f} s; load average "
           f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after (2 cores shared)")
     for name, r in results["fabrics"].items():
         for label, m in r["modes"].items():
             tm = m["timing"]
             print(f"  {name:<11}{label:<17}build + program {tm['build_s']:.1f} s, runs "
                   f"{tm['runs_s']:.1f} s (incl. {args.gap:g} s gaps), teardown {tm['teardown_s']:.1f} s")
+            totals: dict[str, int] = {}
+            for per_switch in tm.get("events", {}).values():
+                for ev, n in per_switch.items():
+                    totals[ev] = totals.get(ev, 0) + n
+            shown = ("NEW_FLOWLET", "MOVE_HELD", "FEEDBACK_SENT", "FEEDBACK_RECEIVED",
+                     "TAG_SKIPPED", "FAILOVER")
+            print(f"  {'':<28}data plane: " + ", ".join(f"{ev} {totals.get(ev, 0)}"
+                                                       for ev in shown))
 
 
 if __name__ == "__main__":

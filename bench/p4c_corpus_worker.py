@@ -13,6 +13,7 @@ Modes:
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -113,6 +114,8 @@ def run_p4info(prog: str, ref: str) -> dict:
 
 def main(argv: list[str]) -> int:
     mode, args = argv[0], argv[1:]
+    # an internal error of the engine on a packet is a crash here, not a failed expectation
+    os.environ["SOFTSWITCH_STRICT"] = "1"
     try:
         if mode == "stf":
             out = run_stf(*args)

@@ -4,27 +4,38 @@
  * `role` parameter of the default action of `switch_config`.
  *
  *   leaf:  IPv4 routing and proxy ARP; traffic to another leaf goes through
- *          the GLB engine: per destination leaf a congestion profile (remote
- *          congestion and capacity weight of each of 8 paths, control-plane
- *          liveness mask) combined with the local utilisation of each uplink
- *          (a DRE per egress port), port liveness and the exclusions learnt
- *          from failure notices; flowlets keep their path until a gap longer
- *          than flowlet_gap or until the path dies.
+ *          the GLB engine: per destination leaf a congestion profile from
+ *          SyncMesh (remote congestion, capacity weight and written-back
+ *          notice epoch of each path, liveness mask), combined with in-band
+ *          feedback (a fabric tag on leaf-to-leaf traffic: spines raise its
+ *          congestion field, the destination leaf returns the metric and the
+ *          one-way delay of each path to the source), the local utilisation
+ *          of each uplink (a DRE per egress port), port liveness and failure
+ *          notices accepted only on the port bound to the spine they name;
+ *          flowlets keep their path until idle longer than both flowlet_gap
+ *          and the measured delay skew toward the new path, and then only if
+ *          the path is no longer among the best, or until the path dies.
  *   spine: IPv4 routing down to the destination leaf over one or two parallel
- *          links; a port-status packet for a downlink whose leaf became
- *          unreachable (or reachable again) is turned into a failure
- *          (recovery) notice and multicast to the leaves.
+ *          links split in proportion to their capacity; raises the tag's
+ *          congestion field at egress; a port-status packet for a downlink
+ *          whose leaf became unreachable (or reachable again) becomes a
+ *          failure (recovery) notice, multicast to the leaves (k copies).
  *
  * lb_mode ECMP turns the leaf into per-flow hash ECMP over the live paths
- * (the baseline). docs/sglb.md has the pipeline diagram, the header formats
- * and the table / counter reference.
+ * (the baseline). MAX_PATHS (8, 16 or 64) is chosen at compile time with
+ * -DMAX_PATHS=N. docs/sglb.md has the pipeline, the header formats and the
+ * table / counter reference.
  */
 
+/* register<T, I> needs the v1model of 2020-04-08; p4c's default is older. */
+#define V1MODEL_VERSION 20200408
 #include <core.p4>
 #include <v1model.p4>
 
 #include "include/constants.p4"
+#include "include/paths.p4"
 #include "include/headers.p4"
+#include "include/metadata.p4"
 #include "include/parser.p4"
 #include "include/glb_unroll.p4"
 
@@ -38,12 +49,20 @@ control SglbIngress(inout headers_t hdr,
                     inout metadata_t meta,
                     inout standard_metadata_t standard_metadata) {
 
-    /* Data-plane state of the GLB engine. */
-    register<bit<48>, bit<32>>(FLOWLET_ENTRIES) flowlet_time;
-    register<bit<8>, bit<32>>(FLOWLET_ENTRIES) flowlet_path; /* path + 1, 0 = empty */
-    register<bit<8>, bit<32>>(MAX_LEAVES) excl_mask;         /* paths excluded by notices */
-    register<bit<8>, bit<32>>(MAX_LEAVES) excl_gen;          /* profile_gen they apply to */
-    register<bit<32>, bit<32>>(MAX_SPINES) notice_epoch;     /* newest epoch per spine slot */
+    /* Flowlets: last-seen time (us mod 2^32) and path + 1 (0 = empty). */
+    register<bit<32>, bit<32>>(FLOWLET_ENTRIES) flowlet_time;
+    register<bit<8>, bit<32>>(FLOWLET_ENTRIES) flowlet_path;
+
+    /* Per path, per destination leaf: notice state (epoch mod 2^31, fail),
+     * fed-back metric (valid, level, time) and one-way delay. */
+    SGLB_FOR_EACH_PATH(SGLB_PATH_REGISTERS)
+
+    /* Destination side of the feedback, per (source leaf, path): the last
+     * tag's (valid, ce, time) and one-way delay; per source leaf the next
+     * path to return and the source's path count. */
+    register<bit<32>, bit<32>>(MAX_LEAVES * MAX_PATHS) rx_level;
+    register<bit<32>, bit<32>>(MAX_LEAVES * MAX_PATHS) rx_owd;
+    register<bit<16>, bit<32>>(MAX_LEAVES) fb_cursor;
 
     /* Counters read by the control plane. */
     counter<bit<32>>(MAX_PORTS, CounterType.packets_and_bytes) port_rx;
@@ -52,8 +71,11 @@ control SglbIngress(inout headers_t hdr,
 
     /* -- switch_config: one per switch, set as the default action -- */
     action set_switch(bit<8> role, bit<8> lb_mode, bit<16> switch_id,
-                      bit<48> switch_mac, bit<48> flowlet_gap,
-                      bit<8> tie_tolerance, bit<16> notice_group) {
+                      bit<48> switch_mac, bit<32> flowlet_gap,
+                      bit<8> tie_tolerance, bit<16> notice_group,
+                      bit<8> feedback, bit<32> tag_frame_max,
+                      bit<32> fb_fresh, bit<32> fb_stale, bit<8> unknown_level,
+                      bit<32> gap_margin, bit<32> gap_unknown) {
         meta.role = role;
         meta.lb_mode = lb_mode;
         meta.switch_id = switch_id;
@@ -61,32 +83,68 @@ control SglbIngress(inout headers_t hdr,
         meta.flowlet_gap = flowlet_gap;
         meta.tie_tolerance = tie_tolerance;
         meta.notice_group = notice_group;
+        meta.feedback = feedback;
+        meta.tag_frame_max = tag_frame_max;
+        meta.fb_fresh = fb_fresh;
+        meta.fb_stale = fb_stale;
+        meta.unknown_level = unknown_level;
+        meta.gap_margin = gap_margin;
+        meta.gap_unknown = gap_unknown;
     }
 
     table switch_config {
         actions = { set_switch; }
-        default_action = set_switch(ROLE_LEAF, MODE_SGLB, 0, 0, 200, 1, 0);
+        default_action = set_switch(ROLE_LEAF, MODE_SGLB, 0, 0, 200, 1, 0,
+                                    0, 1514, 10000, 100000, 0, 100, 100000);
         size = 1;
     }
 
-    /* -- uplinks: port and DRE quantisation shift of each path (leaf) -- */
-    action set_uplinks(bit<8> path_slots,
-                       port_t port0, port_t port1, port_t port2, port_t port3,
-                       port_t port4, port_t port5, port_t port6, port_t port7,
-                       bit<8> shift0, bit<8> shift1, bit<8> shift2, bit<8> shift3,
-                       bit<8> shift4, bit<8> shift5, bit<8> shift6, bit<8> shift7) {
+    /* -- uplinks: the paths of a leaf (port and DRE quantisation shift) -- */
+    action set_uplinks(pathmask_t path_slots, bit<8> path_count
+                       SGLB_FOR_EACH_PATH(SGLB_PORT_PARAM)
+                       SGLB_FOR_EACH_PATH(SGLB_SHIFT_PARAM)) {
         meta.path_slots = path_slots;
-        meta.port0 = port0; meta.port1 = port1; meta.port2 = port2; meta.port3 = port3;
-        meta.port4 = port4; meta.port5 = port5; meta.port6 = port6; meta.port7 = port7;
-        meta.shift0 = shift0; meta.shift1 = shift1; meta.shift2 = shift2; meta.shift3 = shift3;
-        meta.shift4 = shift4; meta.shift5 = shift5; meta.shift6 = shift6; meta.shift7 = shift7;
+        meta.path_count = path_count;
+        SGLB_FOR_EACH_PATH(SGLB_SET_UPLINK)
+    }
+
+    action no_uplinks() {
+        meta.path_slots = 0;
+        meta.path_count = 0;
     }
 
     table uplinks {
-        actions = { set_uplinks; }
-        default_action = set_uplinks(0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                     0, 0, 0, 0, 0, 0, 0, 0);
+        actions = { set_uplinks; no_uplinks; }
+        default_action = no_uplinks();
         size = 1;
+    }
+
+    /* -- port_neighbour: what the control plane bound each port to -- */
+    action bind_host() {
+        meta.nb_kind = NEIGHBOUR_HOST;
+        meta.nb_id = 0;
+    }
+
+    action bind_spine(bit<16> spine_id) {
+        meta.nb_kind = NEIGHBOUR_SPINE;
+        meta.nb_id = spine_id;
+    }
+
+    action bind_leaf(bit<16> leaf_id) {
+        meta.nb_kind = NEIGHBOUR_LEAF;
+        meta.nb_id = leaf_id;
+    }
+
+    action unbound() {
+        meta.nb_kind = NEIGHBOUR_NONE;
+        meta.nb_id = 0;
+    }
+
+    table port_neighbour {
+        key = { standard_metadata.ingress_port: exact; }
+        actions = { bind_host; bind_spine; bind_leaf; unbound; }
+        default_action = unbound();
+        size = MAX_PORTS;
     }
 
     /* -- ipv4_route: local host, remote leaf, the switch itself -- */
@@ -148,28 +206,19 @@ control SglbIngress(inout headers_t hdr,
         size = 1024;
     }
 
-    /* -- dst_profile: congestion profile of a destination leaf (leaf) -- */
-    action set_profile(bit<8> live_mask, bit<8> gen,
-                       bit<3> rq0, bit<3> rq1, bit<3> rq2, bit<3> rq3,
-                       bit<3> rq4, bit<3> rq5, bit<3> rq6, bit<3> rq7,
-                       bit<4> w0, bit<4> w1, bit<4> w2, bit<4> w3,
-                       bit<4> w4, bit<4> w5, bit<4> w6, bit<4> w7) {
+    /* -- dst_profile: SyncMesh's view of a destination leaf (leaf) -- */
+    action set_profile(pathmask_t live_mask
+                       SGLB_FOR_EACH_PATH(SGLB_RQ_PARAM)
+                       SGLB_FOR_EACH_PATH(SGLB_W_PARAM)
+                       SGLB_FOR_EACH_PATH(SGLB_EP_PARAM)) {
         meta.cp_mask = live_mask;
-        meta.profile_gen = gen;
-        meta.rq0 = (bit<8>)rq0; meta.rq1 = (bit<8>)rq1; meta.rq2 = (bit<8>)rq2; meta.rq3 = (bit<8>)rq3;
-        meta.rq4 = (bit<8>)rq4; meta.rq5 = (bit<8>)rq5; meta.rq6 = (bit<8>)rq6; meta.rq7 = (bit<8>)rq7;
-        meta.w0 = (bit<8>)w0; meta.w1 = (bit<8>)w1; meta.w2 = (bit<8>)w2; meta.w3 = (bit<8>)w3;
-        meta.w4 = (bit<8>)w4; meta.w5 = (bit<8>)w5; meta.w6 = (bit<8>)w6; meta.w7 = (bit<8>)w7;
+        SGLB_FOR_EACH_PATH(SGLB_SET_PROFILE)
     }
 
     /* No congestion data for this leaf: hash ECMP over the live paths. */
     action no_profile() {
-        meta.cp_mask = 0xFF;
-        meta.profile_gen = 0;
-        meta.rq0 = 0; meta.rq1 = 0; meta.rq2 = 0; meta.rq3 = 0;
-        meta.rq4 = 0; meta.rq5 = 0; meta.rq6 = 0; meta.rq7 = 0;
-        meta.w0 = 1; meta.w1 = 1; meta.w2 = 1; meta.w3 = 1;
-        meta.w4 = 1; meta.w5 = 1; meta.w6 = 1; meta.w7 = 1;
+        meta.cp_mask = (pathmask_t)-1;
+        SGLB_FOR_EACH_PATH(SGLB_NO_PROFILE)
         meta.lb_mode = MODE_ECMP;
     }
 
@@ -181,8 +230,7 @@ control SglbIngress(inout headers_t hdr,
     }
 
     /* -- spine_paths: the paths of this leaf that go through a spine (leaf) -- */
-    action set_spine(bit<8> slot, bit<8> paths) {
-        meta.notice_slot = (bit<32>)slot;
+    action set_spine(pathmask_t paths) {
         meta.notice_paths = paths;
     }
 
@@ -216,9 +264,10 @@ control SglbIngress(inout headers_t hdr,
     }
 
     /* -- leaf_downlinks: one or two parallel links to each leaf (spine) -- */
-    action set_downlinks(port_t port_a, port_t port_b) {
+    action set_downlinks(port_t port_a, port_t port_b, bit<8> share_a) {
         meta.down_a = port_a;
         meta.down_b = port_b;
+        meta.share_a = share_a;
         meta.has_downlinks = 1;
     }
 
@@ -236,7 +285,10 @@ control SglbIngress(inout headers_t hdr,
     apply {
         switch_config.apply();
         uplinks.apply();
+        port_neighbour.apply();
         port_rx.count((bit<32>)standard_metadata.ingress_port);
+        meta.now = standard_metadata.ingress_global_timestamp[31:0];
+        meta.now_fb = (bit<28>)(standard_metadata.ingress_global_timestamp >> FB_TIME_SHIFT);
 
         /* ---- Stage 1: classify and handle control packets ---- */
         if (standard_metadata.parser_error != error.NoError) {
@@ -319,50 +371,76 @@ control SglbIngress(inout headers_t hdr,
                     || hdr.notice.leaf_id >= MAX_LEAVES
                     || meta.role != ROLE_LEAF) {
                 meta.drop_reason = DROP_BAD_NOTICE;
+            } else if (meta.nb_kind != NEIGHBOUR_SPINE
+                    || meta.nb_id != hdr.notice.spine_id) {
+                /* Only the spine it names, on the port bound to that spine:
+                 * never a host, another switch's port or the CPU. */
+                meta.drop_reason = DROP_NOTICE_WRONG_PORT;
             } else {
                 spine_paths.apply();
-                if (meta.drop_reason == 0 && meta.notice_slot >= MAX_SPINES) {
-                    meta.drop_reason = DROP_UNKNOWN_SPINE;
-                }
                 if (meta.drop_reason == 0) {
-                    meta.consumed = 1;
-                    /* Serial-number comparison (RFC 1982): newer iff
-                     * 0 < epoch - last < 2^31. */
-                    bit<32> last_epoch;
-                    notice_epoch.read(last_epoch, meta.notice_slot);
-                    bit<32> delta = hdr.notice.epoch - last_epoch;
-                    if (delta == 0 || delta[31:31] == 1) {
-                        events.count(EV_NOTICE_STALE);
-                    } else {
-                        notice_epoch.write(meta.notice_slot, hdr.notice.epoch);
-                        meta.dst_leaf = hdr.notice.leaf_id;
-                        meta.notice_apply = 1;
+                    meta.notice_epoch = hdr.notice.epoch[29:0];
+                    SGLB_FOR_EACH_PATH(SGLB_NOTICE_APPLY)
+                    if (meta.notice_new == 1) {
+                        /* Applied: the control plane gets it, so that it can
+                         * write back the epoch once its view includes it. */
                         events.count(EV_NOTICE_RECEIVED);
+                        standard_metadata.egress_spec = CPU_PORT;
+                        meta.punt_reason = PUNT_NOTICE;
+                        meta.forwarded = 1;
+                    } else if (meta.notice_dup == 1) {
+                        events.count(EV_NOTICE_DUPLICATE);
+                        meta.consumed = 1;
+                    } else {
+                        events.count(EV_NOTICE_STALE);
+                        meta.consumed = 1;
                     }
                 }
             }
         } else if (hdr.probe.isValid()) {
             if (hdr.probe.version != SGLB_VERSION
                     || hdr.probe.length != PROBE_LENGTH
-                    || hdr.probe.kind != PROBE_KIND
                     || hdr.probe.dst_leaf >= MAX_LEAVES
                     || hdr.probe.path >= MAX_PATHS) {
                 meta.drop_reason = DROP_BAD_PROBE;
             } else if (meta.role == ROLE_SPINE) {
-                meta.dst_leaf = hdr.probe.dst_leaf;
-                meta.to_leaf = 1;
-            } else if (hdr.probe.dst_leaf == meta.switch_id) {
-                standard_metadata.egress_spec = CPU_PORT;
-                meta.punt_reason = PUNT_PROBE;
-                meta.forwarded = 1;
-                events.count(EV_PROBE_PUNTED);
+                if (meta.nb_kind != NEIGHBOUR_LEAF) {
+                    meta.drop_reason = DROP_BAD_PROBE;
+                } else {
+                    meta.dst_leaf = hdr.probe.dst_leaf;
+                    meta.to_leaf = 1;
+                }
             } else if (hdr.packet_out.isValid()) {
                 /* From this leaf's controller: out on the path it names. */
-                meta.dst_leaf = hdr.probe.dst_leaf;
-                meta.to_leaf = 1;
-                meta.is_probe = 1;
-            } else {
+                if (hdr.probe.kind != PROBE_KIND || hdr.probe.dst_leaf == meta.switch_id) {
+                    meta.drop_reason = DROP_BAD_PROBE;
+                } else {
+                    hdr.probe.src_leaf = meta.switch_id;
+                    hdr.probe.hop_dre = 0;
+                    hdr.probe.stamp = meta.now;
+                    meta.dst_leaf = hdr.probe.dst_leaf;
+                    meta.to_leaf = 1;
+                    meta.is_probe = 1;
+                }
+            } else if (meta.nb_kind != NEIGHBOUR_SPINE || hdr.probe.dst_leaf != meta.switch_id) {
                 meta.drop_reason = DROP_BAD_PROBE;   /* leaves do not relay probes */
+            } else if (hdr.probe.kind == PROBE_KIND) {
+                /* At its destination: back to the source through the same spine. */
+                hdr.probe.kind = PROBE_REPLY_KIND;
+                hdr.probe.dst_leaf = hdr.probe.src_leaf;
+                hdr.probe.src_leaf = meta.switch_id;
+                hdr.ethernet.dstAddr = hdr.ethernet.srcAddr;
+                hdr.ethernet.srcAddr = meta.switch_mac;
+                standard_metadata.egress_spec = standard_metadata.ingress_port;
+                meta.forwarded = 1;
+                events.count(EV_PROBE_REFLECTED);
+            } else {
+                /* The reply, back at the source: round-trip time to the CPU. */
+                hdr.probe.stamp = meta.now - hdr.probe.stamp;
+                standard_metadata.egress_spec = CPU_PORT;
+                meta.punt_reason = PUNT_PROBE_REPLY;
+                meta.forwarded = 1;
+                events.count(EV_PROBE_REPLIED);
             }
             hdr.packet_out.setInvalid();
         } else if (hdr.arp.isValid()) {
@@ -373,9 +451,29 @@ control SglbIngress(inout headers_t hdr,
             } else {
                 meta.drop_reason = DROP_UNSUPPORTED;
             }
+        } else if (hdr.tag.isValid() && !hdr.ipv4.isValid()) {
+            meta.drop_reason = DROP_BAD_TAG;
         } else if (hdr.ipv4.isValid()) {
             hdr.packet_out.setInvalid();
-            if (hdr.ipv4.version != 4 || standard_metadata.checksum_error == 1) {
+            if (hdr.tag.isValid()) {
+                if (hdr.tag.version != SGLB_VERSION || hdr.tag.length != TAG_LENGTH
+                        || hdr.tag.npaths == 0 || hdr.tag.npaths > MAX_PATHS
+                        || hdr.tag.path >= hdr.tag.npaths || hdr.tag.ce > QMAX
+                        || hdr.tag.src_leaf >= MAX_LEAVES
+                        || (hdr.tag.fb_level != FB_NONE
+                            && (hdr.tag.fb_level > QMAX || hdr.tag.fb_path >= MAX_PATHS))) {
+                    meta.drop_reason = DROP_BAD_TAG;
+                } else if (meta.role == ROLE_LEAF && meta.nb_kind != NEIGHBOUR_SPINE) {
+                    meta.drop_reason = DROP_TAG_WRONG_PORT;
+                } else if (meta.role == ROLE_SPINE && (meta.nb_kind != NEIGHBOUR_LEAF
+                                                       || meta.nb_id != hdr.tag.src_leaf)) {
+                    /* A spine vouches for the source leaf it passes on. */
+                    meta.drop_reason = DROP_TAG_WRONG_PORT;
+                }
+            }
+            if (meta.drop_reason != 0) {
+                /* counted below */
+            } else if (hdr.ipv4.version != 4 || standard_metadata.checksum_error == 1) {
                 meta.drop_reason = DROP_BAD_IPV4;
             } else if (hdr.ipv4.ihl != 5) {
                 meta.drop_reason = DROP_UNSUPPORTED;
@@ -392,144 +490,188 @@ control SglbIngress(inout headers_t hdr,
             meta.drop_reason = DROP_UNSUPPORTED;
         }
 
-        if (meta.drop_reason == 0 && (meta.to_leaf == 1 || meta.notice_apply == 1)
-                && meta.dst_leaf >= MAX_LEAVES) {
+        if (meta.drop_reason == 0 && meta.to_leaf == 1 && meta.dst_leaf >= MAX_LEAVES) {
             meta.drop_reason = DROP_NO_ROUTE;
         }
 
-        /* ---- Stage 2 (leaf): the GLB engine ---- */
-        if (meta.drop_reason == 0 && meta.role == ROLE_LEAF
-                && (meta.to_leaf == 1 || meta.notice_apply == 1)) {
-            dst_profile.apply();
-
-            /* Exclusions learnt from notices hold only for the profile
-             * generation they were made under: a newer profile written by
-             * the control plane supersedes them (it is authoritative). */
-            bit<8> ex_mask;
-            bit<8> ex_gen;
-            excl_mask.read(ex_mask, (bit<32>)meta.dst_leaf);
-            excl_gen.read(ex_gen, (bit<32>)meta.dst_leaf);
-            if (ex_gen != meta.profile_gen) {
-                ex_mask = 0;
-            }
-
-            if (meta.notice_apply == 1) {
-                if (hdr.notice.kind == NOTICE_FAIL) {
-                    ex_mask = ex_mask | meta.notice_paths;
-                } else {
-                    ex_mask = ex_mask & ~meta.notice_paths;
-                }
-                excl_mask.write((bit<32>)meta.dst_leaf, ex_mask);
-                excl_gen.write((bit<32>)meta.dst_leaf, meta.profile_gen);
+        /* ---- Stage 2 (leaf): a tagged packet from the fabric ---- */
+        if (meta.drop_reason == 0 && meta.role == ROLE_LEAF && hdr.tag.isValid()) {
+            if (meta.to_leaf == 1) {
+                meta.drop_reason = DROP_NO_ROUTE;   /* no leaf-to-leaf transit */
             } else {
-                meta.local_up = 0;
-                meta.weighted = 0;
-                SGLB_PATH_STATE(0)
-                SGLB_PATH_STATE(1)
-                SGLB_PATH_STATE(2)
-                SGLB_PATH_STATE(3)
-                SGLB_PATH_STATE(4)
-                SGLB_PATH_STATE(5)
-                SGLB_PATH_STATE(6)
-                SGLB_PATH_STATE(7)
+                /* Record the metric of (source, path) for the feedback ... */
+                bit<32> rx_index = ((bit<32>)hdr.tag.src_leaf << PATH_INDEX_BITS)
+                                   + (bit<32>)hdr.tag.path;
+                rx_level.write(rx_index, 1w1 ++ hdr.tag.ce[2:0] ++ meta.now_fb);
+                rx_owd.write(rx_index, meta.now - hdr.tag.ts);
+                bit<16> cursor;
+                fb_cursor.read(cursor, (bit<32>)hdr.tag.src_leaf);
+                if (cursor[7:0] != hdr.tag.npaths) {
+                    bit<8> next_path = cursor[15:8];
+                    if (next_path >= hdr.tag.npaths) {
+                        next_path = 0;
+                    }
+                    fb_cursor.write((bit<32>)hdr.tag.src_leaf, next_path ++ hdr.tag.npaths);
+                }
+                /* ... and the metric it returns about one of our paths. */
+                if (hdr.tag.fb_level != FB_NONE) {
+                    SGLB_FOR_EACH_PATH(SGLB_FB_STORE)
+                    events.count(EV_FEEDBACK_RECEIVED);
+                }
+                hdr.ethernet.etherType = hdr.tag.next_type;
+                hdr.tag.setInvalid();
+            }
+        }
+
+        /* ---- Stage 2 (leaf): the GLB engine ---- */
+        if (meta.drop_reason == 0 && meta.role == ROLE_LEAF && meta.to_leaf == 1) {
+            dst_profile.apply();
+            if (meta.is_probe == 1) {
+                /* A probe takes the path it names whenever that port is up,
+                 * excluded or not: that is how a recovery is seen. */
+                SGLB_FOR_EACH_PATH(SGLB_PROBE_PORT)
+                bit<1> probe_port_down;
+                port_down.read(probe_port_down, (bit<32>)standard_metadata.egress_spec);
+                if (meta.probe_slot == 0 || probe_port_down == 1) {
+                    meta.drop_reason = DROP_NO_LIVE_PATH;
+                } else {
+                    meta.forwarded = 1;
+                }
+            } else {
+                /* The flowlet of the packet (SGLB mode): its path and idle time. */
+                if (meta.lb_mode == MODE_SGLB) {
+                    hash(meta.flowlet_index, HashAlgorithm.crc16, (bit<32>)0,
+                         { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
+                           meta.l4_src, meta.l4_dst },
+                         (bit<32>)FLOWLET_ENTRIES);
+                    bit<32> last_seen;
+                    flowlet_time.read(last_seen, meta.flowlet_index);
+                    flowlet_path.read(meta.last_path, meta.flowlet_index);
+                    meta.idle = meta.now - last_seen;
+                }
+
+                SGLB_FOR_EACH_PATH(SGLB_PATH_STATE)
 
                 /* ECMP (the baseline) knows only local link state and the
                  * control plane's mask; SGLB also uses notices and weights. */
-                meta.live = meta.path_slots & meta.cp_mask & meta.local_up;
                 if (meta.lb_mode == MODE_SGLB) {
-                    meta.excluded = ex_mask;
-                    meta.live = meta.live & ~ex_mask & meta.weighted;
+                    meta.live = meta.path_slots & meta.local_up & meta.allowed & meta.weighted;
+                } else {
+                    meta.live = meta.path_slots & meta.local_up & meta.cp_mask;
                 }
 
                 if (meta.live == 0) {
                     meta.drop_reason = DROP_NO_LIVE_PATH;
                 } else {
-                    meta.min_cost = COST_DEAD;
-                    SGLB_MIN_COST(0)
-                    SGLB_MIN_COST(1)
-                    SGLB_MIN_COST(2)
-                    SGLB_MIN_COST(3)
-                    SGLB_MIN_COST(4)
-                    SGLB_MIN_COST(5)
-                    SGLB_MIN_COST(6)
-                    SGLB_MIN_COST(7)
-
-                    meta.candidates = 0;
-                    meta.weight_sum = 0;
-                    SGLB_ACCUMULATE(0)
-                    SGLB_ACCUMULATE(1)
-                    SGLB_ACCUMULATE(2)
-                    SGLB_ACCUMULATE(3)
-                    SGLB_ACCUMULATE(4)
-                    SGLB_ACCUMULATE(5)
-                    SGLB_ACCUMULATE(6)
-                    SGLB_ACCUMULATE(7)
-
-                    /* A point in [0, weight_sum): from the 5-tuple in ECMP
-                     * mode; from the 5-tuple and the time in SGLB mode, so
-                     * that successive flowlets of a flow spread too. */
-                    bit<48> salt = 0;
+                    bit<1> keep = 0;
                     if (meta.lb_mode == MODE_SGLB) {
-                        salt = standard_metadata.ingress_global_timestamp;
-                    }
-                    hash(meta.pick_hash, HashAlgorithm.crc32, (bit<32>)0,
-                         { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
-                           meta.l4_src, meta.l4_dst, salt },
-                         (bit<32>)65536);
-                    meta.pick_point = (meta.pick_hash * meta.weight_sum) >> 16;
-                    meta.pick = 0;
-                    SGLB_PICK(7)
-                    SGLB_PICK(6)
-                    SGLB_PICK(5)
-                    SGLB_PICK(4)
-                    SGLB_PICK(3)
-                    SGLB_PICK(2)
-                    SGLB_PICK(1)
-                    SGLB_PICK(0)
-                    meta.chosen = meta.pick;
-
-                    if (meta.is_probe == 1) {
-                        /* A probe measures the path it names, if that is up. */
-                        bit<8> probe_bit = (meta.path_slots & meta.local_up) >> hdr.probe.path;
-                        if (probe_bit[0:0] == 0) {
-                            meta.drop_reason = DROP_NO_LIVE_PATH;
-                        }
-                        meta.chosen = hdr.probe.path;
-                    } else if (meta.lb_mode == MODE_SGLB) {
-                        /* Flowlets: keep the path within a flowlet unless it died. */
-                        hash(meta.flowlet_index, HashAlgorithm.crc16, (bit<32>)0,
-                             { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
-                               meta.l4_src, meta.l4_dst },
-                             (bit<32>)FLOWLET_ENTRIES);
-                        bit<48> last_seen;
-                        bit<8> last_path;
-                        flowlet_time.read(last_seen, meta.flowlet_index);
-                        flowlet_path.read(last_path, meta.flowlet_index);
-                        bit<48> now = standard_metadata.ingress_global_timestamp;
-                        if (last_path != 0 && now - last_seen <= meta.flowlet_gap) {
-                            bit<8> kept = last_path - 1;
-                            bit<8> kept_live = meta.live >> kept;
-                            if (kept_live[0:0] == 1) {
-                                meta.chosen = kept;
-                            } else {
-                                events.count(EV_FAILOVER);
-                            }
+                        SGLB_FOR_EACH_PATH(SGLB_LAST_PATH)
+                        if (meta.last_path != 0 && meta.last_live == 1
+                                && meta.idle <= meta.flowlet_gap) {
+                            keep = 1;   /* same flowlet, path alive */
+                        } else if (meta.feedback == 1) {
+                            SGLB_FOR_EACH_PATH(SGLB_SAFE)
                         } else {
-                            events.count(EV_NEW_FLOWLET);
+                            meta.safe = meta.live;   /* no delays measured: the gap alone */
                         }
-                        flowlet_time.write(meta.flowlet_index, now);
+                    } else {
+                        meta.safe = meta.live;
+                    }
+
+                    if (keep == 1) {
+                        meta.chosen = meta.last_path - 1;
+                    } else {
+                        meta.min_cost = COST_DEAD;
+                        SGLB_FOR_EACH_PATH(SGLB_MIN_COST)
+                        meta.weight_sum = 0;
+                        SGLB_FOR_EACH_PATH(SGLB_ACCUMULATE)
+
+                        /* A point in [0, weight_sum): from the 5-tuple in ECMP
+                         * mode; from the 5-tuple and the time in SGLB mode, so
+                         * that successive flowlets of a flow spread too. */
+                        bit<48> salt = 0;
+                        if (meta.lb_mode == MODE_SGLB) {
+                            salt = standard_metadata.ingress_global_timestamp;
+                        }
+                        hash(meta.pick_hash, HashAlgorithm.crc32, (bit<32>)0,
+                             { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
+                               meta.l4_src, meta.l4_dst, salt },
+                             (bit<32>)65536);
+                        meta.pick_point = (meta.pick_hash * meta.weight_sum) >> 16;
+                        SGLB_FOR_EACH_PATH(SGLB_PICK)
+                        meta.chosen = meta.pick;
+                        if (meta.lb_mode == MODE_SGLB) {
+                            /* A new flowlet moves only if that helps: it keeps a
+                             * previous path that is still a candidate. */
+                            SGLB_FOR_EACH_PATH(SGLB_LAST_CANDIDATE)
+                            if (meta.last_candidate == 1) {
+                                meta.chosen = meta.last_path - 1;
+                            }
+                            if (meta.last_path != 0 && meta.last_live == 0) {
+                                events.count(EV_FAILOVER);
+                            } else {
+                                events.count(EV_NEW_FLOWLET);
+                            }
+                            if (meta.live != meta.safe) {
+                                events.count(EV_MOVE_HELD);
+                            }
+                        }
+                    }
+
+                    if (meta.lb_mode == MODE_SGLB) {
+                        flowlet_time.write(meta.flowlet_index, meta.now);
                         flowlet_path.write(meta.flowlet_index, meta.chosen + 1);
                     }
-
-                    SGLB_PORT_OF(0)
-                    SGLB_PORT_OF(1)
-                    SGLB_PORT_OF(2)
-                    SGLB_PORT_OF(3)
-                    SGLB_PORT_OF(4)
-                    SGLB_PORT_OF(5)
-                    SGLB_PORT_OF(6)
-                    SGLB_PORT_OF(7)
+                    SGLB_FOR_EACH_PATH(SGLB_PORT_OF)
                     meta.forwarded = 1;
+
+                    /* The fabric tag: path, clock, and one fresh metric of the
+                     * destination's paths toward us, in turn. */
+                    if (meta.lb_mode == MODE_SGLB && meta.feedback == 1) {
+                        if (standard_metadata.packet_length + (bit<32>)TAG_LENGTH
+                                > meta.tag_frame_max) {
+                            events.count(EV_TAG_SKIPPED);
+                        } else {
+                            hdr.tag.setValid();
+                            hdr.tag.version = SGLB_VERSION;
+                            hdr.tag.kind = TAG_KIND;
+                            hdr.tag.length = TAG_LENGTH;
+                            hdr.tag.npaths = meta.path_count;
+                            hdr.tag.src_leaf = meta.switch_id;
+                            hdr.tag.path = meta.chosen;
+                            hdr.tag.ce = 0;
+                            hdr.tag.ts = meta.now;
+                            hdr.tag.fb_owd = 0;
+                            hdr.tag.fb_path = 0;
+                            hdr.tag.fb_level = FB_NONE;
+                            hdr.tag.next_type = hdr.ethernet.etherType;
+                            hdr.ethernet.etherType = ETHERTYPE_SGLB;
+                            bit<16> cursor;
+                            fb_cursor.read(cursor, (bit<32>)meta.dst_leaf);
+                            bit<8> fb_path = cursor[15:8];
+                            if (cursor[7:0] != 0) {
+                                bit<8> next_path = fb_path + 1;
+                                if (next_path >= cursor[7:0]) {
+                                    next_path = 0;
+                                }
+                                fb_cursor.write((bit<32>)meta.dst_leaf, next_path ++ cursor[7:0]);
+                                bit<32> rx_index = ((bit<32>)meta.dst_leaf << PATH_INDEX_BITS)
+                                                   + (bit<32>)fb_path;
+                                bit<32> level_word;
+                                bit<32> owd_word;
+                                rx_level.read(level_word, rx_index);
+                                rx_owd.read(owd_word, rx_index);
+                                bit<28> age_units = meta.now_fb - level_word[27:0];
+                                bit<32> age = ((bit<32>)age_units) << FB_TIME_SHIFT;
+                                if (level_word[31:31] == 1 && age <= meta.fb_fresh) {
+                                    hdr.tag.fb_path = fb_path;
+                                    hdr.tag.fb_level = (bit<8>)level_word[30:28];
+                                    hdr.tag.fb_owd = owd_word;
+                                    events.count(EV_FEEDBACK_SENT);
+                                }
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -545,11 +687,12 @@ control SglbIngress(inout headers_t hdr,
                 port_down.read(a_down, (bit<32>)meta.down_a);
                 port_down.read(b_down, (bit<32>)meta.down_b);
                 if (a_down == 0 && b_down == 0 && meta.down_a != meta.down_b) {
+                    /* Flows split in proportion to the members' capacity. */
                     hash(meta.pick_hash, HashAlgorithm.crc32, (bit<32>)0,
                          { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
                            meta.l4_src, meta.l4_dst },
-                         (bit<32>)2);
-                    if (meta.pick_hash == 0) {
+                         (bit<32>)256);
+                    if (meta.pick_hash < (bit<32>)meta.share_a) {
                         standard_metadata.egress_spec = meta.down_a;
                     } else {
                         standard_metadata.egress_spec = meta.down_b;
@@ -588,6 +731,21 @@ control SglbEgress(inout headers_t hdr,
     counter<bit<32>>(MAX_PORTS, CounterType.packets_and_bytes) port_tx;
     counter<bit<32>>(DROP_COUNTER_SIZE, CounterType.packets) egress_drops;  /* index DROP_* */
 
+    /* -- port_levels: DRE bytes at which a port reaches congestion level k -- */
+    action set_levels(bit<32> t1, bit<32> t2, bit<32> t3, bit<32> t4,
+                      bit<32> t5, bit<32> t6, bit<32> t7) {
+        meta.t1 = t1; meta.t2 = t2; meta.t3 = t3; meta.t4 = t4;
+        meta.t5 = t5; meta.t6 = t6; meta.t7 = t7;
+    }
+
+    /* Default: thresholds 0, a port nobody described reads saturated. */
+    table port_levels {
+        key = { standard_metadata.egress_port: exact; }
+        actions = { set_levels; }
+        default_action = set_levels(0, 0, 0, 0, 0, 0, 0);
+        size = MAX_PORTS;
+    }
+
     apply {
         bit<1> out_down;
         port_down.read(out_down, (bit<32>)standard_metadata.egress_port);
@@ -621,8 +779,24 @@ control SglbEgress(inout headers_t hdr,
                 dre_t = dre_t + (periods << DRE_PERIOD_SHIFT);
                 dre_bytes.write((bit<32>)standard_metadata.egress_port, dre_x);
                 dre_time.write((bit<32>)standard_metadata.egress_port, dre_t);
-                if (hdr.probe.isValid() && meta.role == ROLE_SPINE
-                        && dre_x > hdr.probe.hop_dre) {
+                if (meta.role == ROLE_SPINE && hdr.tag.isValid()) {
+                    /* CONGA's CE: the worst level on the way, by comparisons
+                     * with the port's thresholds (no variable shift). */
+                    port_levels.apply();
+                    bit<8> level = 0;
+                    if (dre_x >= meta.t1) { level = 1; }
+                    if (dre_x >= meta.t2) { level = 2; }
+                    if (dre_x >= meta.t3) { level = 3; }
+                    if (dre_x >= meta.t4) { level = 4; }
+                    if (dre_x >= meta.t5) { level = 5; }
+                    if (dre_x >= meta.t6) { level = 6; }
+                    if (dre_x >= meta.t7) { level = 7; }
+                    if (level > hdr.tag.ce) {
+                        hdr.tag.ce = level;
+                    }
+                }
+                if (hdr.probe.isValid() && hdr.probe.kind == PROBE_KIND
+                        && meta.role == ROLE_SPINE && dre_x > hdr.probe.hop_dre) {
                     hdr.probe.hop_dre = dre_x;
                 }
             }

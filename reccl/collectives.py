@@ -11,10 +11,11 @@ recv(peer, tag) and a `tag(step)` giving this collective's message tags.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
+from .connection import Message, contiguous, pieces
 from .ops import combine, finish, segment_bounds
 
 
@@ -23,61 +24,136 @@ class P2P(Protocol):
 
     rank: int
     size: int
+    slice_bytes: int
+    """Ring slice size, the same on every rank (see SLICE_BYTES)."""
 
     def send(self, peer: int, tag: int, data: bytes | memoryview) -> None: ...
 
-    def recv(self, peer: int, tag: int) -> bytes | bytearray: ...
+    def recv(self, peer: int, tag: int) -> Message: ...
 
 
-def _view(buf: bytes | bytearray, dtype: np.dtype, count: int, what: str) -> np.ndarray:
-    arr = np.frombuffer(buf, dtype=dtype)
+def _view(buf: Any, dtype: np.dtype, count: int, what: str) -> np.ndarray:
+    arr = np.frombuffer(contiguous(buf), dtype=dtype)
     if arr.size != count:
         raise ValueError(f"{what}: got {arr.size} elements, expected {count}")
     return arr
 
 
+def _parts(buf: Any, dtype: np.dtype, count: int, what: str
+           ) -> list[tuple[int, np.ndarray]]:
+    """(element offset, elements) of each part of a received message: a message that came
+    over several channels is used where it lies, without joining it first."""
+    out, total = [], 0
+    for off, mv in pieces(buf):
+        if off % dtype.itemsize or len(mv) % dtype.itemsize:
+            return [(0, _view(buf, dtype, count, what))]
+        arr = np.frombuffer(mv, dtype=dtype)
+        out.append((off // dtype.itemsize, arr))
+        total += arr.size
+    if total != count:
+        raise ValueError(f"{what}: got {total} elements, expected {count}")
+    return out
+
+
+SLICE_BYTES = 1 << 20
+"""Default ring slice: segments travel in slices, so that a rank reduces or forwards
+slice j while slice j+1 is still on the wire (pipelining). The communicator uses one
+transport chunk (1 MiB: measured better than 512 KiB, see docs/reccl.md) per NIC of the
+rank with the fewest, so a slice spreads over the NICs in whole chunks."""
+
+
+def _slice(p2p: P2P) -> int:
+    return getattr(p2p, "slice_bytes", SLICE_BYTES)
+
+
+def step(phase: int, k: int, j: int = 0) -> int:
+    """Message tag step of slice j in ring step k of a phase (fits the 28-bit step field)."""
+    return (phase << 26) | (k << 16) | j
+
+
+def slices(bounds: tuple[int, int], itemsize: int, size: int = SLICE_BYTES
+           ) -> list[tuple[int, int, int]]:
+    """(j, lo, hi) pieces of one segment, `size` bytes at most each (none if empty)."""
+    lo, hi = bounds
+    per = max(1, size // max(1, itemsize))
+    if (hi - lo + per - 1) // per >= 1 << 16:
+        per = -(-(hi - lo) // ((1 << 16) - 1))
+    return [(j, a, min(hi, a + per)) for j, a in enumerate(range(lo, hi, per))]
+
+
 def ring_reduce_scatter(p2p: P2P, tag: Callable[[int], int], work: np.ndarray, op: str,
                         bounds: list[tuple[int, int]], shift: int) -> int:
-    """Reduce segments of `work` in place around the ring; returns the segment this rank
-    holds fully reduced. Segment s folds ranks s+shift, s+shift+1, ... (see ops)."""
+    """Reduce segments of `work` in place around the ring, slice by slice; returns the
+    segment this rank holds fully reduced. Segment s folds ranks s+shift, s+shift+1, ...
+    (see ops). The slice reduced at step k is forwarded at once as step k+1's input."""
     p, r = p2p.size, p2p.rank
+    if p == 1:
+        return r
     right, left = (r + 1) % p, (r - 1) % p
+    isz = work.dtype.itemsize
+    for j, lo, hi in slices(bounds[(r - shift) % p], isz, _slice(p2p)):
+        p2p.send(right, tag(step(0, 0, j)), work[lo:hi].data)
     for k in range(p - 1):
-        s_out = (r - k - shift) % p
-        s_in = (r - k - shift - 1) % p
-        lo, hi = bounds[s_out]
-        p2p.send(right, tag(k), work[lo:hi].data)
-        lo, hi = bounds[s_in]
-        got = _view(p2p.recv(left, tag(k)), work.dtype, hi - lo, "reduce-scatter segment")
-        combine(op, got, work[lo:hi], out=work[lo:hi])
+        for j, lo, hi in slices(bounds[(r - k - shift - 1) % p], isz, _slice(p2p)):
+            for off, got in _parts(p2p.recv(left, tag(step(0, k, j))), work.dtype, hi - lo,
+                                   "reduce-scatter slice"):
+                a, b = lo + off, lo + off + got.size
+                combine(op, got, work[a:b], out=work[a:b])
+            if k + 1 < p - 1:
+                p2p.send(right, tag(step(0, k + 1, j)), work[lo:hi].data)
     return (r - shift + 1) % p
 
 
 def ring_all_gather(p2p: P2P, tag: Callable[[int], int], work: np.ndarray,
-                    bounds: list[tuple[int, int]], have: int) -> None:
-    """Circulate segments so every rank ends with all of them; this rank starts with `have`."""
+                    bounds: list[tuple[int, int]], have: int, phase: int = 1,
+                    started: bool = False) -> None:
+    """Circulate segments so every rank ends with all of them; this rank starts with `have`
+    (already sent if `started`). Each slice is forwarded as soon as it arrives."""
     p, r = p2p.size, p2p.rank
-    right, left = (r + 1) % p, (r - 1) % p
-    for k in range(p - 1):
-        s_out = (have - k) % p
-        s_in = (have - k - 1) % p
-        lo, hi = bounds[s_out]
-        p2p.send(right, tag(k), work[lo:hi].data)
-        lo, hi = bounds[s_in]
-        work[lo:hi] = _view(p2p.recv(left, tag(k)), work.dtype, hi - lo, "all-gather segment")
-
-
-def all_reduce(p2p: P2P, tag: Callable[[int], int], flat: np.ndarray, op: str) -> np.ndarray:
-    """Ring all-reduce of a flat array; returns a new array."""
-    work = flat.copy()
-    p = p2p.size
     if p == 1:
+        return
+    right, left = (r + 1) % p, (r - 1) % p
+    isz = work.dtype.itemsize
+    if not started:
+        for j, lo, hi in slices(bounds[have], isz, _slice(p2p)):
+            p2p.send(right, tag(step(phase, 0, j)), work[lo:hi].data)
+    for k in range(p - 1):
+        for j, lo, hi in slices(bounds[(have - k - 1) % p], isz, _slice(p2p)):
+            for off, got in _parts(p2p.recv(left, tag(step(phase, k, j))), work.dtype,
+                                   hi - lo, "all-gather slice"):
+                work[lo + off:lo + off + got.size] = got
+            if k + 1 < p - 1:
+                p2p.send(right, tag(step(phase, k + 1, j)), work[lo:hi].data)
+
+
+def all_reduce(p2p: P2P, tag: Callable[[int], int], flat: np.ndarray, op: str,
+               out: np.ndarray | None = None) -> np.ndarray:
+    """Ring all-reduce of a flat array (reduce-scatter then all-gather, pipelined in slices:
+    a slice finished by the reduce-scatter starts its all-gather at once) into `out` (may
+    be `flat` itself: in place) or a new array. No up-front copy: every segment of the
+    result is written once, by the reduce-scatter or by the all-gather."""
+    work = np.empty_like(flat) if out is None else out
+    p, r = p2p.size, p2p.rank
+    if p == 1:
+        work[...] = flat
         return finish(op, work, 1)
+    right, left = (r + 1) % p, (r - 1) % p
     bounds = segment_bounds(work.size, p)
-    have = ring_reduce_scatter(p2p, lambda k: tag(k), work, op, bounds, shift=0)
-    lo, hi = bounds[have]
-    work[lo:hi] = finish(op, work[lo:hi], p)
-    ring_all_gather(p2p, lambda k: tag(1000 + k), work, bounds, have)
+    isz = work.dtype.itemsize
+    for j, lo, hi in slices(bounds[r], isz, _slice(p2p)):
+        p2p.send(right, tag(step(0, 0, j)), flat[lo:hi].data)
+    for k in range(p - 1):
+        for j, lo, hi in slices(bounds[(r - k - 1) % p], isz, _slice(p2p)):
+            for off, got in _parts(p2p.recv(left, tag(step(0, k, j))), work.dtype, hi - lo,
+                                   "reduce-scatter slice"):
+                a, b = lo + off, lo + off + got.size
+                combine(op, got, flat[a:b], out=work[a:b])
+            if k + 1 < p - 1:
+                p2p.send(right, tag(step(0, k + 1, j)), work[lo:hi].data)
+            else:  # fully reduced: finish it and start its all-gather
+                work[lo:hi] = finish(op, work[lo:hi], p)
+                p2p.send(right, tag(step(1, 0, j)), work[lo:hi].data)
+    ring_all_gather(p2p, tag, work, bounds, (r + 1) % p, phase=1, started=True)
     return work
 
 
@@ -98,7 +174,7 @@ def tree_all_reduce(p2p: P2P, tag: Callable[[int], int], flat: np.ndarray, op: s
         mask *= 2
     if r == 0:
         acc = finish(op, acc, p)
-    return broadcast(p2p, lambda k: tag(1 + k), acc, 0)
+    return broadcast(p2p, lambda k: tag(step(1, 0, k)), acc, 0)
 
 
 def reduce_scatter(p2p: P2P, tag: Callable[[int], int], flat: np.ndarray, op: str
@@ -129,14 +205,15 @@ def reduce(p2p: P2P, tag: Callable[[int], int], flat: np.ndarray, op: str, root:
     lo, hi = bounds[have]
     work[lo:hi] = finish(op, work[lo:hi], p)
     if r != root:
-        p2p.send(root, tag(2000), work[lo:hi].data)
+        p2p.send(root, tag(step(2, 0)), work[lo:hi].data)
         return None
     for src in range(p):
         if src == r:
             continue
         seg = (src + 1) % p
         lo, hi = bounds[seg]
-        work[lo:hi] = _view(p2p.recv(src, tag(2000)), work.dtype, hi - lo, "reduce segment")
+        work[lo:hi] = _view(p2p.recv(src, tag(step(2, 0))), work.dtype, hi - lo,
+                            "reduce segment")
     return work
 
 
@@ -147,7 +224,7 @@ def all_gather(p2p: P2P, tag: Callable[[int], int], flat: np.ndarray) -> np.ndar
     bounds = [(i * m, (i + 1) * m) for i in range(p)]
     lo, hi = bounds[p2p.rank]
     work[lo:hi] = flat
-    ring_all_gather(p2p, tag, work, bounds, p2p.rank)
+    ring_all_gather(p2p, tag, work, bounds, p2p.rank, phase=0)
     return work
 
 
@@ -186,7 +263,7 @@ def all_to_all(p2p: P2P, tag: Callable[[int], int], rows: np.ndarray,
     parts[r] = rows[offs[r]:offs[r + 1]].copy()
     for k in range(1, p):
         src = (r - k) % p
-        buf = p2p.recv(src, tag(0))
+        buf = contiguous(p2p.recv(src, tag(0)))
         if row_bytes and len(buf) % row_bytes:
             raise ValueError(f"all_to_all: {len(buf)} bytes from rank {src} is not a whole "
                              f"number of {row_bytes}-byte rows")

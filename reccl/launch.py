@@ -4,11 +4,13 @@
               --nproc-per-host 2 -- python train.py
 
 Each --host is NAME:NIC,NIC[@NETNS]; ranks are numbered host by host. The
-launcher serves the rendezvous store (a Unix socket when namespaces are used,
-since it crosses them; else TCP), sets RECCL_RANK, RECCL_LOCAL_RANK,
-RECCL_WORLD_SIZE, RECCL_STORE, RECCL_HOST, RECCL_NICS for every rank, and
-stops all ranks when one fails. Ranks on other machines: run one launcher per
-machine with --world-size, --rank-offset and --store pointing at the first.
+launcher makes the job secret (or takes $RECCL_SECRET), serves the rendezvous
+store with it (a Unix socket when namespaces are used, since it crosses them;
+else TCP), sets RECCL_RANK, RECCL_LOCAL_RANK, RECCL_WORLD_SIZE, RECCL_STORE,
+RECCL_HOST, RECCL_NICS and RECCL_SECRET for every rank, and stops all ranks
+when one fails. Ranks on other machines: run one launcher per machine with
+--world-size, --rank-offset, --store pointing at the first, and the first
+launcher's secret exported as RECCL_SECRET.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
+from . import auth
 from .store import StoreServer
 
 
@@ -54,12 +57,14 @@ def launch(hosts: list[HostSpec], nproc_per_host: int, argv: list[str],
     world = world_size or len(hosts) * nproc_per_host
     tmp = None
     server = None
+    # The job secret: given (several launchers of one job share it) or made here.
+    secret = (env or {}).get(auth.ENV) or os.environ.get(auth.ENV) or auth.new_secret()
     if store is None:
         if any(h.netns for h in hosts):
             tmp = tempfile.mkdtemp(prefix="reccl-")
-            server = StoreServer(f"unix:{tmp}/store.sock")
+            server = StoreServer(f"unix:{tmp}/store.sock", secret=secret.encode())
         else:
-            server = StoreServer("127.0.0.1:0")
+            server = StoreServer("127.0.0.1:0", secret=secret.encode())
         store = server.address
     procs: list[subprocess.Popen] = []
     try:
@@ -74,7 +79,7 @@ def launch(hosts: list[HostSpec], nproc_per_host: int, argv: list[str],
                 e.update(env or {})
                 e.update(RECCL_RANK=str(rank), RECCL_LOCAL_RANK=str(local),
                          RECCL_WORLD_SIZE=str(world), RECCL_STORE=store, RECCL_HOST=h.name,
-                         RECCL_NICS=",".join(h.nics))
+                         RECCL_NICS=",".join(h.nics), RECCL_SECRET=secret)
                 cmd = (["ip", "netns", "exec", h.netns] if h.netns else []) + list(argv)
                 procs.append(subprocess.Popen(cmd, env=e, start_new_session=True))
                 rank += 1

@@ -1,20 +1,20 @@
-"""Scapy layers for the ReCCL transport header (format in `reccl.wire`).
+"""Scapy layers for the ReCCL frame header (format in `reccl.wire`).
 
-    RecclHeader  28-byte common header; `type` selects the body layer
-    RecclData    seq, tag, msg_len, offset, then the chunk payload
-    RecclAck     cum, trigger, window, nsack, SACK blocks (ACK and NOTICE_ACK)
-    RecclNotice  NIC states and dead channel ids (failover notice)
-    RecclProbe   nonce (PROBE and PROBE_ACK)
+    RecclHeader     24-byte common header; `type` selects the body layer
+    RecclData       seq, tag, msg_len, offset, then the chunk payload
+    RecclAck        cum, nsack, SACK blocks (ACK and NOTICE_ACK)
+    RecclNotice     NIC states and dead channel ids (failover notice)
+    RecclProbe      nonce (PROBE and PROBE_ACK)
+    RecclHello, RecclChallenge, RecclAuth   the link handshake
 
-The CRC is computed in `post_build` when left unset, so a packet built here
-is byte-identical to what `reccl.wire.encode` produces. UDP port 29500 is
-bound by default; use `bind_port` for others.
+`length` is computed in `post_build` when left unset, so a frame built here is
+byte-identical to what `reccl.wire.encode` produces. Frames travel on TCP
+streams, so a capture needs reassembly before these layers apply.
 """
 
 from __future__ import annotations
 
 import struct
-import zlib
 
 from scapy.fields import (
     ByteEnumField,
@@ -26,51 +26,45 @@ from scapy.fields import (
     PacketListField,
     ShortField,
     StrFixedLenField,
-    XIntField,
 )
-from scapy.layers.inet import UDP
 from scapy.packet import Packet, Raw, bind_layers
 
 from . import wire
 
-DEFAULT_PORT = 29500
+LENGTH_OFFSET = 12
 
 
 class RecclHeader(Packet):
-    """Common header of every ReCCL datagram."""
+    """Common header of every ReCCL frame."""
 
     name = "ReCCL"
     fields_desc = [
         StrFixedLenField("magic", wire.MAGIC, 2),
         ByteField("version", wire.VERSION),
         ByteEnumField("type", wire.DATA, wire.TYPE_NAMES),
-        IntField("session", 0),
         ShortField("src", 0),
         ShortField("dst", 0),
         ByteField("channel", 0),
         ByteField("flags", 0),
         ShortField("epoch", 0),
+        IntField("length", None),
         IntField("tsval", 0),
         IntField("tsecr", 0),
-        XIntField("crc", None),
     ]
 
     def post_build(self, pkt: bytes, pay: bytes) -> bytes:
-        """Fill in crc32 over header and body (crc field zero) when not given."""
-        whole = pkt + pay
-        if self.crc is None:
-            zeroed = whole[:wire.CRC_OFFSET] + b"\0\0\0\0" + whole[wire.CRC_OFFSET + 4:]
-            crc = zlib.crc32(zeroed)
-            whole = whole[:wire.CRC_OFFSET] + struct.pack("!I", crc) + whole[wire.CRC_OFFSET + 4:]
-        return whole
+        """Fill in the body length when not given."""
+        if self.length is None:
+            pkt = pkt[:LENGTH_OFFSET] + struct.pack("!I", len(pay)) + pkt[LENGTH_OFFSET + 4:]
+        return pkt + pay
 
 
 class RecclData(Packet):
     """DATA body: one chunk of a message."""
 
     name = "ReCCL DATA"
-    fields_desc = [IntField("seq", 0), LongField("tag", 0), IntField("msg_len", 0),
-                   IntField("offset", 0)]
+    fields_desc = [IntField("seq", 0), LongField("tag", 0), LongField("msg_len", 0),
+                   LongField("offset", 0)]
 
 
 class SackBlock(Packet):
@@ -89,9 +83,7 @@ class RecclAck(Packet):
     name = "ReCCL ACK"
     fields_desc = [
         IntField("cum", 0),
-        IntField("trigger", 0),
-        ShortField("window", 0),
-        FieldLenField("nsack", None, fmt="B", count_of="sacks"),
+        FieldLenField("nsack", None, fmt="H", count_of="sacks"),
         PacketListField("sacks", [], SackBlock, count_from=lambda p: p.nsack),
     ]
 
@@ -125,10 +117,26 @@ class RecclProbe(Packet):
     fields_desc = [IntField("nonce", 0)]
 
 
-def bind_port(port: int) -> None:
-    """Decode UDP traffic on `port` as ReCCL."""
-    bind_layers(UDP, RecclHeader, dport=port)
-    bind_layers(UDP, RecclHeader, sport=port)
+class RecclHello(Packet):
+    """HELLO body: the connecting side's session and nonce."""
+
+    name = "ReCCL HELLO"
+    fields_desc = [IntField("session", 0), StrFixedLenField("nonce", b"\0" * 16, 16)]
+
+
+class RecclChallenge(Packet):
+    """CHALLENGE body: the accepting side's nonce and proof of the job secret."""
+
+    name = "ReCCL CHALLENGE"
+    fields_desc = [StrFixedLenField("nonce", b"\0" * 16, 16),
+                   StrFixedLenField("proof", b"\0" * 32, 32)]
+
+
+class RecclAuth(Packet):
+    """AUTH body: the connecting side's proof of the job secret."""
+
+    name = "ReCCL AUTH"
+    fields_desc = [StrFixedLenField("proof", b"\0" * 32, 32)]
 
 
 bind_layers(RecclHeader, RecclData, type=wire.DATA)
@@ -137,5 +145,7 @@ bind_layers(RecclHeader, RecclAck, type=wire.NOTICE_ACK)
 bind_layers(RecclHeader, RecclNotice, type=wire.NOTICE)
 bind_layers(RecclHeader, RecclProbe, type=wire.PROBE)
 bind_layers(RecclHeader, RecclProbe, type=wire.PROBE_ACK)
+bind_layers(RecclHeader, RecclHello, type=wire.HELLO)
+bind_layers(RecclHeader, RecclChallenge, type=wire.CHALLENGE)
+bind_layers(RecclHeader, RecclAuth, type=wire.AUTH)
 bind_layers(RecclData, Raw)
-bind_port(DEFAULT_PORT)

@@ -6,7 +6,8 @@ rail (a rail-optimised network). Rank-slot l of host h has address
 10.<subnet+i>.<h>.<l+1> on rail i, inside the host namespace only. Cutting a
 link takes the host-side veth down, which the ranks see through netlink.
 `impair` makes one direction of a NIC lossy and reordering with htb/tbf/u32
-(this kernel has no sch_netem); `rate_limit` caps a NIC with tbf.
+(this kernel has no sch_netem); `rate_limit` caps a NIC with tbf; `dropped`
+reads what the qdiscs dropped.
 """
 
 from __future__ import annotations
@@ -144,8 +145,8 @@ class Testbed:
 
     def impair_htb(self, h: int, rail: int, slow_rate: str = "20mbit", limit: str = "20kb",
                    slot: int = 0) -> None:
-        """Loss and reordering without netem: ReCCL DATA datagrams whose sequence number is
-        a multiple of 4 go through a slow token bucket with a short queue, so they arrive
+        """Loss and reordering without netem: TCP segments whose sequence number is a
+        multiple of 4 go through a slow token bucket with a short queue, so they arrive
         late (reordered) or are dropped when it overflows (loss)."""
         dev = self.ifname(h, rail, slot)
         self.clear_qdisc(h, rail, slot)
@@ -156,11 +157,26 @@ class Testbed:
                  "rate", "10gbit")
         self._tc(h, "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", "tbf",
                  "rate", slow_rate, "burst", "16kb", "limit", limit)
-        # IPv4 (20) + UDP (8) + ReCCL header (28): DATA type at byte 31, seq ends at byte 59.
+        # IPv4 header (20 bytes) + TCP: the sequence number ends at byte 27.
         self._tc(h, "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1",
-                 "u32", "match", "ip", "protocol", "17", "0xff",
-                 "match", "u8", "1", "0xff", "at", "31",
-                 "match", "u8", "0", "0x03", "at", "59", "flowid", "1:1")
+                 "u32", "match", "ip", "protocol", "6", "0xff",
+                 "match", "u8", "0", "0x03", "at", "27", "flowid", "1:1")
+
+    def dropped(self, h: int, rail: int, slot: int = 0) -> int:
+        """Packets the NIC's qdiscs dropped (tc -s statistics)."""
+        text = sh("ip", "netns", "exec", self.ns(h), "tc", "-s", "qdisc", "show", "dev",
+                  self.ifname(h, rail, slot))
+        return sum(int(part.split()[1].rstrip(",")) for part in text.split("(")
+                   if part.startswith("dropped "))
+
+    def delayed(self, h: int, rail: int, slot: int = 0) -> int:
+        """Packets `impair_htb` sent through its slow class (late, so reordered, if not lost)."""
+        text = sh("ip", "netns", "exec", self.ns(h), "tc", "-s", "class", "show", "dev",
+                  self.ifname(h, rail, slot))
+        for block in text.split("class htb ")[1:]:
+            if block.startswith("1:1 ") and " pkt" in block:
+                return int(block.split(" pkt")[0].rsplit(" ", 1)[1])
+        return 0
 
     def __enter__(self) -> Testbed:
         return self.create()

@@ -1,15 +1,21 @@
-"""reccl-perf: collective bandwidth in the manner of nccl-tests, with link cuts.
+"""reccl-perf: collective bandwidth in nccl-tests' format and flags, with link cuts.
 
-    reccl-perf -c all_reduce -b 8K -e 8M -f 4                # sweep, loopback
-    reccl-perf --netns --hosts 2 --rails 2 --rate 400mbit \\
-               -c all_reduce -e 4M --fail-link 0:1 --fail-at 1.0 --duration 3
+    reccl-perf all_reduce -b 8K -e 8M -f 4                   # sweep, loopback
+    reccl-perf all_reduce --netns --hosts 2 --rails 2 --rate 400mbit \\
+               -e 4M --fail-link 0:1 --fail-at 1.0 --duration 3
 
-For every collective and size it prints time, algbw, busbw and #wrong.
-algbw = bytes / time; busbw scales algbw by the bytes each rank must move
-(nccl-tests' PERFORMANCE.md): all_reduce 2(n-1)/n, reduce_scatter,
-all_gather and all_to_all (n-1)/n, broadcast and reduce 1. The size is the
-whole buffer (all_gather: the gathered output). #wrong counts elements that
-differ bit-wise from the single-process reference computed in the same order.
+The collectives to run are named as arguments (default: all); the flags are
+nccl-tests': -b/-e/-f sizes, -n iterations, -w warmup, -c check (1/0), -o op,
+-d type, -r root, -a average mode (0 rank 0, 1 mean, 2 min, 3 max over ranks).
+For every size it prints nccl-tests' columns `size count type redop root time
+algbw busbw #wrong` for out-of-place and in-place (N/A where ReCCL's API has
+no in-place form: all_gather, reduce_scatter, all_to_all), then the closing
+`# Avg bus bandwidth` line. algbw = bytes / time; busbw scales algbw by the
+bytes each rank must move (nccl-tests' PERFORMANCE.md): all_reduce 2(n-1)/n,
+reduce_scatter, all_gather and all_to_all (n-1)/n, broadcast and reduce 1.
+The size is the whole buffer (all_gather: the gathered output). #wrong counts
+elements that differ bit-wise from the single-process reference computed in
+the same order, summed over ranks.
 
 With --fail-link HOST:RAIL --fail-at T the first collective runs back to back
 at the largest size for --duration seconds; T seconds in, that NIC's link is
@@ -36,6 +42,19 @@ BUS_FACTOR = {"all_reduce": lambda n: 2 * (n - 1) / n, "reduce_scatter": lambda 
               "all_gather": lambda n: (n - 1) / n, "all_to_all": lambda n: (n - 1) / n,
               "broadcast": lambda n: 1.0, "reduce": lambda n: 1.0}
 COLLECTIVES = list(BUS_FACTOR)
+ROOTED = ("broadcast", "reduce")
+REDUCING = ("all_reduce", "reduce_scatter", "reduce")
+IN_PLACE = ("all_reduce", "broadcast", "reduce")
+NCCL_TYPES = {"float": "float32", "double": "float64", "half": "float16", "int": "int32",
+              "char": "int8", "uint8": "uint8", "int8": "int8", "int32": "int32",
+              "uint32": "uint32", "int64": "int64", "uint64": "uint64"}
+"""nccl-tests' type names and the NumPy dtypes they mean (NumPy names work too)."""
+TYPE_NAMES = {v: k for k, v in reversed(NCCL_TYPES.items())}
+
+
+def type_name(dtype: np.dtype) -> str:
+    """nccl-tests' name of a dtype (float, double, half, int32, ...)."""
+    return TYPE_NAMES.get(dtype.name, dtype.name)
 
 
 def parse_size(text: str) -> int:
@@ -74,22 +93,24 @@ def elements(coll: str, size: int, p: int, itemsize: int) -> int:
     return count // p if coll == "all_gather" else count
 
 
-def run_one(comm, coll: str, x: np.ndarray, op: str, algorithm: str = "auto"):
-    """One collective call."""
+def run_one(comm, coll: str, x: np.ndarray, op: str, algorithm: str = "auto", root: int = 0,
+            out: np.ndarray | None = None):
+    """One collective call (`out`: in place, for the collectives that have that form)."""
     if coll == "all_reduce":
-        return comm.all_reduce(x, op, algorithm=algorithm)
+        return comm.all_reduce(x, op, algorithm=algorithm, out=out)
     if coll == "reduce_scatter":
         return comm.reduce_scatter(x, op)
     if coll == "all_gather":
         return comm.all_gather(x)
     if coll == "broadcast":
-        return comm.broadcast(x, root=0)
+        return comm.broadcast(x, root=root, out=out)
     if coll == "reduce":
-        return comm.reduce(x, op, root=0)
+        return comm.reduce(x, op, root=root, out=out)
     return comm.all_to_all(x)
 
 
-def expected(coll: str, xs: list[np.ndarray], op: str, r: int, algorithm: str = "auto"):
+def expected(coll: str, xs: list[np.ndarray], op: str, r: int, algorithm: str = "auto",
+             root: int = 0):
     """The reference result of rank r."""
     from .ops import reference_all_reduce, reference_ring
 
@@ -102,9 +123,9 @@ def expected(coll: str, xs: list[np.ndarray], op: str, r: int, algorithm: str = 
     if coll == "all_gather":
         return np.stack(xs)
     if coll == "broadcast":
-        return xs[0]
+        return xs[root]
     if coll == "reduce":
-        return reference_ring(xs, op) if r == 0 else None
+        return reference_ring(xs, op) if r == root else None
     m = xs[0].size // p
     return np.concatenate([x[r * m:(r + 1) * m] for x in xs])
 
@@ -129,7 +150,7 @@ def cut_link(comm, rail: int, netns: bool, silent: bool = False) -> float:
     if netns:
         from .linkstate import interface_of, set_link
 
-        dev = str(interface_of(comm.endpoint.nic_socks[rail].getsockname()[0]))
+        dev = str(interface_of(comm.topology.ranks[comm.rank].nics[rail][0]))
         if silent:  # a token bucket of 8 bit/s with a 2 KB queue drops everything
             subprocess.run(["tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate", "8bit",
                             "burst", "2kb", "limit", "2kb"], check=True)
@@ -138,6 +159,34 @@ def cut_link(comm, rail: int, netns: bool, silent: bool = False) -> float:
     t = time.monotonic()
     comm.set_link(rail, False, silent=silent)
     return t
+
+
+def _timed(comm, a, coll: str, x: np.ndarray, in_place: bool) -> tuple[float, object]:
+    """Mean seconds per call over -n iterations (after -w warmup) and the last result."""
+    buf = x.copy() if in_place else None
+    for _ in range(a.warmup):
+        if buf is not None:
+            buf[...] = x
+        run_one(comm, coll, x if buf is None else buf, a.op, a.algorithm, a.root, buf)
+    comm.barrier()
+    total = 0.0
+    got = None
+    for _ in range(a.iters):
+        if buf is not None:
+            buf[...] = x  # every in-place call starts from the same input
+        t0 = time.perf_counter()
+        got = run_one(comm, coll, x if buf is None else buf, a.op, a.algorithm, a.root, buf)
+        total += time.perf_counter() - t0
+    return total / max(1, a.iters), got
+
+
+def _across_ranks(comm, mode: int, dt: float, bad: int) -> tuple[float, int]:
+    """Time as -a says (0 rank 0, 1 mean, 2 min, 3 max) and #wrong summed over ranks."""
+    op = {1: "sum", 2: "min", 3: "max"}.get(mode, "sum")
+    t = comm.all_reduce(np.array([dt if mode or comm.rank == 0 else 0.0]), op)[0]
+    if mode == 1:
+        t /= comm.size
+    return float(t), int(comm.all_reduce(np.array([bad], dtype=np.int64), "sum")[0])
 
 
 def worker(a: argparse.Namespace) -> int:
@@ -152,37 +201,53 @@ def worker(a: argparse.Namespace) -> int:
     try:
         if a.fail_link:
             return _failure_run(comm, a, dtype, out)
-        if out:
-            print(f"# reccl-perf: {p} ranks, dtype {dtype}, op {a.op}, "
-                  f"{'fail-stop' if a.fail_stop else 'failover'} mode", file=out)
-            print(f"#{'collective':>15} {'size(B)':>10} {'count':>9} {'type':>8} {'redop':>6} "
-                  f"{'time(us)':>10} {'algbw(GB/s)':>12} {'busbw(GB/s)':>12} {'#wrong':>7}",
-                  file=out)
+        say = (lambda text: print(text, file=out, flush=True)) if out else (lambda text: None)
+        say(f"# reccl-perf: {p} ranks, minBytes {a.minbytes} maxBytes {a.maxbytes} step: "
+            f"{a.stepfactor:g}(factor) warmup iters: {a.warmup} iters: {a.iters} "
+            f"validation: {a.check} average: {a.average} "
+            f"{'fail-stop' if a.fail_stop else 'failover'} mode")
+        busbws: list[float] = []
+        wrong_total = 0
         for coll in a.collectives:
+            say(f"#\n# Collective test: {coll}")
+            say(f"#{'':>54}{'out-of-place':>21}{'':>14}{'in-place':>21}")
+            say(f"#{'size':>11} {'count':>12} {'type':>9} {'redop':>7} {'root':>7} "
+                f"{'time':>8} {'algbw':>7} {'busbw':>7} {'#wrong':>6} "
+                f"{'time':>8} {'algbw':>7} {'busbw':>7} {'#wrong':>6}")
+            say(f"#{'(B)':>11} {'(elements)':>12} {'':>9} {'':>7} {'':>7} "
+                f"{'(us)':>8} {'(GB/s)':>7} {'(GB/s)':>7} {'':>6} "
+                f"{'(us)':>8} {'(GB/s)':>7} {'(GB/s)':>7} {'':>6}")
             for size in sizes(a.minbytes, a.maxbytes, a.stepfactor):
                 count = elements(coll, size, p, dtype.itemsize)
                 x = inputs(r, count, dtype)
-                for _ in range(a.warmup):
-                    run_one(comm, coll, x, a.op, a.algorithm)
-                comm.barrier()
-                t0 = time.perf_counter()
-                for _ in range(a.iters):
-                    got = run_one(comm, coll, x, a.op, a.algorithm)
-                dt = (time.perf_counter() - t0) / a.iters
-                bad = 0
+                want = None
                 if a.check:
                     xs = [inputs(i, count, dtype) for i in range(p)]
-                    bad = wrong(got, expected(coll, xs, a.op, r, a.algorithm))
-                worst = comm.all_reduce(np.array([dt, bad], dtype=np.float64), "max")
+                    want = expected(coll, xs, a.op, r, a.algorithm, a.root)
                 nbytes = count * dtype.itemsize * (p if coll == "all_gather" else 1)
-                if out:
-                    algbw = nbytes / worst[0] / 1e9
+                cols = []
+                for in_place in (False, True):
+                    if in_place and coll not in IN_PLACE:
+                        cols.append(f"{'N/A':>8} {'N/A':>7} {'N/A':>7} {'N/A':>6}")
+                        continue
+                    dt, got = _timed(comm, a, coll, x, in_place)
+                    bad = wrong(got, want) if a.check else 0
+                    t, bad = _across_ranks(comm, a.average, dt, bad)
+                    algbw = nbytes / t / 1e9
                     busbw = algbw * BUS_FACTOR[coll](p)
-                    print(f"{coll:>16} {nbytes:>10} {count:>9} {dtype.name:>8} {a.op:>6} "
-                          f"{worst[0] * 1e6:>10.1f} {algbw:>12.4f} {busbw:>12.4f} "
-                          f"{int(worst[1]):>7}", file=out, flush=True)
+                    busbws.append(busbw)
+                    wrong_total += bad
+                    cols.append(f"{t * 1e6:>8.1f} {algbw:>7.4f} {busbw:>7.4f} "
+                                f"{bad if a.check else 'N/A':>6}")
+                redop = a.op if coll in REDUCING else "none"
+                root = a.root if coll in ROOTED else -1
+                say(f" {nbytes:>11} {nbytes // dtype.itemsize:>12} {type_name(dtype):>9} "
+                    f"{redop:>7} {root:>7} {cols[0]} {cols[1]}")
+        say(f"# Out of bounds values : {wrong_total} {'OK' if not wrong_total else 'FAILED'}")
+        say(f"# Avg bus bandwidth    : {sum(busbws) / max(1, len(busbws)):.6f}")
+        say("#")
         comm.close()
-        return 0
+        return 1 if wrong_total else 0
     except ReCCLError as e:
         print(f"reccl-perf: rank {r}: {e}", file=sys.stderr, flush=True)
         comm.abort()
@@ -198,8 +263,8 @@ def _failure_run(comm, a, dtype, out) -> int:
     count = elements(coll, a.maxbytes, p, dtype.itemsize)
     x = inputs(r, count, dtype)
     xs = [inputs(i, count, dtype) for i in range(p)] if a.check else None
-    want = expected(coll, xs, a.op, r, a.algorithm) if xs else None
-    run_one(comm, coll, x, a.op, a.algorithm)
+    want = expected(coll, xs, a.op, r, a.algorithm, a.root) if xs else None
+    run_one(comm, coll, x, a.op, a.algorithm, a.root)
     comm.barrier()
     start = time.monotonic()  # CLOCK_MONOTONIC is shared by all processes of the machine
     cut_at: list[float] = []
@@ -215,7 +280,7 @@ def _failure_run(comm, a, dtype, out) -> int:
     try:
         while True:
             t0 = time.monotonic()
-            got = run_one(comm, coll, x, a.op, a.algorithm)
+            got = run_one(comm, coll, x, a.op, a.algorithm, a.root)
             t1 = time.monotonic()
             iters.append((t0, t1))
             if want is not None or xs is not None:
@@ -256,8 +321,7 @@ def summarize(reports: list[dict], coll: str, nbytes: int, p: int, fail_stop: bo
     res: dict = {"cut": cut, "errors": [rep["error"] for rep in reports if rep["error"]],
                  "wrong": sum(rep["wrong"] for rep in reports),
                  "retransmits": sum(rep["retransmits"] for rep in reports),
-                 "rto": sum(rep["counters"]["rto"] for rep in reports),
-                 "fast_retransmits": sum(rep["counters"]["fast_retransmits"] for rep in reports)}
+                 "resent": sum(rep["counters"]["resent"] for rep in reports)}
     if cut is None or not it:
         return res
     before = [x for x in it if x[1] <= cut]
@@ -289,21 +353,28 @@ def summarize(reports: list[dict], coll: str, nbytes: int, p: int, fail_stop: bo
 # ------------------------------------------------------------------ driver side
 
 def build_parser() -> argparse.ArgumentParser:
-    """Command-line options (nccl-tests names where they exist)."""
+    """Command-line options (nccl-tests' names and meanings)."""
     ap = argparse.ArgumentParser(prog="reccl-perf", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("-c", "--collective", dest="collectives", action="append",
-                    choices=COLLECTIVES, help="repeatable (default: all)")
+    ap.add_argument("collectives", nargs="*", metavar="COLLECTIVE",
+                    help=f"any of {', '.join(COLLECTIVES)} (default: all)")
+    ap.add_argument("--collective", dest="more", action="append", choices=COLLECTIVES,
+                    default=[], help="same as naming it (repeatable)")
     ap.add_argument("-b", "--minbytes", type=parse_size, default=parse_size("8K"))
     ap.add_argument("-e", "--maxbytes", type=parse_size, default=parse_size("1M"))
     ap.add_argument("-f", "--stepfactor", type=float, default=4.0)
     ap.add_argument("-n", "--iters", type=int, default=5)
-    ap.add_argument("-w", "--warmup", type=int, default=1)
+    ap.add_argument("-w", "--warmup_iters", dest="warmup", type=int, default=1)
+    ap.add_argument("-c", "--check", type=int, default=1, choices=[0, 1],
+                    help="count #wrong against the reference (1) or not (0)")
     ap.add_argument("-o", "--op", default="sum", choices=["sum", "prod", "min", "max", "avg"])
-    ap.add_argument("-d", "--dtype", default="float32")
-    ap.add_argument("-a", "--algorithm", default="auto", choices=["auto", "ring", "tree"],
+    ap.add_argument("-d", "--datatype", dest="dtype", default="float",
+                    help="nccl-tests' names (float, double, half, int32, ...) or NumPy's")
+    ap.add_argument("-r", "--root", type=int, default=0, help="root of broadcast and reduce")
+    ap.add_argument("-a", "--average", type=int, default=1, choices=[0, 1, 2, 3],
+                    help="time reported: 0 rank 0's, 1 mean, 2 min, 3 max over ranks")
+    ap.add_argument("--algo", dest="algorithm", default="auto", choices=["auto", "ring", "tree"],
                     help="all_reduce algorithm (auto: tree for small messages, else ring)")
-    ap.add_argument("--check", type=int, default=1, help="count #wrong (1) or skip it (0)")
     ap.add_argument("--hosts", type=int, default=2)
     ap.add_argument("--ranks-per-host", type=int, default=1)
     ap.add_argument("--rails", type=int, default=2, help="NICs per rank")
@@ -323,11 +394,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def check_args(a: argparse.Namespace) -> None:
     """Reject inconsistent options with a precise message."""
-    a.collectives = a.collectives or COLLECTIVES
+    names = list(a.collectives) + list(a.more)
+    bad = [c for c in names if c not in COLLECTIVES]
+    if bad:
+        raise SystemExit(f"reccl-perf: unknown collective {bad[0]!r} (expected one of "
+                         f"{', '.join(COLLECTIVES)})")
+    a.collectives = names or COLLECTIVES
+    a.dtype = NCCL_TYPES.get(a.dtype, a.dtype)
     try:
         np.dtype(a.dtype)
     except TypeError:
         raise SystemExit(f"reccl-perf: unknown dtype {a.dtype!r}") from None
+    if a.iters < 1 or a.warmup < 0:
+        raise SystemExit("reccl-perf: -n must be at least 1 and -w at least 0")
     if a.minbytes > a.maxbytes:
         raise SystemExit("reccl-perf: -b must not exceed -e")
     if a.rate and not a.netns:
@@ -341,6 +420,9 @@ def check_args(a: argparse.Namespace) -> None:
         if not (0 <= h < a.hosts and 0 <= rail < a.rails):
             raise SystemExit(f"reccl-perf: --fail-link {a.fail_link}: host must be below "
                              f"{a.hosts} and rail below {a.rails}")
+    if not 0 <= a.root < a.hosts * a.ranks_per_host:
+        raise SystemExit(f"reccl-perf: -r {a.root}: root must be below the number of ranks "
+                         f"{a.hosts * a.ranks_per_host}")
 
 
 def drive(argv: list[str]) -> tuple[int, dict | None]:

@@ -2,7 +2,8 @@
 
 Each rank is a fresh process (spawn start method) that builds its
 `Communicator` from the given layout, calls `fn(comm, *args)`, and sends
-back the return value or the error text. The store runs in the caller.
+back the return value or the error text. The store runs in the caller, with
+a fresh job secret that only the ranks get.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .auth import new_secret
 from .communicator import CommOptions, Communicator
 from .store import StoreServer
 
@@ -31,12 +33,12 @@ def loopback_layout(hosts: int, ranks_per_host: int, rails: int) -> list[RankSpe
             for h in range(hosts) for _ in range(ranks_per_host)]
 
 
-def _child(rank: int, world: int, store: str, spec: RankSpec, options: CommOptions,
-           fn: Callable, args: tuple, q: Any) -> None:
+def _child(rank: int, world: int, store: str, secret: str, spec: RankSpec,
+           options: CommOptions, fn: Callable, args: tuple, q: Any) -> None:
     comm = None
     try:
         comm = Communicator(rank, world, store, host=spec.host, nics=list(spec.nics),
-                            options=options)
+                            options=options, secret=secret)
         out = fn(comm, *args)
         comm.close()
         q.put((rank, True, out))
@@ -57,13 +59,14 @@ class RankError(RuntimeError):
 
 def run_ranks(fn: Callable, layout: list[RankSpec], args: tuple = (),
               options: CommOptions | None = None, timeout: float = 120.0,
-              allow_errors: bool = False) -> dict[int, Any]:
+              allow_errors: bool = False, secret: str | None = None) -> dict[int, Any]:
     """Run fn(comm, *args) on every rank; returns {rank: result} (errors as text when
     allow_errors, else raises RankError)."""
     ctx = mp.get_context("spawn")
-    server = StoreServer("127.0.0.1:0")
+    secret = secret or new_secret()
+    server = StoreServer("127.0.0.1:0", secret=secret.encode())
     q = ctx.Queue()
-    procs = [ctx.Process(target=_child, args=(r, len(layout), server.address, spec,
+    procs = [ctx.Process(target=_child, args=(r, len(layout), server.address, secret, spec,
                                               options or CommOptions(), fn, args, q),
                          name=f"rc-rank{r}", daemon=True)
              for r, spec in enumerate(layout)]

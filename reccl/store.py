@@ -2,7 +2,10 @@
 
 Like torch.distributed's TCPStore: one process serves, every rank connects,
 `set` publishes a value, `get` blocks until the key exists (or times out),
-`add` is an atomic counter. The protocol is one JSON object per line.
+`add` is an atomic counter. The protocol is one JSON object per line. With a
+job secret, the server first sends a nonce and serves nothing until the client
+answers with its proof (`reccl.auth.store_proof`); a client without the secret
+is refused, counted (`StoreServer.rejected`) and disconnected.
 Addresses are "HOST:PORT" or "unix:PATH" (a Unix socket path also crosses
 network namespaces, which the namespace launcher relies on).
 """
@@ -16,13 +19,16 @@ import socket
 import socketserver
 import threading
 import time
+from typing import Any
+
+from . import auth
 
 
 class StoreError(RuntimeError):
     """A store request failed: timeout, bad address, server gone."""
 
 
-def parse_address(addr: str) -> tuple[int, object]:
+def parse_address(addr: str) -> tuple[int, Any]:
     """'HOST:PORT' -> (AF_INET, (host, port)); 'unix:PATH' -> (AF_UNIX, path)."""
     if addr.startswith("unix:"):
         path = addr[5:]
@@ -38,6 +44,8 @@ def parse_address(addr: str) -> tuple[int, object]:
 class _Handler(socketserver.StreamRequestHandler):
     def handle(self) -> None:
         srv: StoreServer = self.server.store  # type: ignore[attr-defined]
+        if srv.secret is not None and not self._authenticate(srv):
+            return
         for line in self.rfile:
             try:
                 req = json.loads(line)
@@ -46,6 +54,30 @@ class _Handler(socketserver.StreamRequestHandler):
                 reply = {"error": f"bad request: {e}"}
             self.wfile.write(json.dumps(reply).encode() + b"\n")
             self.wfile.flush()
+
+    def _authenticate(self, srv: StoreServer) -> bool:
+        assert srv.secret is not None
+        nonce = auth.nonce()
+        self.request.settimeout(10.0)
+        try:
+            self.wfile.write(json.dumps({"nonce": nonce.hex()}).encode() + b"\n")
+            self.wfile.flush()
+            line = self.rfile.readline(4096)
+            req = json.loads(line)
+            auth.check(auth.store_proof(srv.secret, nonce), bytes.fromhex(req["proof"]),
+                       "store client")
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            with srv._cond:
+                srv.rejected += 1
+            try:
+                self.wfile.write(json.dumps({"error": f"authentication failed: {e}"}).encode()
+                                 + b"\n")
+                self.wfile.flush()
+            except OSError:
+                pass
+            return False
+        self.request.settimeout(None)
+        return True
 
 
 class _TCP(socketserver.ThreadingTCPServer):
@@ -60,8 +92,11 @@ class _Unix(socketserver.ThreadingUnixStreamServer):
 class StoreServer:
     """The store's server side; `address` is what clients connect to."""
 
-    def __init__(self, addr: str = "127.0.0.1:0") -> None:
+    def __init__(self, addr: str = "127.0.0.1:0", secret: bytes | None = None) -> None:
         family, target = parse_address(addr)
+        self.secret = secret
+        self.rejected = 0
+        """Connections refused for lack of the job secret."""
         self._data: dict[str, bytes | int] = {}
         self._cond = threading.Condition()
         if family == socket.AF_UNIX:
@@ -70,10 +105,11 @@ class StoreServer:
             self._srv: socketserver.BaseServer = _Unix(str(target), _Handler)
             self.address = f"unix:{target}"
         else:
-            self._srv = _TCP(target, _Handler)
-            host, port = self._srv.server_address[:2]
-            self.address = f"{host}:{port}"
-        self._srv.store = self  # type: ignore[attr-defined]
+            tcp = _TCP(target, _Handler)
+            host, port = tcp.server_address[:2]
+            self.address = f"{host!s}:{port}"
+            self._srv = tcp
+        setattr(self._srv, "store", self)  # noqa: B010 (read back by the request handler)
         self._thread = threading.Thread(target=self._srv.serve_forever, name="reccl-store",
                                         daemon=True)
         self._thread.start()
@@ -122,7 +158,7 @@ class StoreServer:
 class StoreClient:
     """A rank's connection to the store."""
 
-    def __init__(self, addr: str, timeout: float = 60.0) -> None:
+    def __init__(self, addr: str, timeout: float = 60.0, secret: bytes | None = None) -> None:
         family, target = parse_address(addr)
         self.addr = addr
         self.timeout = timeout
@@ -139,6 +175,23 @@ class StoreClient:
                 time.sleep(0.05)
         self._file = self._sock.makefile("rwb")
         self._lock = threading.Lock()
+        if secret is not None:
+            self._authenticate(secret)
+
+    def _authenticate(self, secret: bytes) -> None:
+        try:
+            self._sock.settimeout(self.timeout)
+            hello = json.loads(self._file.readline(4096) or b"{}")
+            if "nonce" not in hello:
+                raise StoreError(f"store {self.addr} did not ask for the job secret "
+                                 f"({hello.get('error', 'no challenge')})")
+            proof = auth.store_proof(secret, bytes.fromhex(hello["nonce"]))
+            self._file.write(json.dumps({"proof": proof.hex()}).encode() + b"\n")
+            self._file.flush()
+            self._sock.settimeout(None)
+        except (OSError, ValueError) as e:
+            self.close()
+            raise StoreError(f"store {self.addr}: handshake failed: {e}") from None
 
     def _call(self, req: dict) -> dict:
         with self._lock:
@@ -149,8 +202,11 @@ class StoreClient:
             except OSError as e:
                 raise StoreError(f"store {self.addr}: {e}") from None
         if not line:
-            raise StoreError(f"store {self.addr} closed the connection")
+            raise StoreError(f"store {self.addr} closed the connection (wrong job secret?)")
         reply = json.loads(line)
+        if "nonce" in reply:
+            raise StoreError(f"store {self.addr} requires the job secret (authentication "
+                             f"failed: set RECCL_SECRET)")
         if "error" in reply:
             raise StoreError(f"store {self.addr}: {reply['error']}")
         return reply
@@ -163,6 +219,10 @@ class StoreClient:
         """Wait for `key` and return its value."""
         t = self.timeout if timeout is None else timeout
         return base64.b64decode(self._call({"op": "get", "key": key, "timeout": t})["value"])
+
+    def check(self, key: str) -> bool:
+        """True when `key` exists (does not wait)."""
+        return bool(self._call({"op": "check", "key": key})["value"])
 
     def add(self, key: str, amount: int = 1) -> int:
         """Atomically add to a counter and return its new value."""

@@ -39,6 +39,9 @@ class DropReason(IntEnum):
     BAD_IPV4 = 10
     UNKNOWN_SPINE = 11
     BAD_PACKET_OUT = 12
+    NOTICE_WRONG_PORT = 13
+    BAD_TAG = 14
+    TAG_WRONG_PORT = 15
 
 
 class Event(IntEnum):
@@ -52,6 +55,29 @@ class Event(IntEnum):
     PORT_DOWN = 5
     PORT_UP = 6
     PORT_STATUS_DUP = 7
-    PROBE_PUNTED = 8
+    PROBE_REPLIED = 8
     ARP_REPLIED = 9
+    NOTICE_DUPLICATE = 10
+    FEEDBACK_SENT = 11
+    FEEDBACK_RECEIVED = 12
+    TAG_SKIPPED = 13
+    MOVE_HELD = 14
+    PROBE_REFLECTED = 15
+
+
+class Neighbour(IntEnum):
+    """What port_neighbour binds a port to (NEIGHBOUR_* in constants.p4)."""
+
+    NONE = 0
+    HOST = 1
+    SPINE = 2
+    LEAF = 3
+
+
+class Punt(IntEnum):
+    """packet_in.reason (PUNT_* in constants.p4)."""
+
+    HOST = 1
+    PROBE_REPLY = 2
+    NOTICE = 3
 

@@ -1,31 +1,38 @@
 """The SGLB encodings, one copy for the whole project: the sizes and widths of
-p4src/sglb.p4, quantisation, DRE shifts, capacity weights, and the argument
-lists of its configuration actions.
+p4src/sglb.p4, quantisation, DRE shifts and level thresholds, capacity
+weights and shares, notice epochs, and the argument lists of its
+configuration actions.
 
 SyncMesh (through ``syncmesh.sglb_mapping``), the packet tests and the
 benchmarks all compute here what they write into the switch, so the
 encodings stay next to the program that decodes them; tests/sglb/
 test_sglb_config.py checks every constant below against
-``p4src/include/constants.p4`` and the action signatures of ``sglb.p4``.
+``p4src/include/constants.p4`` and the action signatures of the compiled
+program, at each MAX_PATHS.
 
 Units and edge cases (docs/sglb.md, "Control-plane reference"): capacities
 are in Mbit/s, which is bits per microsecond, the data plane's time unit;
-utilisation is a fraction of capacity. NaN, infinities and negative numbers
-are refused with ``ValueError`` everywhere: they are a caller's bug, never a
-congestion level. This module imports nothing of the project but
-``sglb.codes``.
+utilisation is a fraction of capacity; times are microseconds. NaN,
+infinities and negative numbers are refused with ``ValueError`` everywhere:
+they are a caller's bug, never a congestion level. This module imports
+nothing of the project but ``sglb.codes``.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from sglb.codes import LbMode, Role
 
-MAX_PATHS = 8                        # #define MAX_PATHS: paths (uplinks) per leaf
-DRE_PERIOD_SHIFT = 6                 # #define DRE_PERIOD_SHIFT: period T = 2^6 us
+PATH_CHOICES = (8, 16, 64)           # MAX_PATHS values p4src/include/paths.p4 accepts
+MAX_PATHS = 8                        # the default: paths (uplinks) per leaf
+DRE_PERIOD_SHIFT = 6                 # #define DRE_PERIOD_SHIFT (default): period T = 2^6 us
 DRE_PERIOD_US = 1 << DRE_PERIOD_SHIFT
+DRE_PERIOD_SHIFT_MAX = 24            # T up to 16.8 s: dre_time is 48 bits, any shift fits
+DRE_FRAMES_PER_PERIOD = 4            # a period spans at least this many full frames
+FB_TIME_SHIFT = 4                    # #define FB_TIME_SHIFT: feedback time unit 16 us
 QBITS = 3                            # set_profile's rq_i: congestion levels 0..7
 QMAX = (1 << QBITS) - 1              # #define QMAX
 WBITS = 4                            # set_profile's w_i: capacity weights 0..15
@@ -33,6 +40,12 @@ WMAX = (1 << WBITS) - 1
 SHIFT_MAX = 31                       # dre_bytes is bit<32>: a larger shift reads 0 forever
 PORT_MAX = 511                       # port_t is bit<9>
 FULL_LOAD_LEVEL = 6                  # level of a saturated link, on average
+EPOCH_BITS = 30                      # notice epochs and write-backs compare mod 2^30
+EPOCH_MASK = (1 << EPOCH_BITS) - 1
+WRITEBACK_VALID = 1 << 31            # set_profile's ep_i: bit 31 = an epoch is written back
+TAG_LENGTH = 20                      # bytes the fabric tag adds to a frame
+ETHERNET_FRAME_MAX = 1514            # a 1500-byte MTU frame without FCS
+NOTICE_COPIES = 3                    # default copies of every notice a spine sends
 
 
 def _check_number(value: float, what: str, *, positive: bool = False) -> None:
@@ -40,6 +53,14 @@ def _check_number(value: float, what: str, *, positive: bool = False) -> None:
             or value < 0 or (positive and value == 0):
         bound = "> 0" if positive else ">= 0"
         raise ValueError(f"{what} must be a finite number {bound}, got {value!r}")
+
+
+def check_max_paths(max_paths: int) -> int:
+    """``max_paths`` if the program can be compiled with it (8, 16 or 64)."""
+    if max_paths not in PATH_CHOICES:
+        raise ValueError(f"MAX_PATHS must be one of {', '.join(map(str, PATH_CHOICES))}, "
+                         f"got {max_paths!r}")
+    return max_paths
 
 
 def quantise(utilisation: float, bits: int = QBITS) -> int:
@@ -54,21 +75,50 @@ def quantise(utilisation: float, bits: int = QBITS) -> int:
     return min((1 << bits) - 1, int(utilisation * (1 << bits)))
 
 
-def dre_shift(capacity_mbps: float) -> int:
+def dre_period_shift_for(slowest_mbps: float) -> int:
+    """DRE_PERIOD_SHIFT for a fabric whose slowest link runs at ``slowest_mbps``.
+
+    The estimate is meant to average several frames: the period T = 2^shift us
+    is the smallest power of two that spans DRE_FRAMES_PER_PERIOD full-size
+    frames of the slowest link, and at least the default 64 us (CONGA's scale
+    for 10-100 Gbit/s links). On the software testbed (2 Mbit/s links: a
+    1,514-byte frame takes 6 ms) that is 2^15 us = 33 ms; with the default
+    64 us a single frame there reads "saturated" for 0.4 ms and idle after.
+    """
+    _check_number(slowest_mbps, "slowest link (Mbit/s)", positive=True)
+    frames_us = DRE_FRAMES_PER_PERIOD * ETHERNET_FRAME_MAX * 8 / slowest_mbps
+    return min(DRE_PERIOD_SHIFT_MAX, max(DRE_PERIOD_SHIFT, math.ceil(math.log2(frames_us))))
+
+
+def dre_shift(capacity_mbps: float, period_shift: int = DRE_PERIOD_SHIFT) -> int:
     """Shift that maps a port's DRE bytes to a congestion level for its capacity.
 
-    With the estimate halved every period T and fed at a constant rate R, it
-    swings between R*T and 2*R*T bytes (mean 1.5*R*T); the shift puts that
-    mean at level FULL_LOAD_LEVEL when R is the link capacity. Being a power
-    of two, the scale is exact to a factor of sqrt(2). Capacities so small
-    that a byte is already level 6 get shift 0.
+    With the estimate halved every period T (2^period_shift us, the program's
+    DRE_PERIOD_SHIFT) and fed at a constant rate R, it swings between R*T and
+    2*R*T bytes (mean 1.5*R*T); the shift puts that mean at level
+    FULL_LOAD_LEVEL when R is the link capacity. Being a power of two, the
+    scale is exact to a factor of sqrt(2). Capacities so small that a byte is
+    already level 6 get shift 0.
     """
     _check_number(capacity_mbps, "capacity (Mbit/s)", positive=True)
-    bytes_per_period = capacity_mbps * DRE_PERIOD_US / 8   # Mbit/s = bit/us
+    if not 0 <= period_shift <= DRE_PERIOD_SHIFT_MAX:
+        raise ValueError(f"period_shift must be within 0..{DRE_PERIOD_SHIFT_MAX}, "
+                         f"got {period_shift!r}")
+    bytes_per_period = capacity_mbps * (1 << period_shift) / 8   # Mbit/s = bit/us
     shift = max(0, round(math.log2(1.5 * bytes_per_period / FULL_LOAD_LEVEL)))
     if shift > SHIFT_MAX:
         raise ValueError(f"capacity {capacity_mbps!r} Mbit/s overflows the 32-bit DRE")
     return shift
+
+
+def level_thresholds(capacity_mbps: float, period_shift: int = DRE_PERIOD_SHIFT) -> list[int]:
+    """port_levels' set_levels(t1..t7): DRE bytes at which the port reaches levels 1..7.
+
+    The same scale as a leaf's ``bytes >> dre_shift``: level k from k << shift
+    bytes, so a spine's tag and a leaf's own DRE read a link alike.
+    """
+    shift = dre_shift(capacity_mbps, period_shift)
+    return [min(k << shift, 0xFFFFFFFF) for k in range(1, QMAX + 1)]
 
 
 def capacity_weights(capacities: Sequence[float]) -> list[int]:
@@ -86,80 +136,180 @@ def capacity_weights(capacities: Sequence[float]) -> list[int]:
     return [0 if c == 0 else max(1, round(c / top * WMAX)) for c in capacities]
 
 
+def downlink_share(capacity_a: float, capacity_b: float) -> int:
+    """leaf_downlinks' share_a: flows (of 256) a spine sends on member a when both are up.
+
+    In proportion to capacity, so both members run at the same utilisation
+    and the profile (load over summed capacity) is the real bottleneck's;
+    at least 1 and at most 255 so that neither member is left idle.
+    """
+    _check_number(capacity_a, "capacity_a", positive=True)
+    _check_number(capacity_b, "capacity_b", positive=True)
+    return min(255, max(1, round(256 * capacity_a / (capacity_a + capacity_b))))
+
+
+def _check_epoch(epoch: int) -> None:
+    if isinstance(epoch, bool) or not isinstance(epoch, int) or not 0 <= epoch <= 0xFFFFFFFF:
+        raise ValueError(f"epoch {epoch!r} does not fit 32 bits")
+
+
+def epoch_newer(a: int, b: int) -> bool:
+    """True when notice epoch ``a`` is newer than ``b`` (the spine's 32-bit
+    port-status seqs) as sglb.p4 decides it: mod 2^30, newer iff
+    0 < a - b < 2^29 (RFC 1982 serial-number arithmetic)."""
+    _check_epoch(a)
+    _check_epoch(b)
+    ahead = (a - b) & EPOCH_MASK
+    return ahead != 0 and ahead < 1 << (EPOCH_BITS - 1)
+
+
+def writeback(epoch: int | None) -> int:
+    """set_profile's ep_i for the notice epoch the control plane has taken
+    into account (None: none yet, so every notice about the path wins)."""
+    if epoch is None:
+        return 0
+    _check_epoch(epoch)
+    return WRITEBACK_VALID | (epoch & EPOCH_MASK)
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """In-band feedback and flowlet-gap settings of a leaf (set_switch)."""
+
+    enabled: bool = True
+    """Tag leaf-to-leaf traffic and use the fed-back congestion (False: profiles only)."""
+    tag_frame_max: int = ETHERNET_FRAME_MAX
+    """Frames longer than this once tagged go untagged (the fabric's MTU + 14)."""
+    fresh_us: int = 10_000
+    """Feedback at most this old replaces the profile's remote level."""
+    stale_us: int = 100_000
+    """Older feedback only raises the level; beyond this it is unknown."""
+    unknown_level: int = 0
+    """Floor of the remote level where feedback is not fresh: 0 defers to the profile
+    (which SyncMesh ages toward high when its spine is silent); a higher floor makes
+    leaves prefer measured paths, at the price of exploring unmeasured ones less."""
+    gap_margin_us: int = 100
+    """Added to a measured one-way-delay skew before a flowlet may move."""
+    gap_unknown_us: int = 100_000
+    """Idle time a flowlet needs to move where the delays are not known."""
+
+    def __post_init__(self) -> None:
+        for name, limit in (("tag_frame_max", 0xFFFFFFFF), ("fresh_us", 0xFFFFFFFF),
+                            ("stale_us", 0xFFFFFFFF), ("unknown_level", QMAX),
+                            ("gap_margin_us", (1 << 31) - 1), ("gap_unknown_us", 0xFFFFFFFF)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= limit:
+                raise ValueError(f"feedback {name} = {value!r} is outside 0..{limit}")
+        if self.stale_us < self.fresh_us:
+            raise ValueError(f"feedback stale_us {self.stale_us} < fresh_us {self.fresh_us}")
+
+
 Params = list[tuple[str, int]]
 """An action's arguments as (parameter name, value), in the order of its P4 signature."""
 
 
-def _pad(values: Sequence[int], what: str, limit: int) -> list[int]:
-    if len(values) > MAX_PATHS:
-        raise ValueError(f"{what}: at most {MAX_PATHS} paths, got {len(values)}")
+def _pad(values: Sequence[int], what: str, limit: int, max_paths: int) -> list[int]:
+    if len(values) > max_paths:
+        raise ValueError(f"{what}: at most {max_paths} paths, got {len(values)}")
     for i, v in enumerate(values):
         if not 0 <= v <= limit:
             raise ValueError(f"{what}[{i}] = {v} is outside 0..{limit}")
-    return list(values) + [0] * (MAX_PATHS - len(values))
+    return list(values) + [0] * (max_paths - len(values))
 
 
-def profile_params(live_mask: int, gen: int, remote: Sequence[int],
-                   weights: Sequence[int]) -> Params:
-    """dst_profile's set_profile(live_mask, gen, rq0..7, w0..7); missing paths are 0."""
-    if not 0 <= live_mask < 1 << MAX_PATHS:
-        raise ValueError(f"live_mask {live_mask:#x} does not fit {MAX_PATHS} bits")
-    if not 0 <= gen <= 255:
-        raise ValueError(f"gen {gen} is outside 0..255")
-    rq = _pad(remote, "remote", QMAX)
-    w = _pad(weights, "weights", WMAX)
-    return [("live_mask", live_mask), ("gen", gen), *((f"rq{i}", v) for i, v in enumerate(rq)),
-            *((f"w{i}", v) for i, v in enumerate(w))]
+def profile_params(live_mask: int, remote: Sequence[int], weights: Sequence[int],
+                   epochs: Sequence[int] = (), max_paths: int = MAX_PATHS) -> Params:
+    """dst_profile's set_profile(live_mask, rq_i.., w_i.., ep_i..); missing paths are 0.
+
+    ``epochs[i]`` is ``writeback(e)`` of the notice epoch e of path i's spine
+    that the control plane's view already includes: a notice with a newer
+    epoch keeps its effect until the control plane writes back at least it.
+    """
+    check_max_paths(max_paths)
+    if not 0 <= live_mask < 1 << max_paths:
+        raise ValueError(f"live_mask {live_mask:#x} does not fit {max_paths} bits")
+    rq = _pad(remote, "remote", QMAX, max_paths)
+    w = _pad(weights, "weights", WMAX, max_paths)
+    ep = _pad(epochs, "epochs", 0xFFFFFFFF, max_paths)
+    return [("live_mask", live_mask), *((f"rq{i}", v) for i, v in enumerate(rq)),
+            *((f"w{i}", v) for i, v in enumerate(w)),
+            *((f"ep{i}", v) for i, v in enumerate(ep))]
 
 
-def uplinks_params(paths: Mapping[int, tuple[int, int]]) -> Params:
-    """uplinks' set_uplinks(path_slots, port0..7, shift0..7) from {path index: (port, shift)};
-    path_slots has bit i set for every path given."""
+def uplinks_params(paths: Mapping[int, tuple[int, int]], max_paths: int = MAX_PATHS) -> Params:
+    """uplinks' set_uplinks(path_slots, path_count, port_i.., shift_i..) from
+    {path index: (port, shift)}; path_slots has bit i set for every path given."""
+    check_max_paths(max_paths)
     for index in paths:
-        if not 0 <= index < MAX_PATHS:
-            raise ValueError(f"path index {index} is outside 0..{MAX_PATHS - 1}")
-    ports = _pad([paths[i][0] if i in paths else 0 for i in range(MAX_PATHS)], "ports", PORT_MAX)
-    shifts = _pad([paths[i][1] if i in paths else 0 for i in range(MAX_PATHS)], "shifts",
-                  SHIFT_MAX)
+        if not 0 <= index < max_paths:
+            raise ValueError(f"path index {index} is outside 0..{max_paths - 1}")
+    ports = _pad([paths[i][0] if i in paths else 0 for i in range(max_paths)], "ports",
+                 PORT_MAX, max_paths)
+    shifts = _pad([paths[i][1] if i in paths else 0 for i in range(max_paths)], "shifts",
+                  SHIFT_MAX, max_paths)
     return [("path_slots", sum(1 << i for i in paths)),
+            ("path_count", max(paths, default=-1) + 1),
             *((f"port{i}", v) for i, v in enumerate(ports)),
             *((f"shift{i}", v) for i, v in enumerate(shifts))]
 
 
 def switch_params(role: Role, switch_id: int, mac: int, flowlet_gap_us: int,
                   mode: LbMode = LbMode.SGLB, tie_tolerance: int = 1,
-                  notice_group: int = 0) -> Params:
+                  notice_group: int = 0, feedback: Feedback | None = None) -> Params:
     """switch_config's set_switch(role, lb_mode, switch_id, switch_mac, flowlet_gap,
-    tie_tolerance, notice_group)."""
+    tie_tolerance, notice_group, feedback, tag_frame_max, fb_fresh, fb_stale,
+    unknown_level, gap_margin, gap_unknown)."""
+    fb = feedback or Feedback()
     checks = [("switch_id", switch_id, 0xFFFF), ("mac", mac, (1 << 48) - 1),
-              ("flowlet_gap_us", flowlet_gap_us, (1 << 48) - 1),
+              ("flowlet_gap_us", flowlet_gap_us, 0xFFFFFFFF),
               ("tie_tolerance", tie_tolerance, 255), ("notice_group", notice_group, 0xFFFF)]
     for name, value, limit in checks:
         if not 0 <= value <= limit:
             raise ValueError(f"{name} = {value} is outside 0..{limit}")
     return [("role", int(role)), ("lb_mode", int(mode)), ("switch_id", switch_id),
             ("switch_mac", mac), ("flowlet_gap", flowlet_gap_us),
-            ("tie_tolerance", tie_tolerance), ("notice_group", notice_group)]
+            ("tie_tolerance", tie_tolerance), ("notice_group", notice_group),
+            ("feedback", int(fb.enabled)), ("tag_frame_max", fb.tag_frame_max),
+            ("fb_fresh", fb.fresh_us), ("fb_stale", fb.stale_us),
+            ("unknown_level", fb.unknown_level), ("gap_margin", fb.gap_margin_us),
+            ("gap_unknown", fb.gap_unknown_us)]
 
 
-def profile_args(live_mask: int, gen: int, remote: Sequence[int],
-                 weights: Sequence[int]) -> list[int]:
+def levels_params(capacity_mbps: float, period_shift: int = DRE_PERIOD_SHIFT) -> Params:
+    """port_levels' set_levels(t1..t7) for a port of this capacity."""
+    return [(f"t{k}", t) for k, t in
+            enumerate(level_thresholds(capacity_mbps, period_shift), start=1)]
+
+
+def downlinks_params(port_a: int, port_b: int, share_a: int) -> Params:
+    """leaf_downlinks' set_downlinks(port_a, port_b, share_a) (b = a for a single link)."""
+    for name, value, limit in (("port_a", port_a, PORT_MAX), ("port_b", port_b, PORT_MAX),
+                               ("share_a", share_a, 255)):
+        if not 0 <= value <= limit:
+            raise ValueError(f"{name} = {value} is outside 0..{limit}")
+    return [("port_a", port_a), ("port_b", port_b), ("share_a", share_a)]
+
+
+def profile_args(live_mask: int, remote: Sequence[int], weights: Sequence[int],
+                 epochs: Sequence[int] = (), max_paths: int = MAX_PATHS) -> list[int]:
     """The values of ``profile_params``, positionally."""
-    return [v for _, v in profile_params(live_mask, gen, remote, weights)]
+    return [v for _, v in profile_params(live_mask, remote, weights, epochs, max_paths)]
 
 
-def uplinks_args(ports: Sequence[int], shifts: Sequence[int]) -> list[int]:
+def uplinks_args(ports: Sequence[int], shifts: Sequence[int],
+                 max_paths: int = MAX_PATHS) -> list[int]:
     """The values of ``uplinks_params`` for paths 0..n-1 (ports[i], shifts[i])."""
     if len(shifts) != len(ports):
         raise ValueError(f"{len(ports)} ports but {len(shifts)} shifts")
-    if len(ports) > MAX_PATHS:
-        raise ValueError(f"ports: at most {MAX_PATHS} paths, got {len(ports)}")
-    return [v for _, v in uplinks_params(dict(enumerate(zip(ports, shifts, strict=True))))]
+    if len(ports) > max_paths:
+        raise ValueError(f"ports: at most {max_paths} paths, got {len(ports)}")
+    return [v for _, v in uplinks_params(dict(enumerate(zip(ports, shifts, strict=True))),
+                                         max_paths)]
 
 
 def switch_args(role: Role, switch_id: int, mac: int, flowlet_gap_us: int,
                 mode: LbMode = LbMode.SGLB, tie_tolerance: int = 1,
-                notice_group: int = 0) -> list[int]:
+                notice_group: int = 0, feedback: Feedback | None = None) -> list[int]:
     """The values of ``switch_params``, positionally."""
     return [v for _, v in switch_params(role, switch_id, mac, flowlet_gap_us, mode,
-                                        tie_tolerance, notice_group)]
+                                        tie_tolerance, notice_group, feedback)]

@@ -13,19 +13,25 @@ Formats (all fields big-endian, docs/sglb.md draws them):
   port (16), seq (32).
 * ``SglbNotice`` (EtherType 0x88B6, 12 bytes): version (8) = 1, kind (8: 1 = fail,
   2 = recover), length (8) = 12, reserved (8), spine_id (16), leaf_id (16), epoch (32).
-* ``SglbProbe`` (EtherType 0x88B6, 16 bytes): version (8) = 1, kind (8) = 3,
-  length (8) = 16, path (8), src_leaf (16), dst_leaf (16), seq (32), hop_dre (32).
+* ``SglbProbe`` (EtherType 0x88B6, 20 bytes): version (8) = 1, kind (8: 3 = probe,
+  4 = reply), length (8) = 20, path (8), src_leaf (16), dst_leaf (16), seq (32),
+  hop_dre (32), stamp (32: send time, or the round-trip time in a punted reply).
+* ``SglbTag`` (EtherType 0x88B6, 20 bytes, then IPv4): version (8) = 1,
+  kind (8) = 5, length (8) = 20, npaths (8), src_leaf (16), path (8), ce (8),
+  ts (32), fb_owd (32), fb_path (8), fb_level (8: 255 = none), next_type (16).
 
-0x88B5 and 0x88B6 are the two IEEE 802 local experimental EtherTypes; notice
-and probe share the second and are told apart by ``kind`` (any kind other
-than 3 dissects as a notice, as the P4 parser does). PacketOut and
+0x88B5 and 0x88B6 are the two IEEE 802 local experimental EtherTypes; notice,
+probe and tag share the second and are told apart by ``kind`` (kinds 3 and 4
+dissect as a probe, 5 as a tag, any other as a notice, as the P4 parser
+does). PacketOut and
 PacketIn are the P4Runtime controller headers; they are not bound to any
 EtherType and are built explicitly: ``PacketOut() / Ether() / ...``.
 """
 
 from __future__ import annotations
 
-from scapy.fields import ByteEnumField, ByteField, IntField, ShortField
+from scapy.fields import ByteEnumField, ByteField, IntField, ShortField, XShortField
+from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, bind_layers, bind_top_down
 
@@ -36,13 +42,15 @@ ETHERTYPE_SGLB = 0x88B6
 
 SGLB_VERSION = 1
 NOTICE_LENGTH = 12
-PROBE_LENGTH = 16
+PROBE_LENGTH = 20
+TAG_LENGTH = 20
 
 PACKET_OUT_PIPELINE = 0
 PACKET_OUT_DIRECT = 1
 
 PUNT_HOST = 1
-PUNT_PROBE = 2
+PUNT_PROBE_REPLY = 2
+PUNT_NOTICE = 3
 
 PORT_DOWN = port_status.OP_DOWN
 PORT_UP = port_status.OP_UP
@@ -51,6 +59,9 @@ NOTICE_FAIL = 1
 NOTICE_RECOVER = 2
 
 PROBE_KIND = 3
+PROBE_REPLY_KIND = 4
+TAG_KIND = 5
+FB_NONE = 0xFF
 
 
 class PacketOut(Packet):
@@ -73,7 +84,7 @@ class PacketIn(Packet):
     name = "SGLB PacketIn"
     fields_desc = [
         ShortField("ingress_port", 0),
-        ByteEnumField("reason", 0, {1: "host", 2: "probe"}),
+        ByteEnumField("reason", 0, {1: "host", 2: "probe_reply", 3: "notice"}),
         ByteField("reserved", 0),
     ]
 
@@ -100,9 +111,12 @@ class SglbNotice(Packet):
 
     @classmethod
     def dispatch_hook(cls, _pkt: bytes | None = None, *args, **kargs) -> type[Packet]:
-        """Dissect a probe as SglbProbe: both share EtherType 0x88B6."""
-        if _pkt is not None and len(_pkt) >= 2 and _pkt[1] == PROBE_KIND:
-            return SglbProbe
+        """Dissect probes and tags by their kind: all share EtherType 0x88B6."""
+        if _pkt is not None and len(_pkt) >= 2:
+            if _pkt[1] in (PROBE_KIND, PROBE_REPLY_KIND):
+                return SglbProbe
+            if _pkt[1] == TAG_KIND:
+                return SglbTag
         return cls
     fields_desc = [
         ByteField("version", SGLB_VERSION),
@@ -116,24 +130,50 @@ class SglbNotice(Packet):
 
 
 class SglbProbe(Packet):
-    """Path probe: sent on one uplink, stamped by the spine, punted at the destination."""
+    """Path probe: sent on one path, stamped by the spine, turned around at the
+    destination leaf, punted at the source with the round-trip time."""
 
     name = "SGLB Probe"
     fields_desc = [
         ByteField("version", SGLB_VERSION),
-        ByteField("kind", PROBE_KIND),
+        ByteEnumField("kind", PROBE_KIND, {PROBE_KIND: "probe", PROBE_REPLY_KIND: "reply"}),
         ByteField("length", PROBE_LENGTH),
         ByteField("path", 0),
         ShortField("src_leaf", 0),
         ShortField("dst_leaf", 0),
         IntField("seq", 0),
         IntField("hop_dre", 0),
+        IntField("stamp", 0),
     ]
+
+
+class SglbTag(Packet):
+    """Fabric tag between Ethernet and IPv4 on leaf-spine-leaf hops (in-band feedback)."""
+
+    name = "SGLB Tag"
+    fields_desc = [
+        ByteField("version", SGLB_VERSION),
+        ByteField("kind", TAG_KIND),
+        ByteField("length", TAG_LENGTH),
+        ByteField("npaths", 1),
+        ShortField("src_leaf", 0),
+        ByteField("path", 0),
+        ByteField("ce", 0),
+        IntField("ts", 0),
+        IntField("fb_owd", 0),
+        ByteField("fb_path", 0),
+        ByteField("fb_level", FB_NONE),
+        XShortField("next_type", 0x0800),
+    ]
+
+    def guess_payload_class(self, payload: bytes) -> type[Packet]:
+        return IP if self.next_type == 0x0800 else Packet
 
 
 bind_layers(Ether, PortStatus, type=ETHERTYPE_PORT_STATUS)
 bind_layers(Ether, SglbNotice, type=ETHERTYPE_SGLB)
 bind_top_down(Ether, SglbProbe, type=ETHERTYPE_SGLB)  # dissection goes through SglbNotice
+bind_top_down(Ether, SglbTag, type=ETHERTYPE_SGLB)
 
 
 def port_status_frame(port: int, up: bool, seq: int) -> bytes:

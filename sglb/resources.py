@@ -1,9 +1,10 @@
 """Resource model of the SGLB data plane: bits of switch state by structure.
 
-Counts the state a leaf switch running p4src/sglb.p4 keeps for load balancing
-and failover (table entries: key + action data; registers: cells x width) as
-a function of the fabric size and the quantisation, with fields packed to the
-widths the parameters need (sglb.p4 itself rounds most fields up to 8 bits for
+Counts the state a leaf switch running p4src/sglb.p4 keeps for load balancing,
+in-band feedback and failover (table entries: key + action data; registers:
+cells x width) as a function of the fabric size, MAX_PATHS (the compile-time
+choice: 8, 16 or 64) and the quantisation, with fields packed to the widths
+the parameters need (sglb.p4 itself rounds some fields up to 8 bits for
 BMv2). Routing tables (ipv4_route, arp_proxy) are left out: ECMP needs them
 too. Run ``python -m sglb.resources --help``; docs/sglb.md compares the result
 with CONGA, HULA and Broadcom GLB/DLB.
@@ -15,6 +16,8 @@ import argparse
 import math
 import sys
 from dataclasses import dataclass
+
+from sglb.config import EPOCH_BITS, MAX_PATHS, PATH_CHOICES
 
 # Commodity-switch budget assumed for the check: 16 Mibit (2 MiB) of on-chip
 # memory for load balancing, a small share of a current switch ASIC's tables.
@@ -40,22 +43,24 @@ class ModelParams:
     """Bits of a quantised congestion value."""
     wbits: int = 4
     """Bits of a capacity weight."""
-    ts_bits: int = 48
-    """Bits of a timestamp (flowlet last-seen, DRE period start)."""
+    ts_bits: int = 32
+    """Bits of a flowlet's last-seen time."""
     ports: int = 0
     """Data-plane ports (0: twice the paths, uplinks plus as many host ports)."""
     spines: int = 0
     """Spines a leaf hears notices from (0: one per path)."""
-    gen_bits: int = 8
-    """Bits of a profile generation."""
-    epoch_bits: int = 32
-    """Bits of a notice epoch."""
+    epoch_bits: int = EPOCH_BITS
+    """Bits of a notice epoch as compared (the data plane keeps them mod 2^30)."""
     dre_bits: int = 32
     """Bits of a DRE byte estimate."""
+    fb_time_bits: int = 28
+    """Bits of a feedback timestamp (16 us units)."""
+    owd_bits: int = 32
+    """Bits of a fed-back one-way delay."""
 
     def __post_init__(self) -> None:
         for name in ("leaves", "paths", "flowlets", "qbits", "wbits", "ts_bits",
-                     "gen_bits", "epoch_bits", "dre_bits"):
+                     "epoch_bits", "dre_bits", "fb_time_bits", "owd_bits"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         for name in ("ports", "spines"):
@@ -93,28 +98,40 @@ def leaf_state(p: ModelParams) -> list[Structure]:
     """The load-balancing state of one leaf, by structure (see module docstring)."""
     leaf_id = index_bits(p.leaves)
     port_id = index_bits(p.n_ports)
-    path_tag = index_bits(p.paths + 1)  # path + 1, 0 = empty
+    path_tag = index_bits(p.paths + 1)  # path + 1, 0 = empty; also the path count
     dre_shift = 5  # shifts 0..31
-    switch_config = 1 + 1 + 16 + 48 + p.ts_bits + 8 + 16  # role, mode, id, mac, gap, tol, group
+    writeback = 1 + p.epoch_bits        # valid + epoch
+    metric = 1 + p.qbits + p.fb_time_bits  # valid + level + time
+    pairs = p.leaves * p.paths          # (destination or source leaf, path)
+    switch_config = (1 + 1 + 16 + 48 + 32 + 8 + 16   # role, mode, id, MAC, gap, tol, group
+                     + 1 + 16 + 32 + 32 + p.qbits + 32 + 32)  # feedback settings
     return [
         Structure("dst_profile", "table", p.leaves,
-                  leaf_id + p.paths + p.gen_bits + p.paths * (p.qbits + p.wbits),
-                  "key leaf; mask, gen, remote congestion + weight per path"),
-        Structure("uplinks", "table", 1, p.paths + p.paths * (port_id + dre_shift),
-                  "path slots; port and DRE shift per path"),
-        Structure("spine_paths", "table", p.n_spines, 16 + index_bits(p.n_spines) + p.paths,
-                  "key spine id; epoch slot, path mask"),
+                  leaf_id + p.paths + p.paths * (p.qbits + p.wbits + writeback),
+                  "key leaf; mask; remote congestion, weight, written-back epoch per path"),
+        Structure("uplinks", "table", 1, p.paths + path_tag + p.paths * (port_id + dre_shift),
+                  "path slots and count; port and DRE shift per path"),
+        Structure("port_neighbour", "table", p.n_ports, port_id + 2 + 16,
+                  "key port; host / spine / leaf and its id"),
+        Structure("spine_paths", "table", p.n_spines, 16 + p.paths,
+                  "key spine id; path mask"),
         Structure("switch_config", "table", 1, switch_config,
-                  "role, mode, id, MAC, flowlet gap, tolerance, notice group"),
+                  "role, mode, id, MAC, flowlet gap, tolerance, group, feedback settings"),
         Structure("port_down", "register", p.n_ports, 1, "link state per port"),
-        Structure("dre", "register", p.n_ports, p.dre_bits + p.ts_bits,
+        Structure("dre", "register", p.n_ports, p.dre_bits + 48,
                   "DRE bytes + period start per port"),
         Structure("flowlets", "register", p.flowlets, p.ts_bits + path_tag,
                   "last seen + path per flowlet"),
-        Structure("exclusions", "register", p.leaves, p.paths + p.gen_bits,
-                  "notice-excluded paths + generation per destination leaf"),
-        Structure("notice_epoch", "register", p.n_spines, p.epoch_bits,
-                  "newest epoch per spine"),
+        Structure("notices", "register", pairs, 1 + p.epoch_bits + 1,
+                  "notice epoch + fail per (destination, path)"),
+        Structure("feedback", "register", pairs, metric,
+                  "fed-back level + time per (destination, path)"),
+        Structure("delays", "register", pairs, p.owd_bits,
+                  "fed-back one-way delay per (destination, path)"),
+        Structure("rx_metrics", "register", pairs, metric + p.owd_bits,
+                  "level + time + one-way delay per (source, path) to return"),
+        Structure("fb_cursor", "register", p.leaves, 2 * path_tag,
+                  "next path to return + the source's path count"),
     ]
 
 
@@ -123,7 +140,7 @@ def total_bits(structures: list[Structure]) -> int:
     return sum(s.bits for s in structures)
 
 
-PER_DESTINATION = ("dst_profile", "exclusions")
+PER_DESTINATION = ("dst_profile", "notices", "feedback", "delays", "rx_metrics", "fb_cursor")
 
 
 def per_destination_bits(structures: list[Structure]) -> int:
@@ -169,7 +186,8 @@ def report(p: ModelParams, budget_bits: int = DEFAULT_BUDGET_BITS) -> tuple[str,
                      f"{s.bits:>11} {human(s.bits):>10}  {s.note}")
     lines.append(f"{'total':<14} {'':<9} {'':>8} {'':>10} {total:>11} {human(total):>10}")
     per_dest = per_destination_bits(rows)
-    lines.append(f"per-destination state (dst_profile + exclusions): {per_dest} bits ({human(per_dest)})")
+    lines.append(f"per-destination state ({' + '.join(PER_DESTINATION)}): {per_dest} bits "
+                 f"({human(per_dest)})")
     fits = total <= budget_bits
     verdict = "fits" if fits else "does NOT fit"
     lines.append(f"budget {budget_bits} bits ({human(budget_bits)}): {verdict}")
@@ -180,22 +198,25 @@ def report(p: ModelParams, budget_bits: int = DEFAULT_BUDGET_BITS) -> tuple[str,
 
 
 def main(argv: list[str] | None = None) -> int:
-    """CLI: print the state for the given size, then the 1,024 x 64 check."""
+    """CLI: print the state for the given size and MAX_PATHS, then the 1,024 x 64 check."""
     ap = argparse.ArgumentParser(prog="python -m sglb.resources", description=__doc__.split("\n")[0])
     ap.add_argument("--leaves", type=int, default=64)
-    ap.add_argument("--paths", type=int, default=8)
+    ap.add_argument("--max-paths", type=int, default=MAX_PATHS, choices=PATH_CHOICES,
+                    help="MAX_PATHS sglb.p4 is compiled with (-DMAX_PATHS=N)")
     ap.add_argument("--flowlets", type=int, default=4096)
     ap.add_argument("--qbits", type=int, default=3)
     ap.add_argument("--wbits", type=int, default=4)
-    ap.add_argument("--ts-bits", type=int, default=48)
+    ap.add_argument("--ts-bits", type=int, default=32)
     ap.add_argument("--budget-bits", type=int, default=DEFAULT_BUDGET_BITS)
     args = ap.parse_args(argv)
     try:
-        asked = ModelParams(args.leaves, args.paths, args.flowlets, args.qbits, args.wbits,
+        asked = ModelParams(args.leaves, args.max_paths, args.flowlets, args.qbits, args.wbits,
                             args.ts_bits)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    print(f"MAX_PATHS = {args.max_paths} (p4c-bm2-ss -DMAX_PATHS={args.max_paths} "
+          "p4src/sglb.p4; 8 without the flag)")
     text, _ = report(asked, args.budget_bits)
     print(text)
     print()

@@ -140,6 +140,9 @@ class SwitchProcess:
     def stop(self) -> None:
         """Stop serving and close every port."""
         self.server.stop()
+        stats = {**self.server.service.stats(), "gnmi_dropped": self.server.gnmi.dropped}
+        log.info("switch=%s p4runtime %s", self.opts.name,
+                 " ".join(f"{k}={v}" for k, v in stats.items()))
         self.ports.kernel_drops()
         self.ports.close()
         for n, p in self.ports.ports.items():

@@ -22,9 +22,10 @@ Commands (one per line, `#` starts a comment):
 range `lo..hi` (or `lo->hi`); numbers hex (0x..), binary (0b..), decimal,
 dotted IPv4 or colon MAC. Expectations are prefix matches unless they end in
 `$`; each port must produce exactly the expected packets, in order.
-Priorities are those of BMv2's CLI, which p4c's STF runner drives: the
-smallest number wins. Ternary, range and optional entries written without a
-priority rank below every explicit one, the first one written winning.
+Priorities are those of p4c's STF runner: the largest number wins (bmv2stf.py
+hands BMv2's CLI `10000 - priority`, and in BMv2 the smallest wins). Ternary,
+range and optional entries written without a priority rank below every
+explicit one, the first one written winning.
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ from dataclasses import dataclass
 from softswitch.engine import Exact, Lpm, Range, SwitchError, Ternary
 from softswitch.engine import Optional as OptionalMatch
 
-# STF priorities follow BMv2's own convention (p4c's runner hands them to the BMv2 CLI):
-# the smallest number wins. The engine, like P4Runtime, lets the largest win.
+# STF priorities: the largest number wins, as in p4c's runner (which hands BMv2's CLI
+# `10000 - priority`, the smallest winning there) and in the engine and P4Runtime.
+# Explicit priorities sit above the automatic ones of entries written without one.
 STF_PRIORITY_BASE = 1 << 30
 
 
@@ -301,6 +303,8 @@ def _parse_args(op: str, rest: str) -> tuple:
 
 def _resolve_key_name(table, name: str) -> str:
     names = [k.name for k in table.match_keys]
+    # bmv2stf.py writes a stack element `extra[0]` as `extra$0`
+    name = re.sub(r"\$([0-9]+)", r"[\1]", name)
     if name not in names:
         for alias in (".$valid$", ".valid"):  # BMv2 JSON / p4c STF spellings of a validity key
             if name.endswith(alias):
@@ -409,11 +413,11 @@ class StfRunner:
                 self.fail(cmd, f"{cmd.op} refused: {exc}")
 
     def _priority(self, table, priority: int | None) -> int:
-        """Engine priority (larger wins) of an STF priority (BMv2 CLI convention: smaller wins)."""
+        """Engine priority (larger wins) of an STF priority (larger wins, p4c's runner)."""
         if not table.needs_priority:
             return 0
         if priority is not None:
-            return STF_PRIORITY_BASE - priority
+            return STF_PRIORITY_BASE + priority
         self.auto_priority -= 1
         return self.auto_priority
 

@@ -32,6 +32,7 @@ from syncmesh.portwatch import PortWatcher
 from syncmesh.sglb_mapping import Identity, switch_mac
 
 from fabricmodel import Fabric
+from sglb.config import DRE_PERIOD_SHIFT, NOTICE_COPIES, Feedback, dre_period_shift_for
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,14 @@ class ControlOptions:
     counter_interval: float = 0.25
     """Port counters are read this often (s)."""
     flowlet_gap_us: int = 500
-    """Idle time after which a flow may change path (us)."""
+    """Idle time after which a flow may change path (us); the delay-skew rule may hold it longer."""
+    feedback: Feedback = Feedback()
+    """Leaves' in-band feedback and delay-skew settings (sglb.config.Feedback)."""
+    notice_copies: int = NOTICE_COPIES
+    """Copies of every failure notice a spine sends to each leaf."""
+    dre_period_shift: int | None = None
+    """sglb.p4's DRE_PERIOD_SHIFT; None: from the fabric's slowest link
+    (sglb.config.dre_period_shift_for)."""
     target: str = field(default_factory=lambda: os.environ.get("TARGET", "softswitch").lower())
     """The switches' target (softswitch or bmv2): which device config the daemons push."""
     inject_port_status: bool = field(
@@ -72,6 +80,19 @@ def route_logs_to_root(prefixes: tuple[str, ...] = ("syncmesh", "finsy", "softsw
             lg.propagate = True
 
 
+def dre_period_shift(fabric: Fabric, options: ControlOptions) -> int:
+    """The DRE period (log2 us) the fabric's program is compiled with."""
+    if options.dre_period_shift is not None:
+        return options.dre_period_shift
+    return dre_period_shift_for(min(lk.capacity_mbps for lk in fabric.links))
+
+
+def program_defines(fabric: Fabric, options: ControlOptions) -> dict[str, str]:
+    """-D macros of sglb.p4 for this fabric (compile_pipeline's ``defines``)."""
+    shift = dre_period_shift(fabric, options)
+    return {} if shift == DRE_PERIOD_SHIFT else {"DRE_PERIOD_SHIFT": str(shift)}
+
+
 class FabricControl:
     """All SyncMesh daemons of a fabric, on a loop in a background thread."""
 
@@ -79,7 +100,9 @@ class FabricControl:
                  pipeline: PipelineFiles | None = None, work_dir: Path | None = None) -> None:
         self.fabric = fabric
         self.options = options or ControlOptions()
-        self.pipeline = pipeline or compile_pipeline(program, work_dir, self.options.target)
+        self.pipeline = pipeline or compile_pipeline(program, work_dir,
+                                                     program_defines(fabric, self.options),
+                                                     self.options.target)
         self.token = secrets.token_hex(16)
         self.daemons: dict[str, Daemon] = {}
         self.drivers: dict[str, P4RuntimeDriver] = {}
@@ -110,7 +133,11 @@ class FabricControl:
         config = CoreConfig(keepalive_interval=self.options.keepalive,
                             dead_interval=self.options.dead_interval, glb=self.options.glb)
         driver = P4RuntimeDriver(name, sw.p4runtime, sw.id,
-                                 Identity(switch_mac(sw.id), self.options.flowlet_gap_us),
+                                 Identity(switch_mac(sw.id), self.options.flowlet_gap_us,
+                                          feedback=self.options.feedback,
+                                          notice_copies=self.options.notice_copies,
+                                          dre_period_shift=dre_period_shift(self.fabric,
+                                                                            self.options)),
                                  self.pipeline, sorted(self.fabric.ports(name)),
                                  inject_port_status=self.options.inject_port_status)
         self.drivers[name] = driver

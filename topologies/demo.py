@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -259,6 +260,8 @@ def run(sc: Scenario) -> dict:
                  "--out", str(run_dir / f"send-{f.id}.npz")],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         if sc.reccl:
+            # The job secret reaches the ranks through the environment they inherit.
+            os.environ.setdefault("RECCL_SECRET", secrets.token_hex(16))
             store = f"{fabric.hosts[0].nics[0].ip}:29500"
             for rank, host in enumerate(fabric.hosts):
                 p = fnet.host(host.name).popen(

@@ -49,6 +49,9 @@ class NetOptions:
     """softswitch (default) or bmv2; None: the TARGET environment variable."""
     free_ports: bool = True
     """Serve P4Runtime and SyncMesh on free local ports instead of the fabric's fixed ones."""
+    fabric_mtu: int = 1500
+    """MTU of the leaf-spine interfaces; above 1500 when the fabric tags frames (an
+    overlay's usual jumbo fabric): sglb.p4's tag adds 20 bytes to leaf-to-leaf frames."""
 
 
 def _free_port() -> int:
@@ -146,6 +149,12 @@ class FabricNet:
                             port2=nic.port, intfName1=self.nic_intf(host.name, nic),
                             cls=TCLink, bw=nic.capacity_mbps * scale)
         net.build()
+        if self.options.fabric_mtu != 1500:
+            for link in self.fabric.links:
+                for end in (link.leaf, link.spine):
+                    self.switch(end.switch).cmd(
+                        f"ip link set {self.switch_intf(end.switch, end.port)} "
+                        f"mtu {self.options.fabric_mtu}")
         for host in self.fabric.hosts:
             self._configure_host(host.name)
         for sw in net.switches:

@@ -44,6 +44,7 @@ from .sglb_mapping import (
     Plan,
     SwitchBook,
     TableWrite,
+    punted_notice,
 )
 from .switchops import OpKey, SwitchOp
 
@@ -127,10 +128,12 @@ TARGETS = ("softswitch", "bmv2")
 
 
 def compile_pipeline(program: Path, out_dir: Path | None = None,
+                     defines: Mapping[str, str] | None = None,
                      target: str = "softswitch") -> PipelineFiles:
     """Compile ``program`` into P4Info + the target's device config: softswitch's (the
     program's source, compiled by its front end) or BMv2's (p4c-bm2-ss's JSON, through
-    ``bmv2.compiler``, which raises MissingToolError / P4cError)."""
+    ``bmv2.compiler``, which raises MissingToolError / P4cError). ``defines``: -D macros,
+    e.g. sglb.p4's DRE_PERIOD_SHIFT, given to either compiler."""
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r} (softswitch or bmv2)")
     if target == "bmv2":
@@ -138,7 +141,7 @@ def compile_pipeline(program: Path, out_dir: Path | None = None,
 
         from bmv2.compiler import compile_program
 
-        compiled = compile_program(program)
+        compiled = compile_program(program, defines=defines)
         if out_dir is None:
             return PipelineFiles(compiled.p4info, compiled.json)
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -154,7 +157,7 @@ def compile_pipeline(program: Path, out_dir: Path | None = None,
 
     out = Path(out_dir or tempfile.mkdtemp(prefix="sglb-pipeline-"))
     out.mkdir(parents=True, exist_ok=True)
-    blob = device_config_from_file(program)
+    blob = device_config_from_file(program, defines=dict(defines) if defines else None)
     files = PipelineFiles(out / f"{program.stem}.p4info.txtpb", out / f"{program.stem}.p4cfg")
     files.p4info.write_text(p4info_text(p4info_from_program(load_program(blob))))
     files.device_config.write_bytes(blob)
@@ -197,7 +200,10 @@ def from_finsy(entry: object, schema: fy.P4Schema) -> Entity | None:
     if isinstance(entry, fy.P4MulticastGroupEntry):
         ports = []
         for r in entry.replicas:  # finsy reads a replica back as a port or (port, instance)
-            ports.append(r.port if isinstance(r, P4Replica) else r if isinstance(r, int) else r[0])
+            if isinstance(r, P4Replica):
+                ports.append((r.port, r.instance) if r.instance else r.port)
+            else:
+                ports.append(r if isinstance(r, int) else (r[0], r[1]))
         return MulticastWrite(entry.multicast_group_id, tuple(ports))
     if not isinstance(entry, fy.P4TableEntry) or entry.action is None:
         return None
@@ -273,6 +279,9 @@ class P4RuntimeDriver:
                     raise DriverError(f"{self.name}: another controller is primary on "
                                       f"{self.address}", Failure.NOT_PRIMARY)
                 self._ports = await self._follow_ports(sw, stack, changes)
+                notices = asyncio.get_running_loop().create_task(
+                    self._read_notices(sw), name=f"{self.name}:notices")
+                stack.push_async_callback(_cancel, notices)
                 self._switch, self._port_changes = sw, changes
                 self._log.event("p4runtime_connected", address=self.address)
                 yield
@@ -280,6 +289,14 @@ class P4RuntimeDriver:
             self._switch = None
             self._ports = fy.SwitchPortList()  # type: ignore[no-untyped-call]  # unannotated in finsy
             sw.ee.remove_all_listeners()
+
+    async def _read_notices(self, sw: fy.Switch) -> None:
+        """Notices the data plane applied (PacketIn, EtherType 0x88B6): the book writes
+        their epochs back once the desired state includes them (sglb_mapping)."""
+        async for packet in sw.read_packets(eth_types={0x88B6}):
+            notice = punted_notice(int(packet.metadata.get("reason", 0)), packet.payload)
+            if notice is not None:
+                self.book.note_notice(notice)
 
     async def _follow_ports(self, sw: fy.Switch, stack: contextlib.AsyncExitStack,
                             changes: asyncio.Queue[dict[int, bool] | None]) -> fy.SwitchPortList:

@@ -6,15 +6,23 @@ software target directly. Names are the P4Info suffixes of ``SglbIngress``.
 
 | op | entity |
 |---|---|
-| SwitchConfig (+ identity) | ``switch_config`` default ``set_switch`` |
-| PathEntry ports, PortCapacity | ``uplinks`` default ``set_uplinks`` (slots, port_i, DRE shift_i) |
-| PathEntry live/capacity, RemoteCongestion | ``dst_profile[dst_leaf]`` ``set_profile`` |
-| HostRoute | ``ipv4_route`` /32 ``to_host``; ``arp_proxy`` /32 ``arp_reply`` |
+| SwitchConfig (+ identity) | ``switch_config`` default ``set_switch`` (incl. feedback settings) |
+| PathEntry ports, PortCapacity | ``uplinks`` default ``set_uplinks`` (slots, count, port_i, shift_i) |
+| PathEntry live/capacity, RemoteCongestion (+ notices seen) | ``dst_profile[dst_leaf]`` ``set_profile`` (mask, rq_i, w_i, written-back epoch ep_i) |
+| HostRoute | ``ipv4_route`` /32 ``to_host``; ``arp_proxy`` /32 ``arp_reply``; ``port_neighbour[port]`` ``bind_host`` |
 | LeafRoute | ``ipv4_route`` subnet ``to_leaf``; on leaves ``arp_proxy`` subnet ``arp_reply`` |
-| SpinePaths | ``spine_paths[spine_id]`` ``set_spine`` |
-| SpineRoute | ``leaf_downlinks[dst_leaf]`` ``set_downlinks`` / ``no_downlinks`` |
-| PortPeer | ``port_peer[port]`` ``peer`` |
-| MulticastGroup | packet replication engine multicast group |
+| SpinePaths + PathEntry ports | ``spine_paths[spine_id]`` ``set_spine``; ``port_neighbour[uplink]`` ``bind_spine`` |
+| SpineRoute + PortCapacity | ``leaf_downlinks[dst_leaf]`` ``set_downlinks`` (share by capacity) / ``no_downlinks`` |
+| PortPeer | ``port_peer[port]`` ``peer``; ``port_neighbour[port]`` ``bind_leaf`` |
+| PortCapacity | ``port_levels[port]`` ``set_levels`` (egress congestion thresholds) |
+| MulticastGroup | multicast group, ``Identity.notice_copies`` replicas per port |
+
+The epochs a leaf writes back (``ep_i``) come from the notices its data plane
+punts to the controller (``note_notice``): the epoch of a spine's newest
+notice about a destination is written back once the desired state agrees with
+it (all paths through that spine dead after a FAIL, one live after a
+RECOVER), never before, so a write never undoes an exclusion the control
+plane has not heard of (docs/sglb.md, "Notices and the control plane").
 """
 
 from __future__ import annotations
@@ -25,15 +33,26 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from sglb.codes import LbMode, Role
+from sglb.codes import LbMode, Punt, Role
 from sglb.config import (
+    DRE_PERIOD_SHIFT,
+    EPOCH_MASK,
     MAX_PATHS,
+    NOTICE_COPIES,
     QMAX,
+    WRITEBACK_VALID,
+    Feedback,
     capacity_weights,
+    check_max_paths,
+    downlink_share,
+    downlinks_params,
     dre_shift,
+    epoch_newer,
+    levels_params,
     profile_params,
     switch_params,
     uplinks_params,
+    writeback,
 )
 
 from .switchops import (
@@ -62,7 +81,21 @@ class Identity:
 
     switch_mac: int
     flowlet_gap_us: int = 200
+    """A flow idle this long may change path (the skew rule may hold it longer)."""
     tie_tolerance: int = 1
+    feedback: Feedback = Feedback()
+    """In-band feedback and delay-skew settings (sglb.config.Feedback)."""
+    max_paths: int = MAX_PATHS
+    """MAX_PATHS the switch's program was compiled with."""
+    notice_copies: int = NOTICE_COPIES
+    """Copies of every notice a spine sends to each leaf (1..16)."""
+    dre_period_shift: int = DRE_PERIOD_SHIFT
+    """DRE_PERIOD_SHIFT the switch's program was compiled with (sglb.config.dre_period_shift_for)."""
+
+    def __post_init__(self) -> None:
+        check_max_paths(self.max_paths)
+        if not 1 <= self.notice_copies <= 16:
+            raise ValueError(f"notice_copies must be within 1..16, got {self.notice_copies}")
 
 
 MatchValue = int | tuple[int, int]
@@ -88,12 +121,27 @@ class TableWrite:
         return not self.match
 
 
+Replica = int | tuple[int, int]
+"""A multicast replica: a port (instance 0) or (port, instance)."""
+
+
 @dataclass(frozen=True)
 class MulticastWrite:
     """One multicast group of the packet replication engine."""
 
     group_id: int
-    ports: tuple[int, ...]
+    ports: tuple[Replica, ...]
+    """Replicas: a port, or (port, instance) for further copies to the same port."""
+
+
+@dataclass(frozen=True)
+class NoticeSeen:
+    """A failure / recovery notice the leaf's data plane applied and punted."""
+
+    spine_id: int
+    leaf_id: int
+    fail: bool
+    epoch: int
 
 
 Entity = TableWrite | MulticastWrite
@@ -114,13 +162,13 @@ def _mac(text: str) -> int:
 
 
 def entities(desired: Mapping[OpKey, SwitchOp], identity: Identity,
-             generations: Mapping[int, int] | None = None) -> list[Entity]:
-    """sglb.p4 entities for a desired state; ``generations`` gives each dst_profile's gen."""
+             writebacks: Mapping[tuple[int, int], int] | None = None) -> list[Entity]:
+    """sglb.p4 entities for a desired state; ``writebacks`` gives the notice epoch
+    written back per (spine id, destination leaf id) (none: 0, every notice wins)."""
     by_type: dict[type, list[SwitchOp]] = defaultdict(list)
     for op in desired.values():
         by_type[type(op)].append(op)
     out: list[Entity] = []
-    gens = generations or {}
 
     (config,) = by_type[SwitchConfig] or (None,)
     if config is None:
@@ -130,9 +178,13 @@ def entities(desired: Mapping[OpKey, SwitchOp], identity: Identity,
     out.append(TableWrite("switch_config", (), "set_switch", tuple(switch_params(
         Role.LEAF if is_leaf else Role.SPINE, config.switch_id, identity.switch_mac,
         identity.flowlet_gap_us, LbMode.SGLB if config.glb else LbMode.ECMP,
-        identity.tie_tolerance, config.notice_group))))
+        identity.tie_tolerance, config.notice_group, identity.feedback))))
 
     capacity = {op.port: op.mbps for op in by_type[PortCapacity]}  # type: ignore[union-attr]
+    for port in sorted(capacity):
+        out.append(TableWrite("port_levels", (("standard_metadata.egress_port", port),),
+                              "set_levels",
+                              tuple(levels_params(capacity[port], identity.dre_period_shift))))
     for op in by_type[LeafRoute]:
         assert isinstance(op, LeafRoute)
         out.append(TableWrite("ipv4_route", (("hdr.ipv4.dstAddr", _lpm(op.subnet)),),
@@ -147,13 +199,24 @@ def entities(desired: Mapping[OpKey, SwitchOp], identity: Identity,
         out.append(TableWrite("arp_proxy", (("hdr.arp.tpa", (int(ipaddress.IPv4Address(op.ip)),
                                                              32)),),
                               "arp_reply", (("mac", identity.switch_mac),)))
+    bindings: dict[int, tuple[str, tuple[tuple[str, int], ...]]] = {}
+    for op in by_type[HostRoute]:
+        assert isinstance(op, HostRoute)
+        bindings[op.port] = ("bind_host", ())
 
     if is_leaf:
-        out += _leaf_paths(by_type, capacity, gens)
+        out += _leaf_paths(by_type, capacity, writebacks or {}, identity)
+        port_of = {op.index: op.port for op in by_type[PathEntry]
+                   if isinstance(op, PathEntry)}
+        for op in by_type[SpinePaths]:
+            assert isinstance(op, SpinePaths)
+            for index in op.paths:
+                if index in port_of:
+                    bindings[port_of[index]] = ("bind_spine", (("spine_id", op.spine_id),))
     for op in by_type[SpinePaths]:
         assert isinstance(op, SpinePaths)
         out.append(TableWrite("spine_paths", (("hdr.notice.spine_id", op.spine_id),), "set_spine",
-                              (("slot", op.slot), ("paths", sum(1 << i for i in op.paths)))))
+                              (("paths", sum(1 << i for i in op.paths)),)))
     for op in by_type[SpineRoute]:
         assert isinstance(op, SpineRoute)
         if len(op.ports) > 2:
@@ -163,8 +226,9 @@ def entities(desired: Mapping[OpKey, SwitchOp], identity: Identity,
         if op.ports:
             a = op.ports[0]
             b = op.ports[1] if len(op.ports) > 1 else a
+            share = downlink_share(capacity[a], capacity[b]) if b != a else 255
             out.append(TableWrite("leaf_downlinks", key, "set_downlinks",
-                                  (("port_a", a), ("port_b", b))))
+                                  tuple(downlinks_params(a, b, share))))
         else:
             out.append(TableWrite("leaf_downlinks", key, "no_downlinks", ()))
     for op in by_type[PortPeer]:
@@ -174,14 +238,28 @@ def entities(desired: Mapping[OpKey, SwitchOp], identity: Identity,
         out.append(TableWrite("port_peer", (("hdr.port_status.port", op.port),), "peer",
                               (("leaf", op.leaf_id),
                                ("sibling", op.siblings[0] if op.siblings else op.port))))
+        bindings[op.port] = ("bind_leaf", (("leaf_id", op.leaf_id),))
+    for port in sorted(bindings):
+        action, params = bindings[port]
+        out.append(TableWrite("port_neighbour", (("standard_metadata.ingress_port", port),),
+                              action, params))
     for op in by_type[MulticastGroup]:
         assert isinstance(op, MulticastGroup)
-        out.append(MulticastWrite(op.group_id, op.ports))
+        out.append(MulticastWrite(op.group_id, tuple(
+            p if copy == 0 else (p, copy) for p in op.ports
+            for copy in range(identity.notice_copies))))
     return out
 
 
+def spine_of_paths(desired: Mapping[OpKey, SwitchOp]) -> dict[int, int]:
+    """{path index: spine id} of a leaf's desired state (SpinePaths)."""
+    return {i: op.spine_id for op in desired.values() if isinstance(op, SpinePaths)
+            for i in op.paths}
+
+
 def _leaf_paths(by_type: Mapping[type, list[SwitchOp]], capacity: Mapping[int, float],
-                gens: Mapping[int, int]) -> list[Entity]:
+                writebacks: Mapping[tuple[int, int], int], identity: Identity) -> list[Entity]:
+    max_paths = identity.max_paths
     paths: dict[int, dict[int, PathEntry]] = defaultdict(dict)
     for op in by_type[PathEntry]:
         assert isinstance(op, PathEntry)
@@ -190,31 +268,80 @@ def _leaf_paths(by_type: Mapping[type, list[SwitchOp]], capacity: Mapping[int, f
     for op in by_type[RemoteCongestion]:
         assert isinstance(op, RemoteCongestion)
         remote[op.dst_leaf, op.index] = op.level
+    spine_of = {i: op.spine_id for op in by_type[SpinePaths] if isinstance(op, SpinePaths)
+                for i in op.paths}
     ports: dict[int, int] = {}
     for per_dst in paths.values():
         for idx, p in per_dst.items():
             ports[idx] = p.port
-    if ports and max(ports) >= MAX_PATHS:
-        raise MappingError(f"sglb.p4 holds {MAX_PATHS} paths per leaf, this leaf has "
-                           f"{max(ports) + 1} uplinks")
-    uplinks = {i: (port, dre_shift(capacity[port])) for i, port in ports.items()}
+    if ports and max(ports) >= max_paths:
+        raise MappingError(f"sglb.p4 holds {max_paths} paths per leaf (MAX_PATHS), this leaf "
+                           f"has {max(ports) + 1} uplinks")
+    uplinks = {i: (port, dre_shift(capacity[port], identity.dre_period_shift))
+               for i, port in ports.items()}
     out: list[Entity] = [TableWrite("uplinks", (), "set_uplinks",
-                                    tuple(uplinks_params(uplinks)))]
+                                    tuple(uplinks_params(uplinks, max_paths)))]
     for dst in sorted(paths):
         per_dst = paths[dst]
-        caps = [per_dst[i].capacity_mbps if i in per_dst else 0.0 for i in range(MAX_PATHS)]
+        caps = [per_dst[i].capacity_mbps if i in per_dst else 0.0 for i in range(max_paths)]
         live_mask = sum(1 << i for i, p in per_dst.items() if p.live)
-        rq = [min(QMAX, remote.get((dst, i), 0)) for i in range(MAX_PATHS)]
-        prof = profile_params(live_mask, gens.get(dst, 1) & 0xFF, rq, capacity_weights(caps))
+        rq = [min(QMAX, remote.get((dst, i), 0)) for i in range(max_paths)]
+        ep = [writeback(writebacks.get((spine_of[i], dst))) if i in spine_of else 0
+              for i in range(max_paths)]
+        prof = profile_params(live_mask, rq, capacity_weights(caps), ep, max_paths)
         out.append(TableWrite("dst_profile", (("meta.dst_leaf", dst),), "set_profile",
                               tuple(prof)))
     return out
 
 
+def punted_notice(reason: int, frame: bytes) -> NoticeSeen | None:
+    """The notice in a PacketIn from sglb.p4 (reason PUNT_NOTICE), or None.
+
+    ``frame`` is the packet after the packet_in header: Ethernet (EtherType
+    0x88B6) and the 12-byte notice. Anything else, or a short frame, is None.
+    """
+    if reason != Punt.NOTICE or len(frame) < 14 + 12 or frame[12:14] != b"\x88\xb6":
+        return None
+    body = frame[14:26]
+    version, kind, length = body[0], body[1], body[2]
+    if version != 1 or length != 12 or kind not in (1, 2):
+        return None
+    return NoticeSeen(spine_id=int.from_bytes(body[4:6], "big"),
+                      leaf_id=int.from_bytes(body[6:8], "big"), fail=kind == 1,
+                      epoch=int.from_bytes(body[8:12], "big"))
+
+
+def confirmed_writebacks(desired: Mapping[OpKey, SwitchOp], seen: Mapping[tuple[int, int], NoticeSeen],
+                         held: Mapping[tuple[int, int], int]) -> dict[tuple[int, int], int]:
+    """The epochs to write back per (spine id, destination leaf id).
+
+    A seen notice is confirmed when the desired state agrees with it: after a
+    FAIL every path through that spine toward the destination is dead, after
+    a RECOVER at least one is live. A confirmed epoch replaces the held one
+    if newer (mod 2^30); an unconfirmed notice leaves the held epoch as it
+    is, so the data plane keeps acting on the notice.
+    """
+    live: dict[tuple[int, int], bool] = {}
+    spine_of = spine_of_paths(desired)
+    for op in desired.values():
+        if isinstance(op, PathEntry) and op.index in spine_of:
+            key = (spine_of[op.index], op.dst_leaf)
+            live[key] = live.get(key, False) or op.live
+    out = dict(held)
+    for key, notice in seen.items():
+        if key not in live or live[key] == notice.fail:
+            continue
+        old = out.get(key)
+        if old is None or epoch_newer(notice.epoch, old):
+            out[key] = notice.epoch
+    return out
+
+
 # -- reconciliation: what to write, given what the switch holds --------------
 
-SGLB_TABLES = frozenset({"switch_config", "uplinks", "ipv4_route", "arp_proxy", "dst_profile",
-                         "spine_paths", "port_peer", "leaf_downlinks"})
+SGLB_TABLES = frozenset({"switch_config", "uplinks", "port_neighbour", "ipv4_route", "arp_proxy",
+                         "dst_profile", "spine_paths", "port_peer", "leaf_downlinks",
+                         "port_levels"})
 
 
 def entity_key(e: Entity) -> EntityKey:
@@ -232,8 +359,8 @@ class Plan:
     modify: tuple[Entity, ...] = ()
     """Changed entries, keyless defaults and replaced multicast groups."""
     delete: tuple[Entity, ...] = ()
-    generations: tuple[tuple[int, int], ...] = ()
-    """dst_profile generations (destination leaf id, gen) once the plan is written."""
+    writebacks: tuple[tuple[tuple[int, int], int], ...] = ()
+    """Notice epochs written back ((spine id, destination leaf id), epoch) once written."""
 
     @property
     def empty(self) -> bool:
@@ -277,58 +404,59 @@ def _dst_leaf(e: TableWrite) -> int:
     return value
 
 
-def _profile_signature(e: TableWrite) -> tuple[object, ...]:
-    """What, when it changes, must make the data plane forget its notice exclusions.
-
-    Only the set of usable paths: the control-plane liveness mask and which
-    paths have capacity. A congestion-only update keeps the generation, so a
-    data-plane exclusion learnt from a failure notice that SyncMesh has not
-    heard of yet survives it (docs/sglb.md, "generation").
-    """
-    params = dict(e.params)
-    usable = tuple(params.get(f"w{i}", 0) > 0 for i in range(MAX_PATHS))
-    return (e.action, params.get("live_mask"), usable)
-
-
 class SwitchBook:
-    """A driver's memory of one switch: what it wrote and each destination's profile generation.
+    """A driver's memory of one switch: what it wrote, the notices its data plane
+    punted and the epochs written back.
 
-    ``plan(desired)`` maps the core's desired state, bumps the generation of
-    every ``dst_profile`` whose set of usable paths changed (so the data plane drops
-    notice exclusions made under the old one) and diffs against what the
-    switch holds. After a reconnect, ``adopt(read_back)`` replaces the memory
-    with what the switch really has, generations included, so the next plan
-    fixes only the differences.
+    ``plan(desired)`` maps the core's desired state with the epochs confirmed
+    by it (``confirmed_writebacks``) and diffs against what the switch holds.
+    ``note_notice`` records a punted notice (newest per spine and destination).
+    After a reconnect, ``adopt(read_back)`` replaces the memory with what the
+    switch really has, written-back epochs included, so the next plan fixes
+    only the differences and never moves an epoch back.
     """
 
     def __init__(self, identity: Identity):
         self.identity = identity
         self.held: dict[EntityKey, Entity] = {}
-        self.generations: dict[int, int] = {}
+        self.writebacks: dict[tuple[int, int], int] = {}
+        self.seen: dict[tuple[int, int], NoticeSeen] = {}
+
+    def note_notice(self, notice: NoticeSeen) -> None:
+        """A notice the data plane applied (a PacketIn); older copies are ignored."""
+        key = (notice.spine_id, notice.leaf_id)
+        old = self.seen.get(key)
+        if old is None or epoch_newer(notice.epoch, old.epoch):
+            self.seen[key] = notice
 
     def adopt(self, read_back: list[Entity]) -> None:
-        """Trust the switch: remember exactly what it holds."""
+        """Trust the switch: remember exactly what it holds, the written-back epochs
+        included (read from its dst_profile entries, each path's spine from its
+        spine_paths entries)."""
         self.held = {entity_key(e): e for e in read_back}
-        self.generations = {
-            _dst_leaf(e): dict(e.params)["gen"]
-            for e in read_back
-            if isinstance(e, TableWrite) and e.table == "dst_profile" and e.action == "set_profile"
-        }
+        spine_of: dict[int, int] = {}
+        for e in read_back:
+            if isinstance(e, TableWrite) and e.table == "spine_paths" and e.action == "set_spine":
+                spine = dict(e.match)["hdr.notice.spine_id"]
+                mask = dict(e.params).get("paths", 0)
+                if isinstance(spine, int):
+                    spine_of.update({i: spine for i in range(mask.bit_length()) if mask >> i & 1})
+        self.writebacks = {}
+        for e in read_back:
+            if not (isinstance(e, TableWrite) and e.table == "dst_profile"
+                    and e.action == "set_profile"):
+                continue
+            params = dict(e.params)
+            for index, spine in spine_of.items():
+                word = params.get(f"ep{index}", 0)
+                if word & WRITEBACK_VALID:
+                    self.writebacks[spine, _dst_leaf(e)] = word & EPOCH_MASK
 
     def plan(self, desired: Mapping[OpKey, SwitchOp]) -> Plan:
         """The writes that bring the switch to ``desired``."""
-        draft = entities(desired, self.identity, self.generations)
-        gens = dict(self.generations)
-        for e in draft:
-            if isinstance(e, TableWrite) and e.table == "dst_profile":
-                dst = _dst_leaf(e)
-                old = self.held.get(entity_key(e))
-                if not isinstance(old, TableWrite) or (
-                        _profile_signature(old) != _profile_signature(e)):
-                    gens[dst] = gens.get(dst, 0) % 255 + 1  # 1..255; 0 is "no profile"
-        final = entities(desired, self.identity, gens) if gens != self.generations else draft
-        plan = reconcile(final, list(self.held.values()))
-        return dataclasses.replace(plan, generations=tuple(sorted(gens.items())))
+        wb = confirmed_writebacks(desired, self.seen, self.writebacks)
+        plan = reconcile(entities(desired, self.identity, wb), list(self.held.values()))
+        return dataclasses.replace(plan, writebacks=tuple(sorted(wb.items())))
 
     def commit(self, plan: Plan) -> None:
         """Record that ``plan`` was written."""
@@ -336,5 +464,5 @@ class SwitchBook:
             self.held.pop(entity_key(e), None)
         for e in plan.insert + plan.modify:
             self.held[entity_key(e)] = e
-        if plan.generations:  # plans from ``plan()`` carry them; a bare reconcile() does not
-            self.generations = dict(plan.generations)
+        if plan.writebacks:  # plans from ``plan()`` carry them; a bare reconcile() does not
+            self.writebacks = dict(plan.writebacks)

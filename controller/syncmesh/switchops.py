@@ -31,7 +31,8 @@ class SwitchConfig:
 
 @dataclass(frozen=True)
 class SpinePaths:
-    """Leaf: the path indices that cross spine ``spine_id`` (its slot = order among spines)."""
+    """Leaf: the path indices that cross spine ``spine_id`` (slot: its order among the spines;
+    sglb.p4 keys notice state by path now and does not use it)."""
 
     spine_id: int
     slot: int

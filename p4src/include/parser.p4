@@ -6,6 +6,7 @@
 #define SGLB_PARSER_P4
 
 #include "headers.p4"
+#include "metadata.p4"
 
 parser SglbParser(packet_in packet,
                   out headers_t hdr,
@@ -58,12 +59,23 @@ parser SglbParser(packet_in packet,
         transition accept;
     }
 
-    /* Notice and probe share the EtherType and start with version, kind. An
-     * unknown kind is parsed as a notice, which ingress then rejects. */
+    /* Notice, probe, probe reply and tag share the EtherType and start with
+     * version, kind. An unknown kind is parsed as a notice, which ingress
+     * then rejects. */
     state parse_sglb {
         transition select(packet.lookahead<bit<16>>()) {
             16w0x0003 &&& 16w0x00FF: parse_probe;
+            16w0x0004 &&& 16w0x00FF: parse_probe;
+            16w0x0005 &&& 16w0x00FF: parse_tag;
             default: parse_notice;
+        }
+    }
+
+    state parse_tag {
+        packet.extract(hdr.tag);
+        transition select(hdr.tag.next_type) {
+            ETHERTYPE_IPV4: parse_ipv4;
+            default: accept;
         }
     }
 
@@ -104,6 +116,7 @@ control SglbDeparser(packet_out packet, in headers_t hdr) {
     apply {
         packet.emit(hdr.packet_in);
         packet.emit(hdr.ethernet);
+        packet.emit(hdr.tag);
         packet.emit(hdr.arp);
         packet.emit(hdr.ipv4);
         packet.emit(hdr.l4);

@@ -8,6 +8,7 @@ value sets) and executes the module once. `Switch` keeps the result.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +19,7 @@ from softswitch.frontend.types import bit_width
 
 from . import runtime
 from .codegen import Codegen, TableInfo, rt
-from .errors import CompileError
+from .errors import CompileError, SwitchError
 from .externs import CounterArray, MeterArray, RegisterArray
 from .match import Exact, Lpm, MatchValue, Optional, Range, Ternary
 from .runtime import ValueSet
@@ -58,7 +59,17 @@ class BuiltProgram:
 def build_program(program: Program) -> BuiltProgram:
     """Compile `program` and build its runtime objects; CompileError for what cannot run."""
     gen = Codegen(program)
-    source = gen.compile()
+    # chains of operators and else-ifs are compiled without recursion; other nesting
+    # (calls in calls, casts of casts) recurses once per level, as the front end does
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, 5000))
+    try:
+        source = gen.compile()
+    except RecursionError:
+        where = getattr(program, "source_file", "") or "program"
+        raise CompileError(where, "the program is nested too deeply for the engine") from None
+    finally:
+        sys.setrecursionlimit(old_limit)
     built = BuiltProgram(source, gen, runtime.namespace())
     _build_externs(built)
     code = compile(source, f"<softswitch:{getattr(program, 'source_file', 'program')}>", "exec")
@@ -101,7 +112,9 @@ def _build_externs(built: BuiltProgram) -> None:
             obj = ActionProfile(info.name, True, int(a[1] or 0), algorithm=str(a[0]))
             built.profiles[info.name] = obj
         else:
-            raise CompileError(getattr(info.decl, "loc", "?"), f"unsupported extern {tn}")
+            raise CompileError(getattr(info.decl, "loc", "?"),
+                               f"unsupported: extern {tn} (softswitch runs the externs of "
+                               f"core.p4 and v1model.p4)")
         ns[info.gname] = obj
 
 
@@ -190,7 +203,10 @@ def _add_const_entries(table: Table, info: TableInfo, entries: list[A.TableEntry
         keys = [_keyset_value(item, spec) for item, spec in zip(items, table.match_keys, strict=False)]
         aname = next(a for a, ref, _ in info.actions if ref.action is ent.action.action)
         prio = ent.priority_value if ent.priority_value is not None else n - i
-        table.add(keys, aname, _const_action_args(ent.action), prio, const_ok=True)
+        try:
+            table.add(keys, aname, _const_action_args(ent.action), prio, const_ok=True)
+        except SwitchError as exc:  # an entry the table cannot take: the program's error
+            raise CompileError(getattr(ent, "loc", "?"), f"entry refused: {exc.message}") from None
 
 
 def _prefix_of(gen: Codegen, info: TableInfo) -> str:
@@ -210,6 +226,9 @@ def _const_int(e: A.Expression | None) -> int:
     v = e.const_value if e is not None else 0
     if isinstance(v, bool):
         return int(v)
+    members = getattr(rt(e.type), "members", None) if e is not None and isinstance(v, str) else None
+    if members is not None and v in members:
+        return list(members).index(v)  # an error or enum member: its number (codegen `_midx`)
     if not isinstance(v, int):
         raise CompileError(getattr(e, "loc", "?"), "action argument is not a compile-time constant")
     return v

@@ -56,6 +56,12 @@ class PacketDropped(Exception):
     """An assert/assume failed or a loop bound was exceeded: the packet is dropped."""
 
 
+class InternalError(RuntimeError):
+    """An unexpected exception while a packet was processed: a bug in the engine or in the
+    code it generated, never a property of the packet or the program. In strict mode the
+    switch raises it (chained to the original exception); otherwise it counts a drop."""
+
+
 class CompileError(Exception):
     """A construct the engine cannot execute; names it and its source location."""
 

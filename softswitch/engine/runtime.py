@@ -20,6 +20,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("softswitch.engine")
 
+# loop iterations (P4 `for` statements) one packet may run in one pass through the
+# pipeline; a program that loops longer drops the packet (a P4 loop whose condition
+# never turns false would otherwise hang the switch)
+LOOP_BUDGET = 1_000_000
+
 __all__ = [
     "PacketContext",
     "PacketOut",
@@ -120,6 +125,21 @@ class HeaderStack:
         self.e[size - count :] = [cls() for _ in range(count)]
         self.n = max(self.n - count, 0)
 
+    def at(self, i: int, where: str = "") -> Any:
+        """Element `i` (a run-time index), or a fresh invalid element when `i` is out of range:
+        reading it gives an invalid header and writes to it are lost (spec 8.26)."""
+        if 0 <= i < len(self.e):
+            return self.e[i]
+        _index_out_of_range(i, len(self.e), where)
+        return type(self.e[0])()
+
+    def put(self, i: int, value: Any, where: str = "") -> None:
+        """Assign element `i`; no effect when `i` is out of range (spec 8.26)."""
+        if 0 <= i < len(self.e):
+            self.e[i] = value
+        else:
+            _index_out_of_range(i, len(self.e), where)
+
     def next_for_extract(self) -> Any:
         """Element at nextIndex for extract; StackOutOfBounds when full."""
         if self.n >= len(self.e):
@@ -131,6 +151,20 @@ class HeaderStack:
         if self.n == 0:
             raise ParserReject("StackOutOfBounds")
         return self.e[self.n - 1]
+
+
+_warned_indexes: set[str] = set()
+
+
+def _index_out_of_range(i: int, size: int, where: str) -> None:
+    """Warn once per program location: BMv2 simple_switch aborts the whole process here
+    (std::out_of_range from its header-stack dereference), softswitch goes on per spec 8.26."""
+    if where in _warned_indexes or len(_warned_indexes) > 10_000:
+        return
+    _warned_indexes.add(where)
+    log.warning("%s: header stack index %d out of range (size %d): reads give an invalid "
+                "header, writes are lost (P4_16 spec 8.26; BMv2 would abort); "
+                "logged once per location", where or "program", i, size)
 
 
 class PacketContext:
@@ -149,6 +183,7 @@ class PacketContext:
     recirc: int | None = None
     truncate = 0
     dm = 0  # colour of the table's direct meter
+    loops = LOOP_BUDGET  # iterations left for `for` loops (statements.py)
 
     def __init__(self, sw: Switch, data: bytes, now: int) -> None:
         self.sw = sw
@@ -180,7 +215,9 @@ def log_msg(msg: str, values: tuple[Any, ...] = ()) -> None:
 def agg_fields(value: Any) -> Any:
     """Comparable content of a header/struct/stack value (for == and !=)."""
     if isinstance(value, HeaderStack):
-        return tuple(agg_fields(h) for h in value.e)
+        return tuple(agg_fields(h) for h in value.e)  # nextIndex is not compared (spec 8.18)
+    if isinstance(value, tuple):
+        return tuple(agg_fields(x) for x in value)
     slots = getattr(type(value), "__slots__", None)
     if slots is None:
         return value
@@ -248,6 +285,14 @@ class ValueSet:
 def copy_value(v: Any) -> Any:
     """A copy of an aggregate (headers, structs, stacks); scalars as they are."""
     return v.copy() if hasattr(v, "copy") else v
+
+
+def member_index(members: tuple[str, ...], value: str) -> int:
+    """Number of an enum or error member in declaration order (how BMv2 encodes them)."""
+    try:
+        return members.index(value)
+    except ValueError:
+        return 0
 
 
 def build_value(cls: type, items: tuple[tuple[str, Any], ...], valid: bool) -> Any:
@@ -328,6 +373,7 @@ def namespace() -> dict[str, Any]:
         "_cp": copy_value,
         "_into": assign_into,
         "_dyn": pack_dynamic,
+        "_midx": member_index,
         "_REJECT": None,
     }
     return {"__builtins__": __builtins__, **names}

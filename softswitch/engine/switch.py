@@ -13,12 +13,21 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import time
+import traceback
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Concatenate, NamedTuple, ParamSpec, TypeVar
 
-from .errors import CompileError, PacketDropped, PacketTooShort, ParserReject, SwitchError
+from .errors import (
+    CompileError,
+    InternalError,
+    PacketDropped,
+    PacketTooShort,
+    ParserReject,
+    SwitchError,
+)
 from .externs import (
     CloneSession,
     MeterCell,
@@ -40,6 +49,12 @@ DROP_PORT = 511
 NORMAL, INGRESS_CLONE, EGRESS_CLONE, COALESCED, RECIRC, REPLICATION, RESUBMIT = 0, 1, 2, 3, 4, 5, 6
 MAX_PASSES = 32  # ingress passes (resubmit / recirculate) per injected packet
 MAX_JOBS = 4096  # pipeline passes of all copies (replicas, clones) per injected packet
+STRICT_ENV = "SOFTSWITCH_STRICT"  # "1": internal errors raise InternalError (the test suite sets it)
+
+
+def strict_default() -> bool:
+    """Whether a Switch made without `strict=` raises internal errors ($SOFTSWITCH_STRICT)."""
+    return os.environ.get(STRICT_ENV, "") not in ("", "0")
 
 
 class Output(NamedTuple):
@@ -125,15 +140,21 @@ def _refuse_malformed(method: Callable[Concatenate[Switch, _P], _R]) -> Callable
 class Switch:
     """A v1model software switch running one compiled program (docs/softswitch-api.md)."""
 
-    def __init__(self, program: Program, cpu_port: int = 255, clock: Callable[[], int] | None = None) -> None:
+    def __init__(self, program: Program, cpu_port: int = 255, clock: Callable[[], int] | None = None,
+                 strict: bool | None = None) -> None:
         self.program = program
+        # strict: an internal error (a bug, not a drop) raises InternalError instead of being
+        # counted as a drop; default from $SOFTSWITCH_STRICT
+        self.strict = strict_default() if strict is None else strict
+        self._fault_causes: dict[tuple[str, str, int], int] = {}
         self.cpu_port = cpu_port
         self.clock = clock or _default_clock()
         self.hashes = HashEngine()
         self.pre = ReplicationEngine()
         self.on_digest: Callable[[Digest], None] | None = None
         self._digests: deque[Digest] = deque()
-        self.stats: dict[str, dict[int, int]] = {"in": {}, "out": {}, "dropped": {}}
+        # packets by port: received, sent, dropped (errors: dropped by an internal error)
+        self.stats: dict[str, dict[int, int]] = {"in": {}, "out": {}, "dropped": {}, "errors": {}}
         # imported here: the front end is only needed once a program is compiled
         from .builder import build_program
 
@@ -194,13 +215,30 @@ class Switch:
             except PacketDropped as exc:
                 log.warning("packet from port %d dropped: %s", port, exc)
                 _bump(self.stats["dropped"], port)
-            except Exception as exc:  # a program fault must never stop the switch
-                log.warning("packet from port %d dropped: %s: %s", port, type(exc).__name__, exc)
-                _bump(self.stats["dropped"], port)
+            except Exception as exc:  # an internal error must never stop the switch
+                self._internal_error(port, exc)
         out_stats = self.stats["out"]
         for o in outputs:
             out_stats[o.port] = out_stats.get(o.port, 0) + 1
         return outputs
+
+    def _internal_error(self, port: int, exc: Exception) -> None:
+        """Strict: raise InternalError. Otherwise a counted drop, logged once per cause
+        (exception type and the innermost source line) with its traceback."""
+        if self.strict:
+            raise InternalError(f"internal error on a packet from port {port}: "
+                                f"{type(exc).__name__}: {exc}") from exc
+        _bump(self.stats["dropped"], port)
+        _bump(self.stats["errors"], port)
+        frames = traceback.extract_tb(exc.__traceback__)
+        where = (frames[-1].filename, frames[-1].lineno or 0) if frames else ("?", 0)
+        cause = (type(exc).__name__, *where)
+        seen = self._fault_causes.get(cause, 0)
+        self._fault_causes[cause] = seen + 1
+        if not seen:
+            log.error("internal error on a packet from port %d, packet dropped (logged once per "
+                      "cause; stats['errors'] counts them): %s: %s", port, type(exc).__name__, exc,
+                      exc_info=exc)
 
     def _parse(self, P: PacketContext, hdr: Any, meta: Any, sm: Any) -> None:
         try:
@@ -641,7 +679,9 @@ def check_program(program: Any) -> list[str]:
         Switch(program)
     except CompileError as exc:
         return [str(exc)]
-    except Exception as exc:  # report, never a traceback
+    except Exception as exc:  # report, never a traceback (strict mode: fail loudly)
+        if strict_default():
+            raise
         where = getattr(program, "source_file", "") or "program"
         return [f"{where}: error: the engine cannot run this program: {type(exc).__name__}: {exc}"]
     return []

@@ -393,9 +393,33 @@ class Table:
         else:
             self._check_indirect(member, group)
             entry = Entry(0, key, None, (), priority, member=member, group=group)
+        return self._store(entry, ident)
+
+    def add_canonical(self, key: tuple, action: str, args: tuple, priority: int = 0) -> int:
+        """add() of a direct entry for a caller that validated it: `key` is canonical (as
+        canonical_key returns it) and the action's scope and the args' widths were checked
+        (the P4Runtime server does so per the spec); saves validating twice per entry."""
+        if self.is_const:
+            raise SwitchError("PERMISSION_DENIED", f"{self.name}: table has const entries")
+        if self.profile is not None:
+            raise SwitchError("INVALID_ARGUMENT", f"{self.name}: entries name a member or group")
+        ident = (key, priority) if self.needs_priority else (key, 0)
+        if ident in self._by_key:
+            raise SwitchError("ALREADY_EXISTS", f"{self.name}: an entry with this key exists")
+        if len(self.entries) >= self.size:
+            raise SwitchError("RESOURCE_EXHAUSTED", f"{self.name}: table full ({self.size} entries)")
+        spec = self.resolve_action_name(action)
+        entry = Entry(0, key, spec.name, tuple(args), ident[1], fn=self.action_fns.get(spec.name))
+        return self._store(entry, ident)
+
+    def find_canonical(self, key: tuple, priority: int = 0) -> int | None:
+        """find() for a key already canonical (see add_canonical)."""
+        return self._by_key.get((key, priority) if self.needs_priority else (key, 0))
+
+    def _store(self, entry: Entry, ident: tuple) -> int:
         entry.handle = self._next_handle
         self._next_handle += 1
-        entry.tests = self._tests(key)
+        entry.tests = self._tests(entry.key)
         self._insert(entry)
         self._by_key[ident] = entry.handle
         self.entries[entry.handle] = entry

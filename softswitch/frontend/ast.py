@@ -419,10 +419,12 @@ class Statement(Node):
 
 @dataclass(eq=False, kw_only=True, repr=False)
 class AssignStmt(Statement):
-    """`lhs = rhs;` (rhs implicitly cast to lhs type by the checker)."""
+    """`lhs = rhs;` (rhs implicitly cast to lhs type by the checker). A compound assignment
+    `lhs op= b;` has `op` set and rhs = BinaryExpr(op, lhs, b), lhs evaluated once."""
 
     lhs: Expression
     rhs: Expression
+    op: str | None = None
 
 
 @dataclass(eq=False, kw_only=True, repr=False)
@@ -464,6 +466,39 @@ class SwitchStmt(Statement):
 
     expr: Expression
     cases: list[SwitchCase] = field(default_factory=list)
+
+
+@dataclass(eq=False, kw_only=True, repr=False)
+class ForStmt(Statement):
+    """`for (init; cond; updates) body` (P4_16 1.2.4, spec 12.x "For statement")."""
+
+    init: list[Statement] = field(default_factory=list)
+    cond: Expression | None = None
+    updates: list[Statement] = field(default_factory=list)
+    body: Statement | None = None
+    annotations: list[Annotation] = field(default_factory=list)
+
+
+@dataclass(eq=False, kw_only=True, repr=False)
+class ForInStmt(Statement):
+    """`for (T v in collection) body` or `for (T v in lo .. hi) body` (range inclusive)."""
+
+    var: VariableDecl
+    collection: Expression | None = None
+    lo: Expression | None = None
+    hi: Expression | None = None
+    body: Statement | None = None
+    annotations: list[Annotation] = field(default_factory=list)
+
+
+@dataclass(eq=False, kw_only=True, repr=False)
+class BreakStmt(Statement):
+    """`break;` (in a loop body)."""
+
+
+@dataclass(eq=False, kw_only=True, repr=False)
+class ContinueStmt(Statement):
+    """`continue;` (in a loop body)."""
 
 
 @dataclass(eq=False, kw_only=True, repr=False)

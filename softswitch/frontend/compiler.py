@@ -10,6 +10,7 @@ from . import ast as A
 from .checker import Checker
 from .diagnostics import P4Error, Reporter
 from .info import build_info
+from .limits import check_resolved_tree, check_syntax_tree
 from .parser import parse
 from .preprocess import Preprocessed, display_name, preprocess
 from .program import MainPackage, Program
@@ -30,19 +31,25 @@ def compile_file(path: str | os.PathLike, include_dirs=(), defines=None) -> Prog
 
 
 def compile_source(text: str, filename: str = "<string>", include_dirs=(), defines=None,
-                   base_dir: str | None = None) -> Program:
-    """Compile P4 source text; `filename` names it in diagnostics."""
-    # tree walks recurse per nesting level; allow long expression chains, and report
-    # anything deeper as an error rather than crash
-    old_limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old_limit, 5000))
-    try:
-        return _compile(text, filename, include_dirs, defines, base_dir)
-    finally:
-        sys.setrecursionlimit(old_limit)
+                   base_dir: str | None = None, *, self_contained: bool = False) -> Program:
+    """Compile P4 source text; `filename` names it in diagnostics.
+
+    `self_contained` (a P4Runtime device config): only the shipped core.p4 and
+    v1model.p4 may be included, and no file is read (see preprocess.py).
+    """
+    # Tree walks recurse per nesting level, which limits.py bounds (syntax depth 1,000).
+    # The interpreter-wide limit is only ever raised, never restored: compilations run
+    # in several threads at once (the P4Runtime server's pool), and restoring it in one
+    # would cut another short.
+    if sys.getrecursionlimit() < _RECURSION_LIMIT:
+        sys.setrecursionlimit(_RECURSION_LIMIT)
+    return _compile(text, filename, include_dirs, defines, base_dir, self_contained)
 
 
-def _compile(text, filename, include_dirs, defines, base_dir) -> Program:
+_RECURSION_LIMIT = 5000
+
+
+def _compile(text, filename, include_dirs, defines, base_dir, self_contained) -> Program:
     holder: dict[str, Preprocessed] = {}
 
     def line_source(file: str, line: int) -> str:
@@ -55,15 +62,18 @@ def _compile(text, filename, include_dirs, defines, base_dir) -> Program:
         return ""
 
     reporter = Reporter(line_source)
-    pre = preprocess(text, filename, reporter, include_dirs=tuple(include_dirs),
-                     defines=defines, base_dir=base_dir or os.getcwd())
+    pre = preprocess(text, filename, reporter, include_dirs=tuple(include_dirs), defines=defines,
+                     base_dir=None if self_contained else base_dir or os.getcwd(),
+                     self_contained=self_contained)
     holder["pre"] = pre
     reporter.raise_if_errors()
     tree = parse(pre, reporter)
+    check_syntax_tree(tree, reporter)  # bounded work: before the checker folds constants
     reporter.raise_if_errors()
     checker = Checker(reporter)
     checker.check(tree)
     main = _main_package(checker, tree, reporter)
+    check_resolved_tree(tree, reporter)  # bounded work: sizes the engine allocates
     reporter.raise_if_errors()
     info = build_info(checker, tree, reporter)
     reporter.raise_if_errors()

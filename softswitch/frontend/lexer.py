@@ -20,14 +20,15 @@ import re
 from dataclasses import dataclass
 
 KEYWORDS = {
-    "abstract", "action", "apply", "bit", "bool", "const", "control", "default", "else",
-    "enum", "error", "exit", "extern", "false", "header", "header_union", "if", "int", "match_kind", "package", "parser", "return", "select", "state",
+    "abstract", "action", "apply", "bit", "bool", "break", "const", "continue", "control",
+    "default", "else", "enum", "error", "exit", "extern", "false", "for", "header", "header_union", "if", "int", "match_kind", "package", "parser", "return", "select", "state",
     "string", "struct", "switch", "table", "transition", "true", "tuple", "typedef", "type",
     "value_set", "varbit", "void",
 }
 
 PUNCT = sorted(
     [
+        "|+|=", "|-|=", "<<=", ">>=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=",
         "&&&", "|+|", "|-|", "..", "&&", "||", "==", "!=", "<=", ">=", "<<", ">>", "++",
         "{", "}", "(", ")", "[", "]", "<", ">", ";", ":", ",", ".", "=", "+", "-", "*", "/",
         "%", "&", "|", "^", "~", "!", "?",
@@ -59,6 +60,7 @@ TYPE_START = {"TYPE_IDENT", "bit", "int", "varbit", "bool", "tuple", "error", "s
 _VALUE_FOLLOWERS = {
     ";", "=", "+", "-", "*", "/", "%", "&", "|", "^", "]", ":", "==", "!=", "<=", ">=", "&&", "||",
     "?", "++", "|+|", "|-|", "<<", ">>", "&&&", "..",
+    "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "|=", "^=", "|+|=", "|-|=",
 }
 _ANGLE_OPENERS = TYPE_START | {"GENERIC_IDENT", "value_set"}
 

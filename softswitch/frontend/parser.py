@@ -13,6 +13,7 @@ from lark.lexer import Lexer
 from . import ast as A
 from .diagnostics import Reporter
 from .lexer import LexError, Tok, tokenize
+from .limits import check_syntax_depth, check_tokens
 from .preprocess import Preprocessed
 
 _GRAMMAR = Path(__file__).with_name("p4.lark")
@@ -74,6 +75,8 @@ def parse(pre: Preprocessed, reporter: Reporter) -> A.P4Program | None:
     except LexError as exc:
         reporter.error(pre.loc(exc.line, exc.col), str(exc))
         return None
+    if not check_tokens(toks, pre.loc, reporter):
+        return None
     parser = _parser()
     # Parse top-level declarations in separate runs, so that a syntax error in one is
     # reported and the others are still parsed: several errors per run, no cascades.
@@ -90,6 +93,8 @@ def parse(pre: Preprocessed, reporter: Reporter) -> A.P4Program | None:
                            "syntax error")
             failed = True
     if failed:
+        return None
+    if not all([check_syntax_depth(t, pre.loc, reporter) for t in trees]):
         return None
     tree = trees[0] if len(trees) == 1 else _merge(trees)
     builder = _Builder(pre, reporter)
@@ -187,7 +192,22 @@ def parse_int(text: str) -> tuple[int, int | None, bool]:
     if len(body) > 1 and body[0] == "0" and body[1] in "xXbBoOdD":
         base = {"x": 16, "b": 2, "o": 8, "d": 10}[body[1].lower()]
         body = body[2:]
+    if base == 10 and len(body) > _DECIMAL_CHUNK:
+        return _long_decimal(body), width, signed
     return int(body, base), width, signed
+
+
+_DECIMAL_CHUNK = 4000  # CPython converts at most 4,300 decimal digits in one int() call
+
+
+def _long_decimal(digits: str) -> int:
+    """int() of a decimal literal longer than CPython's conversion limit (its length is
+    bounded by limits.check_tokens first)."""
+    value = 0
+    for i in range(0, len(digits), _DECIMAL_CHUNK):
+        chunk = digits[i:i + _DECIMAL_CHUNK]
+        value = value * 10 ** len(chunk) + int(chunk)
+    return value
 
 
 def _unescape(s: str) -> str:
@@ -783,9 +803,74 @@ class _Builder(_OperatorRules, Transformer):
     def assign_stmt(self, meta, ch):
         return A.AssignStmt(loc=self.L(meta), lhs=ch[0], rhs=ch[1])
 
+    def compound_assign_stmt(self, meta, ch):
+        lhs, op, b = ch
+        rhs = A.BinaryExpr(loc=self.L(meta), op=op, left=lhs, right=b)
+        return A.AssignStmt(loc=self.L(meta), lhs=lhs, rhs=rhs, op=op)
+
+    def compound_op(self, meta, ch):
+        return str(ch[0])[:-1]  # "+=" -> "+"
+
     def call_stmt(self, meta, ch):
         call = A.CallExpr(loc=self.L(meta), callee=ch[0], args=ch[1])
         return A.CallStmt(loc=self.L(meta), call=call)
+
+    # -- loops (P4_16 1.2.4)
+    def for_stmt(self, meta, ch):
+        annots, ch = _split(ch)
+        inits, cond, updates, body = ch
+        return A.ForStmt(loc=self.L(meta), init=inits, cond=cond, updates=updates,
+                         body=self._stmt(body), annotations=annots)
+
+    def _for_in(self, meta, ch, ranged: bool):
+        annots, ch = _split(ch)
+        _, ch = _split(ch)  # annotations of the loop variable
+        type_ref, name, direction = ch[0], ch[1], ch[2]
+        if str(direction) != "in":
+            raise _BuildError(self.TL(direction), f"syntax error: unexpected '{direction}' "
+                                                  f"(expected 'in')")
+        var = A.VariableDecl(loc=self.TL(name), name=str(name), type_ref=type_ref)
+        if ranged:
+            return A.ForInStmt(loc=self.L(meta), var=var, lo=ch[3], hi=ch[4],
+                               body=self._stmt(ch[5]), annotations=annots)
+        return A.ForInStmt(loc=self.L(meta), var=var, collection=ch[3], body=self._stmt(ch[4]),
+                           annotations=annots)
+
+    def for_in_stmt(self, meta, ch):
+        return self._for_in(meta, ch, ranged=False)
+
+    def for_range_stmt(self, meta, ch):
+        return self._for_in(meta, ch, ranged=True)
+
+    def for_inits(self, meta, ch):
+        return [self._stmt(c) for c in ch]
+
+    def for_updates(self, meta, ch):
+        return list(ch)
+
+    def for_var_init(self, meta, ch):
+        return self.var_decl_init(meta, ch)
+
+    def for_var(self, meta, ch):
+        return self.var_decl(meta, ch)
+
+    def simple_assign(self, meta, ch):
+        return A.AssignStmt(loc=self.L(meta), lhs=ch[0], rhs=ch[1])
+
+    def simple_compound(self, meta, ch):
+        return self.compound_assign_stmt(meta, ch)
+
+    def simple_call(self, meta, ch):
+        return self.call_stmt(meta, ch)
+
+    def simple_generic_call(self, meta, ch):
+        return self.generic_call_stmt(meta, ch)
+
+    def break_stmt(self, meta, ch):
+        return A.BreakStmt(loc=self.L(meta))
+
+    def continue_stmt(self, meta, ch):
+        return A.ContinueStmt(loc=self.L(meta))
 
     def generic_call_stmt(self, meta, ch):
         call = A.CallExpr(loc=self.L(meta), callee=ch[0], type_arg_refs=ch[1], args=ch[2])

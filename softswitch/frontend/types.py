@@ -233,6 +233,9 @@ class HeaderStack(P4Type):
     element: P4Type
     size: int
 
+    def is_fixed_width(self) -> bool:
+        return self.element.is_fixed_width()
+
     def __str__(self) -> str:
         return f"{self.element}[{self.size}]"
 

@@ -8,7 +8,9 @@
 
 #include "core.p4"
 
+#ifndef V1MODEL_VERSION
 #define V1MODEL_VERSION 20200408
+#endif
 #ifndef __V1MODEL_VERSION
 #define __V1MODEL_VERSION V1MODEL_VERSION
 #endif

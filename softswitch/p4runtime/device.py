@@ -1,9 +1,10 @@
 """One P4Runtime device: pipeline changes (spec 15), Write/Read entry points, packet I/O.
 
 Entities are validated and applied by `writes` / `reads` (through `codec`); this class
-owns what is per device: the committed and saved pipelines, the lock that serialises
-the control plane and the packet path (they share the engine), PacketIn/PacketOut
-through the CPU port and the delivery of digest lists.
+owns what is per device: the committed and saved pipelines, two locks (`control`
+orders Write batches, Reads and pipeline changes; `lock` makes each change atomic
+for the packet path, which shares the engine), PacketIn/PacketOut through the CPU
+port and the delivery of digest lists. Compiling a config takes neither lock.
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import grpc
 from finsy.proto import p4d, p4i, p4r
 
+from softswitch.p4runtime.batch import BatchOutcome, apply_batch
 from softswitch.p4runtime.digests import ReadyList
 from softswitch.p4runtime.errors import P4RuntimeError, decode_uint, encode_uint, invalid
 from softswitch.p4runtime.pipeline import Pipeline, switch_call
@@ -26,6 +28,9 @@ from softswitch.p4runtime.writes import apply_update
 
 Update = p4r.Update
 log = logging.getLogger("softswitch.p4runtime")
+
+MAX_PACKET_OUT = 1 << 16
+"""Bytes of a PacketOut payload (an IP packet is at most 65,535 bytes)."""
 
 
 class Device:
@@ -45,13 +50,16 @@ class Device:
 
         self.device_id = device_id
         self.cpu_port = cpu_port
-        self.lock = threading.RLock()
+        self.lock = threading.RLock()  # engine state: packets vs control-plane changes
+        # Write batches, Reads and pipeline changes, in order; held across a batch
+        self.control = threading.RLock()
         self.pipeline: Pipeline | None = None
         self.saved: Pipeline | None = None
         self._load_program = load_program or loader.load_program
         self._build_p4info = build_p4info or p4info_from_program
         self._make_switch = make_switch or (lambda prog: loader.make_switch(prog, cpu_port))
         self.clock_ns = clock_ns
+        self.digests_pending = threading.Event()
         # Wired by the gRPC layer and the runner.
         self.transmit: Callable[[int, bytes], None] = lambda port, data: None
         self.on_packet_in: Callable[[p4r.PacketIn], None] = lambda msg: None
@@ -62,14 +70,18 @@ class Device:
 
     def require_pipeline(self) -> Pipeline:
         """The committed pipeline, or FAILED_PRECONDITION."""
-        if self.pipeline is None:
+        p = self.pipeline
+        if p is None:
             raise P4RuntimeError(
                 grpc.StatusCode.FAILED_PRECONDITION, "no forwarding pipeline config set"
             )
-        return self.pipeline
+        return p
 
     def verify(self, config: p4r.ForwardingPipelineConfig) -> Pipeline:
-        """Build a pipeline from a ForwardingPipelineConfig without activating it."""
+        """Build a pipeline from a ForwardingPipelineConfig without activating it.
+
+        Takes no lock: compiling never stalls Writes, Reads or packets.
+        """
         if not config.p4_device_config:
             raise invalid("p4_device_config is empty: send the P4 program (or its compiled artefact)")
         program = self._load_program(config.p4_device_config)
@@ -83,15 +95,23 @@ class Device:
         return Pipeline(p4info, bytes(config.p4_device_config), cookie, program, schema, switch)
 
     def set_pipeline(self, action: int, config: p4r.ForwardingPipelineConfig) -> None:
-        """SetForwardingPipelineConfig actions (spec 15.1)."""
+        """SetForwardingPipelineConfig actions (spec 14).
+
+        The config is compiled outside every lock; the change itself is made under the
+        control lock, so that it is ordered with Write batches (none is lost or split).
+        """
         A = p4r.SetForwardingPipelineConfigRequest
-        with self.lock:
-            if action == A.VERIFY:
-                self.verify(config)
-            elif action == A.VERIFY_AND_SAVE:
-                self.saved = self.verify(config)
+        if action not in (A.VERIFY, A.VERIFY_AND_SAVE, A.VERIFY_AND_COMMIT, A.COMMIT,
+                          A.RECONCILE_AND_COMMIT):
+            raise invalid(f"SetForwardingPipelineConfig action {action} is not supported")
+        new = self.verify(config) if action != A.COMMIT else None
+        if action == A.VERIFY:
+            return
+        with self.control:
+            if action == A.VERIFY_AND_SAVE:
+                self.saved = new
             elif action == A.VERIFY_AND_COMMIT:
-                self._commit(self.verify(config))
+                self._commit(new)
             elif action == A.COMMIT:
                 if self.saved is None:
                     raise P4RuntimeError(
@@ -102,47 +122,64 @@ class Device:
                     self.saved.cookie = config.cookie.cookie
                 saved, self.saved = self.saved, None
                 self._commit(saved)
-            elif action == A.RECONCILE_AND_COMMIT:
-                self._reconcile(self.verify(config))
             else:
-                raise invalid(f"SetForwardingPipelineConfig action {action} is not supported")
+                self._reconcile(new)
 
     def _commit(self, new: Pipeline) -> None:
         new.switch.on_digest = self._digest_from_switch
-        self.pipeline = new
+        with self.lock:  # packets see the old or the new pipeline, never a mix
+            self.pipeline = new
         self.on_pipeline_change(new)
 
     def _reconcile(self, new: Pipeline) -> None:
-        """Commit keeping forwarding state: replay it into the new pipeline, all or nothing."""
+        """Commit keeping forwarding state: replay it into the new pipeline, all or nothing.
+
+        The caller holds the control lock, so no Write runs between the snapshot of
+        the old state and the switch to the new pipeline: nothing acknowledged is lost.
+        """
         old = self.pipeline
         if old is None:
             self._commit(new)
             return
-        new.switch.on_digest = self._digest_from_switch
+        with self.lock:  # a consistent snapshot (packets update direct counters)
+            state = list(_state_as_updates(old))
         try:
-            for u in _state_as_updates(old):
-                apply_update(new, u)
+            for u in state:
+                apply_update(new, u)  # `new` is not visible to packets yet
         except P4RuntimeError as exc:  # the old pipeline was not touched
             raise P4RuntimeError(
                 grpc.StatusCode.INVALID_ARGUMENT,
                 f"RECONCILE_AND_COMMIT: forwarding state does not fit the new pipeline: {exc.message}",
             ) from exc
-        self.pipeline = new
-        self.on_pipeline_change(new)
+        self._commit(new)
 
     # ---- Write and Read ------------------------------------------------------------------
 
+    def write(self, updates: Sequence[p4r.Update]) -> BatchOutcome:
+        """Apply a Write batch (spec 12) with CONTINUE_ON_ERROR; see batch.py for large ones.
+
+        The batch holds the control lock (batches and pipeline changes are serialised,
+        spec 12.1) and each update holds the engine lock (atomic for packets, spec 11).
+        """
+        with self.control:
+            p = self.require_pipeline()
+            return apply_batch(p, updates, apply_update, self.lock)
+
     def apply(self, update: p4r.Update) -> None:
         """Apply one Update (spec 12), raising P4RuntimeError when it is refused."""
-        p = self.require_pipeline()
-        with self.lock:
-            apply_update(p, update)
+        outcome = self.write([update])
+        if outcome.results[0] is not None:
+            raise outcome.results[0]
 
     def read(self, entities) -> list[p4r.Entity]:
-        """Entities matching the (possibly wildcard) entities of a ReadRequest (spec 11)."""
-        p = self.require_pipeline()
-        with self.lock:
-            return read_entities(p, entities)
+        """Entities matching the (possibly wildcard) entities of a ReadRequest (spec 13).
+
+        Writes wait while the state is read (spec 13.3), packets only per entity kind.
+        """
+        with self.control:
+            p = self.require_pipeline()
+            with self.lock:
+                return read_entities(p, entities)
 
     # ---- packets and digests ------------------------------------------------------------
 
@@ -161,6 +198,9 @@ class Device:
 
     def packet_out(self, msg: p4r.PacketOut) -> None:
         """Inject a PacketOut through the CPU port with its @controller_header metadata."""
+        if len(msg.payload) > MAX_PACKET_OUT:
+            raise invalid(f"packet_out payload of {len(msg.payload)} bytes is above the limit of "
+                          f"{MAX_PACKET_OUT}")
         p = self.require_pipeline()
         header = p.schema.controller_headers.get("packet_out")
         prefix = b""
@@ -210,6 +250,7 @@ class Device:
         members = [p4d.P4Data(bitstring=encode_uint(v)) for _, _, v in digest.fields]
         data = p4d.P4Data(**{"struct": p4d.P4StructLike(members=members)})
         self._send_digests(p.digests.add(self.clock_ns(), did, data.SerializeToString()))
+        self.digests_pending.set()  # wakes the timer that sends lists when they time out
 
     def flush_digests(self) -> int | None:
         """Send digest lists whose timeout passed; return the next deadline (ns) or None."""

@@ -1,4 +1,4 @@
-"""Status codes, bytestring rules and the Write error trailer of the P4Runtime server.
+"""Status codes and bytestring rules of the P4Runtime server.
 
 Bytestrings (P4Runtime spec 8.3): values are unsigned big-endian. The server accepts the
 canonical (shortest) form and the form padded with leading zero bytes up to the
@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import grpc
-from finsy.proto import p4r, rpc_status
-from google.protobuf import any_pb2
 
 
 class P4RuntimeError(Exception):
@@ -77,31 +75,3 @@ def encode_uint(value: int) -> bytes:
 def code_number(code: grpc.StatusCode) -> int:
     """The google.rpc.Code number of a grpc.StatusCode."""
     return code.value[0]
-
-
-def write_error_details(results: list[P4RuntimeError | None]) -> bytes:
-    """Serialised google.rpc.Status with one p4.v1.Error per update (spec 12.3).
-
-    `results[i]` is None for an update that was applied; the overall code is UNKNOWN.
-    """
-    failed = sum(1 for r in results if r is not None)
-    # gRPC clients refuse trailers above 16 KiB by default (8 KiB soft limit): with many
-    # failures, only the first ones keep their message; every update keeps its code.
-    budget = 1000
-    status = rpc_status.Status(
-        code=code_number(grpc.StatusCode.UNKNOWN),
-        message=f"{failed} of {len(results)} updates failed",
-    )
-    for r in results:
-        err = p4r.Error()
-        if r is None:
-            err.canonical_code = code_number(grpc.StatusCode.OK)
-        else:
-            err.canonical_code = code_number(r.code)
-            if budget > 0:
-                err.message = r.message
-                budget -= len(r.message) + 48
-        packed = any_pb2.Any()
-        packed.Pack(err)
-        status.details.append(packed)
-    return status.SerializeToString()

@@ -6,20 +6,24 @@ Only the OpenConfig leaves that controllers use to follow ports are served:
 out-pkts, out-octets, in-discards, out-discards}`, with Get and a STREAM Subscribe to
 oper-status (ON_CHANGE: the current values, `sync_response`, then every change).
 finsy's Switch follows port state through exactly these. Everything else is
-UNIMPLEMENTED.
+UNIMPLEMENTED. The methods run on the P4Runtime server's event loop; a subscription
+holds no thread, and its queue is bounded (a subscriber that never reads loses the
+oldest changes, counted in `dropped`).
 """
 
 from __future__ import annotations
 
-import queue
+import asyncio
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 
 import grpc
 from finsy.proto import gnmi, gnmi_grpc
 
 _LEAVES = ("ifindex", "oper-status")
+_QUEUED = 1024  # port changes waiting for one subscriber
 COUNTER_LEAVES = ("in-pkts", "in-octets", "out-pkts", "out-octets", "in-discards", "out-discards")
 
 
@@ -53,8 +57,9 @@ class GnmiService(gnmi_grpc.gNMIServicer):
         self._ports: dict[int, str] = {}
         self._is_up: Callable[[int], bool] = lambda n: False
         self._counters: Callable[[int], dict[str, int]] = lambda n: {}
-        self._subs: list[tuple[queue.Queue, set[str]]] = []
+        self._subs: list[_Subscriber] = []
         self._lock = threading.Lock()
+        self.dropped = 0
 
     def set_ports(
         self,
@@ -87,66 +92,91 @@ class GnmiService(gnmi_grpc.gNMIServicer):
             path=_iface_path(name, "oper-status"),
             val=gnmi.TypedValue(string_val="UP" if up else "DOWN"))])
         with self._lock:
-            for q, names in self._subs:
-                if name in names:
-                    q.put(gnmi.SubscribeResponse(update=note))
+            subs = [sub for sub in self._subs if name in sub.names]
+        for sub in subs:
+            if not sub.push(gnmi.SubscribeResponse(update=note)):
+                self.dropped += 1
 
-    def Capabilities(self, request, context):
+    async def Capabilities(self, request, context):
         """gNMI Capabilities."""
         return gnmi.CapabilityResponse(supported_encodings=[gnmi.Encoding.PROTO], gNMI_version="0.7.0")
 
-    def Get(self, request, context):
+    async def Get(self, request, context):
         """gNMI Get of ifindex / oper-status leaves."""
         note = gnmi.Notification(timestamp=time.time_ns())
         for path in request.path:
             parsed = _parse(request.prefix, path)
             if parsed is None:
-                context.abort(grpc.StatusCode.UNIMPLEMENTED, "only interfaces/interface/state/"
-                              "{ifindex,oper-status,counters/*} are served")
+                await context.abort(grpc.StatusCode.UNIMPLEMENTED, "only interfaces/interface/"
+                                    "state/{ifindex,oper-status,counters/*} are served")
             name, leaf = parsed
             found = self._select(name)
             if not found and name != "*":
-                context.abort(grpc.StatusCode.NOT_FOUND, f"no interface {name!r}")
+                await context.abort(grpc.StatusCode.NOT_FOUND, f"no interface {name!r}")
             for n in found:
                 note.update.add(path=_iface_path(self._ports[n], leaf), val=self._value(n, leaf))
         return gnmi.GetResponse(notification=[note])
 
-    def Set(self, request, context):
+    async def Set(self, request, context):
         """Not served."""
-        context.abort(grpc.StatusCode.UNIMPLEMENTED, "gNMI Set is not supported")
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "gNMI Set is not supported")
 
-    def Subscribe(self, request_iterator, context):
+    async def Subscribe(self, request_iterator, context):
         """STREAM/ON_CHANGE subscription to oper-status."""
-        try:
-            first = next(request_iterator)
-        except StopIteration:
+        first = await context.read()
+        if first is grpc.aio.EOF:
             return
         sl = first.subscribe
         if sl.mode != gnmi.SubscriptionList.STREAM:
-            context.abort(grpc.StatusCode.UNIMPLEMENTED, "only STREAM subscriptions are supported")
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, "only STREAM subscriptions are supported")
         names: set[str] = set()
         initial = gnmi.Notification(timestamp=time.time_ns())
         for sub in sl.subscription:
             parsed = _parse(sl.prefix, sub.path)
             if parsed is None or parsed[1] != "oper-status":
-                context.abort(grpc.StatusCode.UNIMPLEMENTED, "only interface oper-status can be subscribed")
+                await context.abort(grpc.StatusCode.UNIMPLEMENTED,
+                                    "only interface oper-status can be subscribed")
             name, leaf = parsed
             for n in self._select(name):
                 names.add(self._ports[n])
                 initial.update.add(path=_iface_path(self._ports[n], leaf), val=self._value(n, leaf))
-        q: queue.Queue = queue.Queue()
-        entry = (q, names)
+        sub = _Subscriber(asyncio.get_running_loop(), names)
         with self._lock:
-            self._subs.append(entry)
-        context.add_callback(lambda: q.put(None))
+            self._subs.append(sub)
         try:
-            yield gnmi.SubscribeResponse(update=initial)
-            yield gnmi.SubscribeResponse(sync_response=True)
+            await context.write(gnmi.SubscribeResponse(update=initial))
+            await context.write(gnmi.SubscribeResponse(sync_response=True))
             while True:
-                item = q.get()
-                if item is None:
-                    return
-                yield item
+                await context.write(await sub.next())
         finally:
             with self._lock:
-                self._subs.remove(entry)
+                self._subs.remove(sub)
+
+
+class _Subscriber:
+    """One subscription: port changes queued from any thread, written on the loop."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, names: set[str]) -> None:
+        self.names = names
+        self._loop = loop
+        self._queue: deque = deque()
+        self._lock = threading.Lock()
+        self._ready = asyncio.Event()
+
+    def push(self, msg) -> bool:
+        """Queue a change; when full the oldest is dropped (False)."""
+        with self._lock:
+            full = len(self._queue) >= _QUEUED
+            if full:
+                self._queue.popleft()
+            self._queue.append(msg)
+        self._loop.call_soon_threadsafe(self._ready.set)
+        return not full
+
+    async def next(self):
+        while True:
+            with self._lock:
+                if self._queue:
+                    return self._queue.popleft()
+                self._ready.clear()
+            await self._ready.wait()

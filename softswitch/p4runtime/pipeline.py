@@ -41,12 +41,14 @@ class Pipeline:
 
 def switch_call(fn: Callable, *args, **kwargs):
     """Call the engine and turn its SwitchError into the P4Runtime status."""
-    from softswitch.engine import SwitchError
-
     try:
         return fn(*args, **kwargs)
-    except SwitchError as exc:
-        raise from_switch_error(exc) from exc
+    except Exception as exc:
+        from softswitch.engine import SwitchError  # here: this runs for every update
+
+        if isinstance(exc, SwitchError):
+            raise from_switch_error(exc) from exc
+        raise
 
 
 def copy_msg(msg):

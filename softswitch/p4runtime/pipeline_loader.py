@@ -2,7 +2,10 @@
 
 The p4_device_config of SetForwardingPipelineConfig is the program itself: P4_16 source
 text whose only includes are the shipped `core.p4` / `v1model.p4`, or the preprocessed
-artefact that `softswitch compile --device-config` writes. Some clients wrap it in the
+artefact that `softswitch compile --device-config` writes. A config is self-contained:
+compiling it never opens a file of this host, any other `#include` is refused
+(INVALID_ARGUMENT naming only the directive), and every front-end stage is bounded
+(softswitch/frontend/limits.py). Some clients wrap it in the
 legacy `p4.tmp.P4DeviceConfig` message (fields: 1 reassign, 2 extras, 3 device_data);
 that wrapper is recognised and unwrapped.
 """
@@ -89,8 +92,13 @@ def load_program(device_config: bytes) -> Program:
 
 
 def _compile(raw: bytes) -> Program:
+    """Compile a client's config: self-contained (no file is read), every stage bounded."""
     from softswitch.frontend import P4Error, compile_source
+    from softswitch.frontend.limits import LIMITS
 
+    if len(raw) > LIMITS.source_bytes:
+        raise invalid(f"p4_device_config is {len(raw)} bytes, above the limit of "
+                      f"{LIMITS.source_bytes} (docs/softswitch-p4runtime.md)")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -99,7 +107,7 @@ def _compile(raw: bytes) -> Program:
             "send the .p4 program or the artefact of `softswitch compile`"
         ) from exc
     try:
-        return compile_source(text, filename="p4_device_config")
+        return compile_source(text, filename="p4_device_config", self_contained=True)
     except P4Error as exc:
         diags = getattr(exc, "diagnostics", []) or [exc]
         shown = "; ".join(str(d).splitlines()[0] for d in diags[:3])
@@ -114,6 +122,9 @@ def make_switch(program: Program, cpu_port: int) -> Switch:
         return Switch(program, cpu_port=cpu_port)
     except CompileError as exc:
         raise invalid(f"p4_device_config cannot run on this target: {exc}") from exc
+    except Exception as exc:  # an engine limit the front end missed: refused, never a crash
+        raise invalid(f"p4_device_config cannot run on this target: {type(exc).__name__}: "
+                      f"{exc}") from exc
 
 
 def device_config_from_file(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from finsy.proto import p4i
 
@@ -33,6 +34,12 @@ class TableSchema:
     name: str = ""
     needs_priority: bool = False
     """True if a match field is ternary, range or optional (spec 9.1.1)."""
+    # Plain copies of P4Info values the write path reads for every update.
+    id: int = 0
+    key_index: dict[int, int] = field(default_factory=dict)  # match field id -> position
+    is_const: bool = False
+    direct: bool = True  # actions in entries (no action profile)
+    fast_key: Any = None  # codec's decoder for the usual request, built on first use
 
 
 class Schema:
@@ -42,21 +49,30 @@ class Schema:
         self.info = info
         self.tables: dict[int, TableSchema] = {}
         for t in info.tables:
-            ts = TableSchema(t, name=t.preamble.name)
+            ts = TableSchema(t, name=t.preamble.name, id=t.preamble.id, is_const=t.is_const_table,
+                             direct=t.implementation_id == 0)
             for f in t.match_fields:
                 ts.fields[f.id] = f
+                ts.key_index[f.id] = len(ts.keys)
                 ts.keys.append((f.id, f.name, f.bitwidth, MATCH_KINDS.get(f.match_type)))
             ts.needs_priority = any(k[3] in ("ternary", "range", "optional") for k in ts.keys)
             for ref in t.action_refs:
                 ts.action_scopes[ref.id] = ref.scope
             self.tables[t.preamble.id] = ts
         self.actions = {a.preamble.id: a for a in info.actions}
+        self.action_ids = {a.preamble.name: a.preamble.id for a in info.actions}
         self.action_params = {
             a.preamble.id: {p.id: p for p in a.params} for a in info.actions
         }
         # action id -> (name, {param id: (name, bitwidth)}) as plain values, for the write path
         self.action_specs = {
             a.preamble.id: (a.preamble.name, {p.id: (p.name, p.bitwidth) for p in a.params})
+            for a in info.actions
+        }
+        # action id -> (name, [(param id, bitwidth, byte width)] in order), for the fast path
+        self.fast_actions = {
+            a.preamble.id: (a.preamble.name, [(p.id, p.bitwidth, (p.bitwidth + 7) >> 3)
+                                              for p in a.params])
             for a in info.actions
         }
         self.profiles = {p.preamble.id: p for p in info.action_profiles}

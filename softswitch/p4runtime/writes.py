@@ -19,28 +19,22 @@ Update = p4r.Update
 _MAX_PRIORITY = (1 << 31) - 1
 
 
+_OPS = (Update.INSERT, Update.MODIFY, Update.DELETE)
+
+
 def apply_update(p: Pipeline, update: p4r.Update) -> None:
     """Apply one Update (spec 12) to a pipeline, raising P4RuntimeError when it is refused."""
-    kind = update.entity.WhichOneof("entity")
-    if update.type not in (Update.INSERT, Update.MODIFY, Update.DELETE):
-        raise invalid(f"update type {update.type} is not INSERT, MODIFY or DELETE")
-    handler = {
-        "table_entry": _write_table_entry,
-        "action_profile_member": _write_member,
-        "action_profile_group": _write_group,
-        "counter_entry": _write_counter,
-        "direct_counter_entry": _write_direct_counter,
-        "meter_entry": _write_meter,
-        "direct_meter_entry": _write_direct_meter,
-        "register_entry": _write_register,
-        "packet_replication_engine_entry": _write_pre,
-        "digest_entry": _write_digest,
-    }.get(kind)
+    entity = update.entity
+    kind = entity.WhichOneof("entity")
+    op = update.type
+    if op not in _OPS:
+        raise invalid(f"update type {op} is not INSERT, MODIFY or DELETE")
+    handler = _HANDLERS.get(kind)
     if handler is None:
         raise P4RuntimeError(
             grpc.StatusCode.UNIMPLEMENTED, f"writing {kind or 'an empty entity'} is not supported"
         )
-    handler(p, update.type, getattr(update.entity, kind))
+    handler(p, op, getattr(entity, kind))
 
 
 def _write_table_entry(p: Pipeline, op: int, e: p4r.TableEntry) -> None:
@@ -49,19 +43,21 @@ def _write_table_entry(p: Pipeline, op: int, e: p4r.TableEntry) -> None:
     if e.is_default_action:
         _write_default(p, t, op, e)
         return
-    if t.info.is_const_table:
+    if t.is_const:
         raise P4RuntimeError(
             grpc.StatusCode.PERMISSION_DENIED, f"{t.name}: table has const entries"
         )
     if e.idle_timeout_ns:
         raise invalid(f"{t.name}: table does not support idle timeout")
+    priority = e.priority
     if t.needs_priority:
-        if op != Update.DELETE and not 0 < e.priority <= _MAX_PRIORITY:
-            raise invalid(f"{t.name}: entries need a priority in 1..{_MAX_PRIORITY}, got {e.priority}")
-    elif e.priority != 0:
+        if op != Update.DELETE and not 0 < priority <= _MAX_PRIORITY:
+            raise invalid(f"{t.name}: entries need a priority in 1..{_MAX_PRIORITY}, got {priority}")
+    elif priority != 0:
         raise invalid(f"{t.name}: priority must be 0 for a table without ternary/range/optional keys")
-    keys, _ = match_keys(t, e.match)
-    handle = switch_call(sw.table_find, t.name, keys, e.priority)
+    keys, key = match_keys(t, e.match)  # validated and canonical: the engine trusts it
+    table = sw.table(t.name)
+    handle = table.find_canonical(key, priority)
     if op == Update.DELETE:
         if handle is None:
             raise not_found(f"{t.name}: no entry with this match key")
@@ -73,8 +69,9 @@ def _write_table_entry(p: Pipeline, op: int, e: p4r.TableEntry) -> None:
         raise P4RuntimeError(grpc.StatusCode.ALREADY_EXISTS, f"{t.name}: entry already exists")
     if op == Update.MODIFY and handle is None:
         raise not_found(f"{t.name}: no entry with this match key")
-    which = e.action.WhichOneof("type")
-    direct = t.info.implementation_id == 0
+    table_action = e.action
+    which = table_action.WhichOneof("type")
+    direct = t.direct
     if which is None:
         raise invalid(f"{t.name}: entry has no action")
     if which == "action_profile_action_set":
@@ -86,30 +83,30 @@ def _write_table_entry(p: Pipeline, op: int, e: p4r.TableEntry) -> None:
         )
     member = group = None
     if which == "action":
-        p.schema.action(e.action.action.action_id)
-        check_action_in_table(t, e.action.action.action_id, default=False)
-        name, args = action_args(p, e.action.action, t.name)
+        action = table_action.action
+        check_action_in_table(t, action.action_id, default=False, schema=p.schema)
+        name, args = action_args(p, action, t.name)
     else:
         prof = t.info.implementation_id
         members = p.members.get(prof, {})
         groups = p.groups.get(prof, {})
         if which == "action_profile_member_id":
-            member = e.action.action_profile_member_id
+            member = table_action.action_profile_member_id
             if member not in members:
                 raise not_found(f"{t.name}: action profile member {member} does not exist")
         else:
-            group = e.action.action_profile_group_id
+            group = table_action.action_profile_group_id
             if group not in groups:
                 raise not_found(f"{t.name}: action profile group {group} does not exist")
     counter = _direct_counter_values(p, t, e)
     meter = _direct_meter_values(p, t, e)
-    tid = t.info.preamble.id
+    tid = t.id
     if op == Update.INSERT:
         if which == "action":
-            handle = switch_call(sw.table_add, t.name, keys, name, args, e.priority)
+            handle = switch_call(table.add_canonical, key, name, args, priority)
         else:
             handle = switch_call(
-                sw.table_add_indirect, t.name, keys, member=member, group=group, priority=e.priority
+                sw.table_add_indirect, t.name, keys, member=member, group=group, priority=priority
             )
     else:
         entry = sw.table(t.name).get(handle)  # modified in place: keep its values
@@ -133,10 +130,14 @@ def _write_table_entry(p: Pipeline, op: int, e: p4r.TableEntry) -> None:
         raise
     if meter is not None:
         p.direct_meter_cfg[(tid, handle)] = copy_msg(e.meter_config)
-    if e.metadata:
-        p.entry_metadata[(tid, handle)] = bytes(e.metadata)
-    else:
+    metadata = e.metadata
+    if metadata:
+        p.entry_metadata[(tid, handle)] = bytes(metadata)
+    elif op == Update.MODIFY:  # a new handle has none
         p.entry_metadata.pop((tid, handle), None)
+
+
+_HANDLERS: dict = {}  # filled below, once every writer is defined
 
 
 def _direct_counter_values(p: Pipeline, t: TableSchema, e: p4r.TableEntry):
@@ -173,8 +174,7 @@ def _write_default(p: Pipeline, t: TableSchema, op: int, e: p4r.TableEntry) -> N
         return
     if which != "action":
         raise invalid(f"{t.name}: the default entry needs a direct action")
-    p.schema.action(e.action.action.action_id)
-    check_action_in_table(t, e.action.action.action_id, default=True)
+    check_action_in_table(t, e.action.action.action_id, default=True, schema=p.schema)
     name, args = action_args(p, e.action.action, t.name)
     switch_call(p.switch.table_set_default, t.name, name, args)
 
@@ -426,3 +426,17 @@ def _write_digest(p: Pipeline, op: int, d: p4r.DigestEntry) -> None:
         d.digest_id, DigestConfig(c.max_timeout_ns, c.max_list_size, c.ack_timeout_ns)
     )
     p.digest_entries[d.digest_id] = copy_msg(d)
+
+
+_HANDLERS.update({
+    "table_entry": _write_table_entry,
+    "action_profile_member": _write_member,
+    "action_profile_group": _write_group,
+    "counter_entry": _write_counter,
+    "direct_counter_entry": _write_direct_counter,
+    "meter_entry": _write_meter,
+    "direct_meter_entry": _write_direct_meter,
+    "register_entry": _write_register,
+    "packet_replication_engine_entry": _write_pre,
+    "digest_entry": _write_digest,
+})

@@ -12,14 +12,16 @@ from __future__ import annotations
 import os
 import pickle
 import random
+import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
 
 import numpy as np
 
-from reccl import Communicator, ReCCLError
+from reccl import CommOptions, Communicator, ReCCLError, TransportOptions
 from reccl.linkstate import interface_of, set_link
 
 COLLECTIVES = ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce",
@@ -46,7 +48,7 @@ def run_collective(comm: Communicator, name: str, x: np.ndarray):
 
 
 def link(comm: Communicator, rail: int, up: bool) -> None:
-    dev = interface_of(comm.endpoint.nic_socks[rail].getsockname()[0])
+    dev = interface_of(comm.topology.ranks[comm.rank].nics[rail][0])
     set_link(str(dev), up)
 
 
@@ -57,21 +59,31 @@ def later(delay: float, fn, *args) -> threading.Thread:
 
 
 def junk_sender(comm: Communicator, stop: threading.Event) -> int:
-    """Foreign and malformed datagrams at every peer's NIC sockets while collectives run."""
-    from reccl import wire
+    """Connections to every peer's NIC listeners that carry junk, frames without a
+    handshake, or a handshake without the secret, while collectives run."""
+    from reccl import auth, wire
 
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     targets = [nic for r in comm.topology.ranks if r.rank != comm.rank for nic in r.nics]
-    good = wire.encode(wire.Header(wire.DATA, comm.endpoint.transport.session, comm.rank,
-                                   (comm.rank + 1) % comm.size, 0), wire.Data(0, 1, 4, 0, b"ab"))
-    junk = [b"", b"hello", os.urandom(64), b"RC" + os.urandom(40), good[:-1] + b"\xff",
-            wire.encode(wire.Header(wire.PROBE, 12345, 0, 1, 0), wire.Probe(0))]
+    session = comm.endpoint.session
+    data = wire.encode(wire.Header(wire.DATA, comm.rank, (comm.rank + 1) % comm.size, 0),
+                       wire.Data(0, 1, 4, 0, b"ab"))
+    hello = wire.encode(wire.Header(wire.HELLO, comm.rank, (comm.rank + 1) % comm.size, 0),
+                        wire.Hello(session, auth.nonce()))
+    forged = wire.encode(wire.Header(wire.AUTH, comm.rank, 0, 0), wire.Auth(os.urandom(32)))
+    junk = [b"hello\r\n\r\n", os.urandom(64), b"RC" + os.urandom(40), data, hello + forged]
     sent = 0
     while not stop.is_set():
         for t in targets:
             for j in junk:
                 try:
-                    s.sendto(j, t)
+                    with socket.create_connection(t, timeout=1) as s:
+                        s.sendall(j)
+                        s.settimeout(1)
+                        try:
+                            while s.recv(4096):
+                                pass
+                        except OSError:
+                            pass
                     sent += 1
                 except OSError:
                     pass
@@ -81,7 +93,10 @@ def junk_sender(comm: Communicator, stop: threading.Event) -> int:
 
 def main() -> None:
     out, scenario, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    comm = Communicator.from_env()
+    options = None
+    if scenario == "nopath":
+        options = CommOptions(timeout=4.0, transport=TransportOptions(no_path_timeout=2.0))
+    comm = Communicator.from_env(options=options)
     r = comm.rank
     local = int(os.environ["RECCL_LOCAL_RANK"])
     host = int(os.environ["RECCL_HOST"].lstrip("h"))
@@ -123,13 +138,13 @@ def main() -> None:
                 while not stop.is_set():
                     link(comm, 0, up)
                     up = not up
-                    time.sleep(0.15)
+                    time.sleep(0.4)
                 link(comm, 0, True)
 
             th = threading.Thread(target=flapper, daemon=True) if r == 0 else None
             if th:
                 th.start()
-            end = time.monotonic() + 2.0
+            end = time.monotonic() + 4.0
             i = 0
             while True:
                 res["results"][f"all_reduce{i}"] = comm.all_reduce(x)
@@ -156,6 +171,36 @@ def main() -> None:
                 link(comm, 1, False)
             t0 = time.monotonic()
             comm.all_reduce(x)
+        elif scenario == "idle_stall":
+            # Compute gaps between steps, then rank 1 stopped for 3 s mid-collective.
+            x = rank_data(r, 250_000, seed)
+            for i, gap in enumerate([0.0, 1.5, 0.2, 2.5, 0.0]):
+                res["results"][f"all_reduce{i}"] = comm.all_reduce(x)
+                time.sleep(gap)
+            pids = comm.all_gather(np.array([os.getpid()]))[:, 0]
+            resume = None
+            if r == 0:  # stop the peer first, so that it stalls this very all_reduce
+                os.kill(int(pids[1]), signal.SIGSTOP)
+                resume = threading.Timer(3.0, os.kill, (int(pids[1]), signal.SIGCONT))
+                resume.start()
+            t1 = time.monotonic()
+            res["results"]["stalled"] = comm.all_reduce(x)
+            res["stall_wait"] = time.monotonic() - t1
+            if resume:
+                resume.join()
+        elif scenario == "oneway":
+            # Rail 0 loses rank 0's egress, rail 1 rank 1's: each side sees one rail go
+            # silent (carrier stays up) and must learn about the other from a notice.
+            x = rank_data(r, 300_000, seed)
+            res["results"]["before"] = comm.all_reduce(x)
+            comm.barrier()
+            dev = interface_of(comm.topology.ranks[r].nics[r][0])
+            subprocess.run(["tc", "qdisc", "replace", "dev", str(dev), "root", "tbf", "rate",
+                            "8bit", "burst", "2kb", "limit", "2kb"], check=True)
+            for i in range(3):
+                res["results"][f"all_reduce{i}"] = comm.all_reduce(x)
+                time.sleep(0.7)
+            res["alive"] = [c["alive"] for c in comm.stats()]
         elif scenario == "junk":
             stop = threading.Event()
             th = threading.Thread(target=junk_sender, args=(comm, stop), daemon=True)

@@ -88,17 +88,46 @@ def test_links_cut_at_random_points_of_every_collective(testbed_factory, tmp_pat
 
 def test_one_way_loss_and_reordering(testbed_factory, tmp_path):
     tb = testbed_factory(2)
-    tb.impair(0, 0)
-    tb.impair(1, 1)
+    kinds = {tb.impair(0, 0), tb.impair(1, 1)}
     codes, out = run_job(tb, "impaired", 3, tmp_path)
     assert codes == [0, 0]
     xs = [rank_data(r, 300_000, 3) for r in range(2)]
     for r in range(2):
         for i in range(3):
             assert_exact(out[r]["results"][f"all_reduce{i}"], reference_ring(xs, "sum"), i)
-    retx = sum(c["retransmits"] for o in out.values() for c in o["stats"])
-    assert retx > 0  # the impairment did drop or delay datagrams
-    assert sum(o["counters"]["duplicates"] for o in out.values()) >= 0
+    if kinds == {"htb"}:
+        # every fourth segment went through the slow queue: reordered, and dropped when it
+        # overflowed (how often depends on the machine's speed, so only the delay is certain)
+        assert tb.delayed(0, 0) + tb.delayed(1, 1) > 0
+    else:
+        assert tb.dropped(0, 0) + tb.dropped(1, 1) > 0  # netem's 3 % loss did drop segments
+
+
+def test_compute_gaps_and_a_stopped_rank_cause_no_failover(testbed_factory, tmp_path):
+    tb = testbed_factory(2)
+    codes, out = run_job(tb, "idle_stall", 10, tmp_path)
+    assert codes == [0, 0], [o["error"] for o in out.values()]
+    xs = [rank_data(r, 250_000, 10) for r in range(2)]
+    for r in range(2):
+        for name, got in out[r]["results"].items():
+            assert_exact(got, reference_ring(xs, "sum"), (name, r))
+        assert out[r]["events"] == []  # no channel died, nothing to announce
+    assert out[0]["stall_wait"] >= 2.5  # rank 0 did wait for its stopped peer
+
+
+def test_double_one_way_failure_each_side_detects_one_and_is_told_the_other(testbed_factory,
+                                                                           tmp_path):
+    tb = testbed_factory(2, rails=3)
+    codes, out = run_job(tb, "oneway", 9, tmp_path)
+    assert codes == [0, 0], [o["error"] for o in out.values()]
+    xs = [rank_data(r, 300_000, 9) for r in range(2)]
+    for r in range(2):
+        for name, got in out[r]["results"].items():
+            assert_exact(got, reference_ring(xs, "sum"), (name, r))
+        assert out[r]["alive"] == [False, False, True], out[r]["events"]
+    silent = [e[4] for o in out.values() for e in o["events"]
+              if e[1] == "channel_down" and "silent for" in e[4]]
+    assert silent  # found by the liveness rule, not by carrier
 
 
 def test_a_slower_rail_gets_a_lower_weight_and_carries_less(testbed_factory, tmp_path):
@@ -152,11 +181,15 @@ def test_every_path_down_fails_cleanly_in_bounded_time(testbed_factory, tmp_path
     err = out[0]["error"]
     assert err and "no path left to rank 1" in err
     assert tb.ip(0, 0) in err and tb.ip(0, 1) in err  # names the paths
-    assert out[0]["elapsed"] < 5.0  # silence (0.5 s) + no-path (2 s) timeouts, not a hang
-    assert out[1]["error"] and "rank 1" in out[1]["error"]
+    assert out[0]["elapsed"] < 5.0  # carrier loss + the no-path timeout (2 s), not a hang
+    # Rank 1 sees no carrier change and hears nothing: a slow peer, until its watchdog
+    err = out[1]["error"]
+    assert err and "timeout after 4.0 s waiting for message" in err and "from rank 0" in err
+    assert "last heard" in err and tb.ip(1, 1) in err
 
 
-def test_malformed_and_foreign_packets_are_ignored_and_counted(testbed_factory, tmp_path):
+def test_junk_and_unauthenticated_connections_are_refused_and_counted(testbed_factory,
+                                                                     tmp_path):
     tb = testbed_factory(2)
     codes, out = run_job(tb, "junk", 7, tmp_path)
     assert codes == [0, 0]
@@ -165,4 +198,5 @@ def test_malformed_and_foreign_packets_are_ignored_and_counted(testbed_factory, 
         for i in range(3):
             assert_exact(out[r]["results"][f"all_reduce{i}"], reference_ring(xs, "sum"), i)
         c = out[r]["counters"]
-        assert c["foreign"] > 0 and c["malformed"] > 0
+        assert c["auth_failed"] >= 5, c  # every kind of junk, at least once
+        assert c["links_accepted"] + c["links_connected"] == 2

@@ -14,28 +14,40 @@ from reccl.perf import drive, parse_size
 from reccl.store import StoreClient, StoreError, StoreServer
 
 
-def test_perf_sweep_prints_nccl_tests_columns_and_no_wrong_elements(capfd):
-    code, _ = drive(["-c", "all_reduce", "-c", "all_to_all", "-b", "4K", "-e", "64K",
-                     "-f", "16", "-n", "2", "--hosts", "2", "--rails", "2"])
+def test_perf_sweep_prints_nccl_tests_format_and_no_wrong_elements(capfd):
+    code, _ = drive(["all_reduce", "all_to_all", "broadcast", "-b", "4K", "-e", "64K", "-f",
+                     "16", "-n", "2", "-w", "1", "-c", "1", "-r", "1", "-a", "3", "-d", "double",
+                     "--hosts", "2", "--rails", "2"])
     out = capfd.readouterr().out  # the ranks print: their output goes to the inherited fd
     assert code == 0, out
-    header = [ln for ln in out.splitlines() if "busbw(GB/s)" in ln][0]
-    for col in ("size(B)", "count", "type", "redop", "time(us)", "algbw(GB/s)", "#wrong"):
-        assert col in header
-    rows = [ln.split() for ln in out.splitlines() if not ln.startswith("#")]
-    assert [(r[0], r[1]) for r in rows] == [("all_reduce", "4096"), ("all_reduce", "65536"),
-                                            ("all_to_all", "4096"), ("all_to_all", "65536")]
+    lines = out.splitlines()
+    head = [ln.split() for ln in lines if ln.startswith("#") and "redop" in ln]
+    assert head and head[0] == ["#", "size", "count", "type", "redop", "root", "time", "algbw",
+                                "busbw", "#wrong", "time", "algbw", "busbw", "#wrong"]
+    assert any("out-of-place" in ln and "in-place" in ln for ln in lines)
+    rows = [ln.split() for ln in lines if ln.strip() and not ln.startswith("#")]
+    assert [(r[0], r[2], r[3], r[4]) for r in rows] == [
+        ("4096", "double", "sum", "-1"), ("65536", "double", "sum", "-1"),
+        ("4096", "double", "none", "-1"), ("65536", "double", "none", "-1"),
+        ("4096", "double", "none", "1"), ("65536", "double", "none", "1")]
     for r in rows:
-        algbw, busbw, wrong = float(r[6]), float(r[7]), int(r[8])
-        assert wrong == 0 and algbw > 0
-        factor = 1.0 if r[0] == "all_reduce" else 0.5  # 2(n-1)/n and (n-1)/n for n = 2
-        assert busbw == pytest.approx(algbw * factor, rel=0.01, abs=2e-4)
+        assert int(r[1]) * 8 == int(r[0])
+        t, algbw, busbw, bad = float(r[5]), float(r[6]), float(r[7]), int(r[8])
+        assert bad == 0 and t > 0
+        assert algbw == pytest.approx(int(r[0]) / t / 1e3, rel=0.02, abs=2e-4)
+        factor = 0.5 if r[3] == "none" and r[4] == "-1" else 1.0  # all_to_all (n-1)/n
+        assert busbw == pytest.approx(algbw * factor, rel=0.02, abs=2e-4)
+    assert [r[9:] for r in rows[2:4]] == [["N/A"] * 4] * 2  # all_to_all has no in-place form
+    assert all(int(r[12]) == 0 for r in rows[:2] + rows[4:])
+    assert "# Out of bounds values : 0 OK" in out
+    avg = [ln for ln in lines if ln.startswith("# Avg bus bandwidth")]
+    assert avg and float(avg[0].split(":")[1]) > 0
 
 
 def test_perf_failure_run_reports_before_during_after_and_detection():
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        code, s = drive(["-c", "all_reduce", "-e", "256K", "--hosts", "2", "--rails", "2",
+        code, s = drive(["all_reduce", "-e", "256K", "--hosts", "2", "--rails", "2",
                          "--fail-link", "0:1", "--fail-at", "0.5", "--duration", "1.5"])
     assert code == 0, buf.getvalue()
     assert s["cut"] is not None and s["wrong"] == 0 and not s["errors"]
@@ -47,7 +59,7 @@ def test_perf_failure_run_reports_before_during_after_and_detection():
 
 def test_perf_fail_stop_run_aborts_and_says_where():
     with contextlib.redirect_stdout(io.StringIO()):
-        code, s = drive(["-c", "all_reduce", "-e", "256K", "--hosts", "2", "--rails", "2",
+        code, s = drive(["all_reduce", "-e", "256K", "--hosts", "2", "--rails", "2",
                          "--fail-link", "1:0", "--fail-at", "0.3", "--duration", "1.0",
                          "--fail-stop"])
     assert code != 0
@@ -60,6 +72,8 @@ def test_perf_fail_stop_run_aborts_and_says_where():
     (["-b", "1M", "-e", "1K"], "-b must not exceed -e"),
     (["--rate", "1mbit"], "--rate needs --netns"),
     (["-d", "float77"], "unknown dtype"),
+    (["all_reduse"], "unknown collective 'all_reduse'"),
+    (["-r", "2"], "root must be below the number of ranks 2"),
 ])
 def test_perf_rejects_bad_options(argv, msg):
     with pytest.raises(SystemExit, match=msg):
@@ -101,9 +115,9 @@ def test_launcher_sets_the_environment_and_stops_everyone_when_a_rank_fails(tmp_
 
 
 def test_store_set_get_add_and_errors(tmp_path):
-    srv = StoreServer(f"unix:{tmp_path}/s.sock")
+    srv = StoreServer(f"unix:{tmp_path}/s.sock", secret=b"k")
     try:
-        a, b = StoreClient(srv.address), StoreClient(srv.address)
+        a, b = StoreClient(srv.address, secret=b"k"), StoreClient(srv.address, secret=b"k")
         got = []
         t = threading.Thread(target=lambda: got.append(b.get("k", timeout=5)))
         t.start()

@@ -1,14 +1,18 @@
-"""Fixtures for the SGLB packet tests: the program compiled once, switches
-configured as a leaf or a spine of a small fabric, a controllable clock.
+"""Fixtures for the SGLB packet tests: the program compiled once per
+MAX_PATHS, switches configured as a leaf or a spine of a small fabric, a
+controllable clock, and a wired fabric of several switches.
 
 The switches run on the target ``--target`` selects (tests/p4target.py):
 softswitch in-process, or BMv2 with the program compiled by p4c."""
 
 from __future__ import annotations
 
+import functools
 import os
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import p4target
 import pytest
@@ -16,9 +20,25 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from sglb.codes import DropReason, Event, LbMode, Role
-from sglb.config import profile_args, switch_args, uplinks_args
+from sglb.config import (
+    MAX_PATHS,
+    Feedback,
+    downlink_share,
+    downlinks_params,
+    levels_params,
+    profile_args,
+    switch_args,
+    uplinks_args,
+    writeback,
+)
 from sglb.headers import port_status_frame
 from softswitch import Exact, Lpm
+
+if TYPE_CHECKING:
+    from bmv2.switch import Bmv2Switch
+    from softswitch import Switch as SoftSwitch
+
+    Switch = SoftSwitch | Bmv2Switch
 
 # SGLB_P4 points the packet tests at another build of the program (e.g. a
 # deliberately broken copy, to see that the tests catch it).
@@ -27,12 +47,14 @@ P4_PATH = Path(os.environ.get("SGLB_P4")
 CPU_PORT = 255
 
 LEAF_MAC = "02:00:00:00:00:f0"
+SPINE_MAC = "02:00:00:00:00:65"
 HOST_MAC = "02:00:00:00:01:01"
 HOST_PORT = 10
 UPLINK_PORTS = [1, 2, 3, 4]          # paths 0..3 of the test leaf
 SPINE_IDS = [100, 101, 102, 103]     # spine behind each path
 FLOWLET_GAP = 50                     # microseconds
 DRE_SHIFT = 8                        # 256 bytes per congestion level
+NO_FEEDBACK = Feedback(enabled=False)
 
 
 @dataclass
@@ -45,10 +67,20 @@ class Clock:
         return self.now
 
 
+@functools.cache
+def compiled(max_paths: int = MAX_PATHS, dre_period_shift: int | None = None):
+    """sglb.p4 compiled once per MAX_PATHS (and DRE_PERIOD_SHIFT) for the session,
+    for the selected target."""
+    defines = {} if max_paths == MAX_PATHS else {"MAX_PATHS": str(max_paths)}
+    if dre_period_shift is not None:
+        defines["DRE_PERIOD_SHIFT"] = str(dre_period_shift)
+    return p4target.compile_program(P4_PATH, defines=defines or None)
+
+
 @pytest.fixture(scope="session")
 def program():
-    """sglb.p4 compiled once for the session (for the selected target)."""
-    return p4target.compile_program(P4_PATH)
+    """sglb.p4 compiled with the default MAX_PATHS (for the selected target)."""
+    return compiled()
 
 
 def mac_int(mac: str) -> int:
@@ -64,9 +96,10 @@ def ip_int(ip: str) -> int:
 class Node:
     """A switch under test with helpers to drive and read it."""
 
-    sw: object
+    sw: Switch
     clock: Clock
     handles: dict = field(default_factory=dict)
+    max_paths: int = MAX_PATHS
 
     def send(self, port: int, frame) -> list:
         return self.sw.process_packet(port, bytes(frame))
@@ -82,10 +115,11 @@ class Node:
     def port_event(self, port: int, up: bool, seq: int) -> list:
         return self.sw.process_packet(CPU_PORT, port_status_frame(port, up, seq))
 
-    def set_profile(self, leaf: int, mask: int = 0x0F, gen: int = 1,
-                    rq=(0,) * 8, w=(1, 1, 1, 1, 0, 0, 0, 0)) -> None:
-        """Write (add or modify) the congestion profile of destination `leaf`."""
-        args = profile_args(mask, gen, list(rq), list(w))
+    def set_profile(self, leaf: int, mask: int = 0x0F, rq=(0,) * 4, w=(1, 1, 1, 1),
+                    ep=()) -> None:
+        """Write (add or modify) the congestion profile of destination `leaf`;
+        `ep` are the notice epochs written back per path (None: none)."""
+        args = profile_args(mask, list(rq), list(w), [writeback(e) for e in ep], self.max_paths)
         handle = self.handles.get(("profile", leaf))
         if handle is None:
             self.handles[("profile", leaf)] = self.sw.table_add(
@@ -94,29 +128,73 @@ class Node:
             self.sw.table_modify("dst_profile", handle, "set_profile", args)
 
 
-def make_switch(program, clock: Clock):
+def make_switch(program, clock: Clock) -> Switch:
     return p4target.make_switch(program, cpu_port=CPU_PORT, clock=clock)
 
 
 def configure_leaf(program, mode: LbMode = LbMode.SGLB, tolerance: int = 0,
-                   switch_id: int = 0, paths: int = 4) -> Node:
-    """Leaf `switch_id`: host 10.0.0.1 on port 10, paths 0..3 on ports 1..4
-    via spines 100..103; leaves 1 and 2 behind 10.1/16 and 10.2/16."""
-    clock = Clock()
+                   switch_id: int = 0, paths: int = 4, feedback: Feedback = NO_FEEDBACK,
+                   max_paths: int = MAX_PATHS, clock: Clock | None = None,
+                   uplink_ports=None, spine_ids=None, dre_shift: int = DRE_SHIFT,
+                   flowlet_gap: int = FLOWLET_GAP) -> Node:
+    """Leaf `switch_id`: host 10.<id>.0.1 on port 10 (bound to a host), paths
+    0..n-1 on ports 1..n bound to spines 100..; leaves 1 and 2 behind 10.1/16
+    and 10.2/16 (the other leaves' subnets)."""
+    clock = clock or Clock()
+    uplink_ports = list(uplink_ports or UPLINK_PORTS[:paths])
+    spine_ids = list(spine_ids or SPINE_IDS[:paths])
     sw = make_switch(program, clock)
     sw.table_set_default("switch_config", "set_switch",
-                         switch_args(Role.LEAF, switch_id, mac_int(LEAF_MAC), FLOWLET_GAP, mode,
-                                     tolerance))
+                         switch_args(Role.LEAF, switch_id, mac_int(LEAF_MAC), flowlet_gap, mode,
+                                     tolerance, feedback=feedback))
     sw.table_set_default("uplinks", "set_uplinks",
-                         uplinks_args(UPLINK_PORTS[:paths], [DRE_SHIFT] * paths))
-    sw.table_add("ipv4_route", [Lpm(ip_int("10.0.0.1"), 32)], "to_host",
+                         uplinks_args(uplink_ports, [dre_shift] * len(uplink_ports), max_paths))
+    own = f"10.{switch_id}.0"
+    sw.table_add("ipv4_route", [Lpm(ip_int(f"{own}.1"), 32)], "to_host",
                  [HOST_PORT, mac_int(HOST_MAC)])
-    sw.table_add("ipv4_route", [Lpm(ip_int("10.1.0.0"), 16)], "to_leaf", [1])
-    sw.table_add("ipv4_route", [Lpm(ip_int("10.2.0.0"), 16)], "to_leaf", [2])
-    sw.table_add("ipv4_route", [Lpm(ip_int("10.0.0.254"), 32)], "to_cpu", [])
+    sw.table_add("ipv4_route", [Lpm(ip_int(f"{own}.254"), 32)], "to_cpu", [])
+    for other in (0, 1, 2):
+        if other != switch_id:
+            sw.table_add("ipv4_route", [Lpm(ip_int(f"10.{other}.0.0"), 16)], "to_leaf", [other])
     sw.table_add("arp_proxy", [Lpm(ip_int("10.0.0.0"), 8)], "arp_reply", [mac_int(LEAF_MAC)])
-    for slot, spine in enumerate(SPINE_IDS[:paths]):
-        sw.table_add("spine_paths", [Exact(spine)], "set_spine", [slot, 1 << slot])
+    sw.table_add("port_neighbour", [Exact(HOST_PORT)], "bind_host", [])
+    spines: dict[int, int] = {}
+    for index, (port, spine) in enumerate(zip(uplink_ports, spine_ids, strict=True)):
+        sw.table_add("port_neighbour", [Exact(port)], "bind_spine", [spine])
+        spines[spine] = spines.get(spine, 0) | 1 << index
+    for spine, mask in spines.items():
+        sw.table_add("spine_paths", [Exact(spine)], "set_spine", [mask])
+    return Node(sw, clock, max_paths=max_paths)
+
+
+def configure_spine(program, spine_id: int = 101, leaves=((1, (3,)), (2, (4, 5)), (3, (6,))),
+                    capacities: dict[int, float] | None = None, notice_group: int = 7,
+                    copies: int = 1, clock: Clock | None = None) -> Node:
+    """Spine `spine_id`: each (leaf, ports) bundle bound to that leaf, split in
+    proportion to `capacities` (Mbit/s, default 10 each), level thresholds
+    from them, notices to `notice_group` with `copies` per leaf port."""
+    clock = clock or Clock()
+    caps = capacities or {}
+    sw = make_switch(program, clock)
+    sw.table_set_default("switch_config", "set_switch",
+                         switch_args(Role.SPINE, spine_id, mac_int(SPINE_MAC), 50,
+                                     notice_group=notice_group))
+    replicas = []
+    for leaf, ports in leaves:
+        for port in ports:
+            sibling = next((p for p in ports if p != port), port)
+            sw.table_add("port_peer", [Exact(port)], "peer", [leaf, sibling])
+            sw.table_add("port_neighbour", [Exact(port)], "bind_leaf", [leaf])
+            sw.table_add("port_levels", [Exact(port)], "set_levels",
+                         [v for _, v in levels_params(caps.get(port, 10.0))])
+        a = ports[0]
+        b = ports[1] if len(ports) > 1 else a
+        share = downlink_share(caps.get(a, 10.0), caps.get(b, 10.0)) if b != a else 255
+        sw.table_add("leaf_downlinks", [Exact(leaf)], "set_downlinks",
+                     [v for _, v in downlinks_params(a, b, share)])
+        sw.table_add("ipv4_route", [Lpm(ip_int(f"10.{leaf}.0.0"), 16)], "to_leaf", [leaf])
+        replicas += [(ports[0], rid) for rid in range(copies)]
+    sw.mc_group_set(notice_group, replicas)
     return Node(sw, clock)
 
 
@@ -134,3 +212,32 @@ def out_ports(outs) -> list[int]:
 @pytest.fixture
 def leaf(program) -> Node:
     return configure_leaf(program)
+
+
+class WiredFabric:
+    """Switches wired port to port, driven from the test: a frame sent out of a wired
+    port arrives at the other end at once; what leaves on an unwired port is
+    delivered (returned) as (switch name, port, frame)."""
+
+    def __init__(self, nodes: dict[str, Node], wires: list[tuple[str, int, str, int]]):
+        self.nodes = nodes
+        self.peer: dict[tuple[str, int], tuple[str, int]] = {}
+        for a, pa, b, pb in wires:
+            self.peer[a, pa] = (b, pb)
+            self.peer[b, pb] = (a, pa)
+        self.crossed: list[tuple[str, int, bytes]] = []
+        """Every frame that crossed a wire: (sending switch, its port, frame)."""
+
+    def inject(self, name: str, port: int, frame) -> list[tuple[str, int, bytes]]:
+        delivered = []
+        queue = deque([(name, port, bytes(frame))])
+        while queue:
+            node, in_port, data = queue.popleft()
+            for out in self.nodes[node].sw.process_packet(in_port, data):
+                far = self.peer.get((node, out.port))
+                if far is None:
+                    delivered.append((node, out.port, out.data))
+                else:
+                    self.crossed.append((node, out.port, out.data))
+                    queue.append((far[0], far[1], out.data))
+        return delivered

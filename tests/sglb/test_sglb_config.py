@@ -10,7 +10,17 @@ from pathlib import Path
 import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
-from sglb_harness import CPU_PORT, UPLINK_PORTS, Clock, Node, make_switch, out_ports, udp
+from sglb_harness import (
+    CPU_PORT,
+    NO_FEEDBACK,
+    UPLINK_PORTS,
+    Clock,
+    Node,
+    compiled,
+    make_switch,
+    out_ports,
+    udp,
+)
 
 from sglb import config
 from sglb.codes import LbMode, Role
@@ -24,48 +34,102 @@ from sglb.config import (
     uplinks_args,
 )
 from sglb.headers import PACKET_OUT_DIRECT, PacketOut
-from softswitch import Exact, Lpm
+from softswitch import Exact, Lpm, P4Error, compile_file
+from softswitch.p4info import p4info_from_program_info
 
 P4SRC = Path(__file__).resolve().parents[2] / "p4src"
 
 
+# MAX_PATHS = 64 compiles the widest program (seconds): marked slow
+WIDTHS = [8, 16, pytest.param(64, marks=pytest.mark.slow)]
+
+
 def _p4_defines() -> dict[str, int]:
-    text = (P4SRC / "include" / "constants.p4").read_text()
+    text = "".join((P4SRC / "include" / f).read_text() for f in ("constants.p4", "paths.p4"))
     return {k: int(v, 0) for k, v in re.findall(r"^#define (\w+) (\w+)\s*$", text, re.M)}
 
 
-def _action_params(action: str) -> dict[str, int]:
-    """{parameter: width} of an action of sglb.p4, in declaration order (typedefs resolved)."""
-    typedefs = dict((name, int(w)) for w, name in re.findall(
-        r"typedef bit<(\d+)> (\w+);", (P4SRC / "include" / "constants.p4").read_text()))
-    m = re.search(rf"action {action}\(([^)]*)\)", (P4SRC / "sglb.p4").read_text())
-    assert m, f"no action {action} in sglb.p4"
-    return {name: int(w) if w else typedefs[alias]
-            for w, alias, name in re.findall(r"(?:bit<(\d+)>|(\w+))\s+(\w+)", m.group(1))}
-
-
-def _param_width(action: str, param: str) -> int:
-    return _action_params(action)[param]
+def _action_params(max_paths: int, action: str) -> dict[str, int]:
+    """{parameter: width} of an action of the compiled program, in declaration order."""
+    p4info = p4info_from_program_info(compiled(max_paths).info)
+    for a in p4info.actions:
+        if a.preamble.name.split(".")[-1] == action:
+            return {prm.name: prm.bitwidth for prm in a.params}
+    raise AssertionError(f"no action {action} in sglb.p4")
 
 
 def test_constants_match_the_p4_program():
     defines = _p4_defines()
-    for name in ("MAX_PATHS", "QMAX", "DRE_PERIOD_SHIFT"):
+    for name in ("MAX_PATHS", "QMAX", "DRE_PERIOD_SHIFT", "FB_TIME_SHIFT"):
         assert getattr(config, name) == defines[name], name
     assert config.DRE_PERIOD_US == 1 << defines["DRE_PERIOD_SHIFT"]
-    # widths of what the control plane writes: a level or weight must fit its field
-    for i in range(config.MAX_PATHS):
-        assert _param_width("set_profile", f"rq{i}") == config.QBITS
-        assert _param_width("set_profile", f"w{i}") == config.WBITS
-        assert _param_width("set_uplinks", f"port{i}") == 9 == config.PORT_MAX.bit_length()
-        assert (1 << _param_width("set_uplinks", f"shift{i}")) > config.SHIFT_MAX
-    assert _param_width("set_profile", "live_mask") == config.MAX_PATHS
     assert config.QMAX == (1 << config.QBITS) - 1 and config.WMAX == (1 << config.WBITS) - 1
-    # every parameter the checked builders fill, in the order sglb.p4 declares them
-    for action, params in (("set_profile", config.profile_params(1, 1, [], [])),
-                           ("set_uplinks", config.uplinks_params({})),
-                           ("set_switch", config.switch_params(Role.LEAF, 1, 0, 1))):
-        assert list(_action_params(action)) == [n for n, _ in params], action
+    consts = (P4SRC / "include" / "constants.p4").read_text()
+    assert f"TAG_LENGTH         = {config.TAG_LENGTH};" in consts
+
+
+@pytest.mark.parametrize("max_paths", WIDTHS)
+def test_builders_match_the_action_signatures(max_paths):
+    """Every parameter the checked builders fill, in the order and width sglb.p4
+    compiled with -DMAX_PATHS declares them; a value must fit its field."""
+    profile = _action_params(max_paths, "set_profile")
+    uplinks = _action_params(max_paths, "set_uplinks")
+    for i in range(max_paths):
+        assert profile[f"rq{i}"] == config.QBITS
+        assert profile[f"w{i}"] == config.WBITS
+        assert profile[f"ep{i}"] == 32
+        assert uplinks[f"port{i}"] == 9 == config.PORT_MAX.bit_length()
+        assert (1 << uplinks[f"shift{i}"]) > config.SHIFT_MAX
+    assert f"rq{max_paths}" not in profile
+    assert profile["live_mask"] == uplinks["path_slots"] == max_paths
+    built = (("set_profile", config.profile_params(1, [], [], [], max_paths)),
+             ("set_uplinks", config.uplinks_params({}, max_paths)),
+             ("set_switch", config.switch_params(Role.LEAF, 1, 0, 1)),
+             ("set_levels", config.levels_params(10)),
+             ("set_downlinks", config.downlinks_params(1, 2, 3)))
+    for action, params in built:
+        widths = _action_params(max_paths, action)
+        assert list(widths) == [n for n, _ in params], action
+        for name, _ in params:
+            assert widths[name] <= 64, (action, name)
+
+
+def test_max_paths_choices_and_a_bad_one():
+    assert config.check_max_paths(16) == 16
+    for bad in (4, 32, 65, 0):
+        with pytest.raises(ValueError, match="MAX_PATHS must be one of 8, 16, 64"):
+            config.check_max_paths(bad)
+    with pytest.raises(P4Error, match="MAX_PATHS must be 8, 16 or 64"):
+        compile_file(str(P4SRC / "sglb.p4"), defines={"MAX_PATHS": "32"})
+
+
+def test_epochs_and_writeback_by_hand():
+    assert config.epoch_newer(5, 4) and not config.epoch_newer(4, 5)
+    assert not config.epoch_newer(5, 5)
+    top = (1 << 30) - 3
+    assert config.epoch_newer(2, top) and not config.epoch_newer(top, 2)   # across the wrap
+    assert config.epoch_newer(0xFFFFFFFF, 0x3FFFFFFE)                      # mod 2^30
+    assert config.writeback(None) == 0
+    assert config.writeback(5) == (1 << 31) | 5
+    assert config.writeback(0xFFFFFFFF) == (1 << 31) | ((1 << 30) - 1)
+    for bad in (-1, 1 << 32):
+        with pytest.raises(ValueError, match="32 bits"):
+            config.writeback(bad)
+
+
+def test_level_thresholds_and_shares_by_hand():
+    # 10 Mbit/s: shift 4, level k from k * 16 bytes
+    assert config.level_thresholds(10) == [16, 32, 48, 64, 80, 96, 112]
+    assert config.downlink_share(5, 10) == 85          # 256 / 3
+    assert config.downlink_share(10, 10) == 128
+    assert config.downlink_share(1, 1000) == 1         # never 0: both members carry flows
+    assert config.downlink_share(1000, 1) == 255
+    with pytest.raises(ValueError, match="capacity_b"):
+        config.downlink_share(1, 0)
+    with pytest.raises(ValueError, match="unknown_level"):
+        config.Feedback(unknown_level=8)
+    with pytest.raises(ValueError, match="stale_us"):
+        config.Feedback(fresh_us=10, stale_us=5)
 
 
 def test_quantise_and_weights():
@@ -102,34 +166,53 @@ def test_dre_shift_by_hand():
 
 
 def test_action_args_checked():
-    assert profile_args(0b11, 2, [1, 7], [15, 3]) == [3, 2, 1, 7, 0, 0, 0, 0, 0, 0,
-                                                      15, 3, 0, 0, 0, 0, 0, 0]
-    assert uplinks_args([5, 6], [11, 11])[:3] == [0b11, 5, 6]
-    assert switch_args(Role.SPINE, 7, 1, 100, notice_group=3) == [1, 0, 7, 1, 100, 1, 3]
+    assert profile_args(0b11, [1, 7], [15, 3], [config.writeback(9)]) == (
+        [3, 1, 7] + [0] * 6 + [15, 3] + [0] * 6 + [(1 << 31) | 9] + [0] * 7)
+    assert uplinks_args([5, 6], [11, 11])[:4] == [0b11, 2, 5, 6]
+    assert len(uplinks_args([5], [11], max_paths=64)) == 2 + 128
+    fb = config.Feedback(enabled=False, tag_frame_max=1534, fresh_us=1, stale_us=2,
+                         unknown_level=4, gap_margin_us=5, gap_unknown_us=6)
+    assert switch_args(Role.SPINE, 7, 1, 100, notice_group=3, feedback=fb) == [
+        1, 0, 7, 1, 100, 1, 3, 0, 1534, 1, 2, 4, 5, 6]
     with pytest.raises(ValueError, match=r"remote\[1\] = 8 is outside 0..7"):
-        profile_args(1, 1, [0, 8], [1])
+        profile_args(1, [0, 8], [1])
     with pytest.raises(ValueError, match="at most 8 paths"):
-        profile_args(1, 1, [0] * 9, [1])
+        profile_args(1, [0] * 9, [1])
     with pytest.raises(ValueError, match="live_mask"):
-        profile_args(0x100, 1, [], [])
+        profile_args(0x100, [], [])
+    assert profile_args(1 << 63, [0] * 64, [1] * 64, max_paths=64)[0] == 1 << 63
     with pytest.raises(ValueError, match="2 ports but 1 shifts"):
         uplinks_args([1, 2], [3])
 
 
-def _leaf_with_load(program, gap_us: int) -> Node:
-    """Two 1 Gb/s paths (ports 1, 2); path 0's port carries 1,000-byte frames
-    every gap_us for 2 ms (sent by the controller straight out of port 1)."""
+def test_dre_period_for_the_slowest_link_by_hand():
+    # 4 frames of 1,514 bytes at 2 Mbit/s: 24,224 us -> 2^15 us
+    assert config.dre_period_shift_for(2) == 15
+    assert config.dre_period_shift_for(1) == 16
+    assert config.dre_period_shift_for(1000) == DRE_PERIOD_SHIFT    # never below 64 us
+    assert config.dre_period_shift_for(1e-6) == config.DRE_PERIOD_SHIFT_MAX
+    # 2 Mbit/s over 2^15 us: 8,192 B per period; mean swing 12,288 / 6 = 2,048 -> 2^11
+    assert dre_shift(2, 15) == 11 and config.level_thresholds(2, 15)[0] == 2048
+    with pytest.raises(ValueError, match="period_shift"):
+        dre_shift(2, 25)
+
+
+def _leaf_with_load(program, gap_us: int, capacity: float = 1000, period_shift: int = 6,
+                    frame: int = 1000, span_us: int = 2000) -> Node:
+    """Two paths of `capacity` Mbit/s (ports 1, 2); path 0's port carries `frame`-byte
+    frames every gap_us for span_us (sent by the controller straight out of port 1)."""
     clock = Clock()
     sw = make_switch(program, clock)
     sw.table_set_default("switch_config", "set_switch",
-                         switch_args(Role.LEAF, 0, 0x0200000000F0, 50, LbMode.SGLB, 0))
-    shift = dre_shift(1000)  # 1 Gbit/s
+                         switch_args(Role.LEAF, 0, 0x0200000000F0, 50, LbMode.SGLB, 0,
+                                     feedback=NO_FEEDBACK))
+    shift = dre_shift(capacity, period_shift)
     sw.table_set_default("uplinks", "set_uplinks", uplinks_args(UPLINK_PORTS[:2], [shift] * 2))
     sw.table_add("ipv4_route", [Lpm(0x0A010000, 16)], "to_leaf", [1])
-    sw.table_add("dst_profile", [Exact(1)], "set_profile", profile_args(0b11, 1, [0, 2], [1, 1]))
+    sw.table_add("dst_profile", [Exact(1)], "set_profile", profile_args(0b11, [0, 2], [1, 1]))
     load = bytes(PacketOut(op=PACKET_OUT_DIRECT, egress_port=UPLINK_PORTS[0])) + bytes(
-        Ether() / IP(dst="10.9.9.9") / UDP() / (b"L" * (1000 - 42)))
-    for _ in range(2000 // gap_us):
+        Ether() / IP(dst="10.9.9.9") / UDP() / (b"L" * (frame - 42)))
+    for _ in range(span_us // gap_us):
         clock.now += gap_us
         assert out_ports(sw.process_packet(CPU_PORT, load)) == [UPLINK_PORTS[0]]
     return Node(sw, clock)
@@ -147,3 +230,17 @@ def test_full_rate_uplink_reads_congested(program):
 def test_light_uplink_reads_idle(program):
     node = _leaf_with_load(program, gap_us=64)  # 1/8 of the capacity
     assert out_ports(node.send(10, udp(sport=1))) == [UPLINK_PORTS[0]]
+
+
+def test_slow_links_need_the_longer_dre_period():
+    """2 Mbit/s (the testbed's links): with the period from dre_period_shift_for
+    a full-rate link reads congested and a link at 1/8 of its rate idle; with
+    the default 64 us a single frame would read saturated, then idle."""
+    shift = config.dre_period_shift_for(2)
+    program = compiled(dre_period_shift=shift)
+    full = _leaf_with_load(program, gap_us=6056, capacity=2, period_shift=shift, frame=1514,
+                           span_us=400_000)                       # one frame per frame time
+    assert out_ports(full.send(10, udp(sport=1))) == [UPLINK_PORTS[1]]
+    light = _leaf_with_load(program, gap_us=8 * 6056, capacity=2, period_shift=shift,
+                            frame=1514, span_us=400_000)
+    assert out_ports(light.send(10, udp(sport=1))) == [UPLINK_PORTS[0]]

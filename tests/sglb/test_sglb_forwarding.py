@@ -14,26 +14,26 @@ from sglb_harness import (
     HOST_PORT,
     LEAF_MAC,
     P4_PATH,
+    SPINE_MAC,
     UPLINK_PORTS,
-    Clock,
+    Node,
     configure_leaf,
-    ip_int,
-    mac_int,
-    make_switch,
+    configure_spine,
     out_ports,
     udp,
 )
 
-from sglb.codes import DropReason, Event, Role
+from sglb.codes import DropReason, Event
 from sglb.headers import (
     PACKET_OUT_DIRECT,
+    PROBE_REPLY_KIND,
     PUNT_HOST,
-    PUNT_PROBE,
+    PUNT_PROBE_REPLY,
     PacketIn,
     PacketOut,
+    SglbNotice,
     SglbProbe,
 )
-from softswitch import Exact, Lpm
 
 
 def test_softswitch_check_is_clean():
@@ -46,8 +46,8 @@ def test_softswitch_check_is_clean():
 def test_program_surface(program):
     info = program.info
     names = {t.name.split(".")[-1] for t in info.tables}
-    assert {"switch_config", "uplinks", "ipv4_route", "arp_proxy", "dst_profile",
-            "spine_paths", "port_peer", "leaf_downlinks"} <= names
+    assert {"switch_config", "uplinks", "port_neighbour", "ipv4_route", "arp_proxy",
+            "dst_profile", "spine_paths", "port_peer", "leaf_downlinks", "port_levels"} <= names
     assert {h.name for h in info.controller_headers} == {"packet_in", "packet_out"}
 
 
@@ -150,40 +150,72 @@ def test_punt_to_cpu_and_packet_out(leaf):
     assert outs == [] and leaf.drops(DropReason.BAD_PACKET_OUT) == 1
 
 
-def test_probe_path_spine_stamp_and_punt(program, leaf):
+def _probe_round_trip(program, src: Node, path: int = 2) -> tuple[list, Node, Node]:
+    """A probe from leaf 0's controller on `path` (spine 102) to leaf 1 and back."""
     probe = (Ether(src=LEAF_MAC, dst="ff:ff:ff:ff:ff:ff")
-             / SglbProbe(path=2, src_leaf=0, dst_leaf=1, seq=11))
-    # Source leaf: the controller's probe leaves on the path it names.
-    leaf.set_profile(1, rq=[0, 0, 7, 0])
-    outs = leaf.sw.process_packet(CPU_PORT, bytes(PacketOut()) + bytes(probe))
-    assert out_ports(outs) == [UPLINK_PORTS[2]]
-    # Spine: forwards to leaf 1 and stamps its egress DRE.
-    spine = make_switch(program, Clock())
-    spine.table_set_default("switch_config", "set_switch",
-                            [int(Role.SPINE), 0, 102, mac_int("02:00:00:00:00:66"), 50, 0, 0])
-    spine.table_add("leaf_downlinks", [Exact(1)], "set_downlinks", [3, 3])
-    spine.table_add("ipv4_route", [Lpm(ip_int("10.1.0.0"), 16)], "to_leaf", [1])
+             / SglbProbe(path=path, src_leaf=77, dst_leaf=1, seq=11))
+    sent = src.sw.process_packet(CPU_PORT, bytes(PacketOut()) + bytes(probe))
+    assert out_ports(sent) == [UPLINK_PORTS[path]]
+    assert Ether(sent[0].data)[SglbProbe].src_leaf == 0     # the leaf stamps its own id
+    # Spine 102 (leaf 0 on port 1, leaf 1 on port 3): forwards and stamps its egress DRE.
+    spine = configure_spine(program, spine_id=102, leaves=((0, (1,)), (1, (3,))))
     big = udp(dst="10.1.0.5", payload=b"z" * 1000)
-    spine.process_packet(1, big)
-    outs = spine.process_packet(1, outs[0].data)
-    assert out_ports(outs) == [3]
-    assert Ether(outs[0].data)[SglbProbe].hop_dre >= len(big)
-    # Destination leaf 1 punts it to its controller.
+    spine.send(1, big)
+    there = spine.send(1, sent[0].data)
+    assert out_ports(there) == [3]
+    assert Ether(there[0].data)[SglbProbe].hop_dre >= len(big)
+    # Destination leaf 1 turns it around on the port it came in.
     dst = configure_leaf(program, switch_id=1)
-    punted = dst.send(UPLINK_PORTS[2], outs[0].data)
+    back = dst.send(UPLINK_PORTS[path], there[0].data)
+    assert out_ports(back) == [UPLINK_PORTS[path]]
+    reply = Ether(back[0].data)[SglbProbe]
+    assert (reply.kind, reply.src_leaf, reply.dst_leaf, reply.seq) == (PROBE_REPLY_KIND, 1, 0, 11)
+    assert dst.event(Event.PROBE_REFLECTED) == 1
+    returned = spine.send(3, back[0].data)
+    assert out_ports(returned) == [1]
+    src.clock.now += 300
+    return src.send(UPLINK_PORTS[path], returned[0].data), spine, dst
+
+
+def test_probe_round_trip_punted_with_rtt(program, leaf):
+    leaf.set_profile(1, rq=[0, 0, 7, 0])
+    punted, _, _ = _probe_round_trip(program, leaf)
     assert out_ports(punted) == [CPU_PORT]
     pin = PacketIn(punted[0].data)
-    assert pin.reason == PUNT_PROBE and pin[SglbProbe].seq == 11
-    assert dst.event(Event.PROBE_PUNTED) == 1
+    assert pin.reason == PUNT_PROBE_REPLY and pin[SglbProbe].seq == 11
+    assert pin[SglbProbe].stamp == 300                     # round-trip time, us
+    assert leaf.event(Event.PROBE_REPLIED) == 1
+
+
+def test_probe_detects_recovery_when_every_path_is_excluded(program, leaf):
+    """All four spines said leaf 1 is unreachable: data is dropped, but the
+    controller's probes still leave, so it can see a path come back."""
+    leaf.set_profile(1)
+    for port, spine in zip(UPLINK_PORTS, (100, 101, 102, 103), strict=True):
+        leaf.send(port, bytes(Ether(src=SPINE_MAC) / SglbNotice(kind=1, spine_id=spine,
+                                                                 leaf_id=1, epoch=3)))
+    assert leaf.send(HOST_PORT, udp()) == []
+    assert leaf.drops(DropReason.NO_LIVE_PATH) == 1
+    punted, _, _ = _probe_round_trip(program, leaf)
+    assert PacketIn(punted[0].data).reason == PUNT_PROBE_REPLY
+    # a probe on a path whose own port is down is dropped, and counted
+    leaf.port_event(UPLINK_PORTS[1], up=False, seq=1)
+    probe = Ether(src=LEAF_MAC) / SglbProbe(path=1, dst_leaf=1)
+    assert leaf.sw.process_packet(CPU_PORT, bytes(PacketOut()) + bytes(probe)) == []
+    assert leaf.drops(DropReason.NO_LIVE_PATH) == 2
 
 
 def test_malformed_probe_dropped_and_counted(leaf):
-    for fields in (dict(version=3), dict(length=12), dict(path=8), dict(dst_leaf=1024)):
-        pkt = Ether(src=LEAF_MAC) / SglbProbe(**fields)
+    bad = (dict(version=3), dict(length=16), dict(path=8), dict(dst_leaf=1024),
+           dict(dst_leaf=0), dict(kind=PROBE_REPLY_KIND))   # to itself; a reply from the CPU
+    for fields in bad:
+        pkt = Ether(src=LEAF_MAC) / SglbProbe(**{"dst_leaf": 1, **fields})
         assert leaf.sw.process_packet(CPU_PORT, bytes(PacketOut()) + bytes(pkt)) == []
-    # A leaf does not relay probes for other leaves that arrive on data ports.
+    # A leaf does not relay probes for other leaves, nor take one from a host.
     assert leaf.send(UPLINK_PORTS[0], Ether() / SglbProbe(dst_leaf=5)) == []
-    assert leaf.drops(DropReason.BAD_PROBE) == 5
+    assert leaf.send(HOST_PORT, Ether() / SglbProbe(dst_leaf=0)) == []
+    assert leaf.send(HOST_PORT, Ether() / SglbProbe(kind=PROBE_REPLY_KIND, dst_leaf=0)) == []
+    assert leaf.drops(DropReason.BAD_PROBE) == len(bad) + 3
     truncated = bytes(Ether() / SglbProbe(dst_leaf=5))[:-1]
     assert leaf.send(UPLINK_PORTS[0], truncated) == []
     assert leaf.drops(DropReason.MALFORMED) == 1

@@ -132,13 +132,22 @@ def test_ecmp_mode_hashes_per_flow_over_live_paths(program):
     assert port[0] not in _spread(node, 60, seed=3)
 
 
-def test_sglb_re_picks_per_flowlet_where_ecmp_does_not(leaf):
+def test_a_new_flowlet_moves_only_when_its_path_is_no_longer_among_the_best(leaf):
+    """After a gap a flowlet may move, and does when its path got worse; while its
+    path stays among the candidates it keeps it (moving could only reorder)."""
     leaf.set_profile(1)
-    seen = set()
+    flow = udp(sport=7)
+    (first,) = out_ports(leaf.send(10, flow))
     for _ in range(30):
         leaf.clock.now += 10 * FLOWLET_GAP
-        seen.update(out_ports(leaf.send(10, udp(sport=7))))
-    assert len(seen) > 1
+        assert out_ports(leaf.send(10, flow)) == [first]
+    rq = [0, 0, 0, 0]
+    rq[UPLINK_PORTS.index(first)] = 5
+    leaf.set_profile(1, rq=rq)
+    leaf.clock.now += 10 * FLOWLET_GAP
+    (moved,) = out_ports(leaf.send(10, flow))
+    assert moved != first
+    assert leaf.event(Event.NEW_FLOWLET) == 32   # the first packet, 30 kept, 1 moved
 
 
 def test_no_profile_falls_back_to_ecmp(leaf):

@@ -1,14 +1,17 @@
 """Byte-exact round trips of the SGLB scapy layers (sglb/headers.py)."""
 
 import pytest
+from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from sglb.headers import (
+    FB_NONE,
     PacketIn,
     PacketOut,
     PortStatus,
     SglbNotice,
     SglbProbe,
+    SglbTag,
     port_status_frame,
 )
 
@@ -32,11 +35,25 @@ def test_notice_wire_format():
 
 
 def test_probe_wire_format():
-    raw = bytes(Ether(**ETH) / SglbProbe(path=3, src_leaf=1, dst_leaf=2, seq=5, hop_dre=0x100))
+    raw = bytes(Ether(**ETH) / SglbProbe(path=3, src_leaf=1, dst_leaf=2, seq=5, hop_dre=0x100,
+                                         stamp=0x0A0B0C0D))
     assert raw[12:14] == b"\x88\xb6"
-    assert raw[14:] == bytes.fromhex("01031003" "0001" "0002" "00000005" "00000100")
+    assert raw[14:] == bytes.fromhex("01031403" "0001" "0002" "00000005" "00000100" "0a0b0c0d")
     assert type(Ether(raw).payload) is SglbProbe
+    assert type(Ether(raw[:15] + b"\x04" + raw[16:]).payload) is SglbProbe   # the reply
     assert type(Ether(raw[:15] + b"\x07" + raw[16:]).payload) is SglbNotice  # unknown kind
+
+
+def test_tag_wire_format_and_payload():
+    raw = bytes(Ether(**ETH) / SglbTag(npaths=4, src_leaf=0x0102, path=3, ce=6, ts=0x11223344,
+                                       fb_owd=0x55667788, fb_path=2, fb_level=5)
+                / IP(src="10.0.0.1", dst="10.1.0.1") / UDP())
+    assert raw[12:14] == b"\x88\xb6"
+    assert raw[14:34] == bytes.fromhex("01051404" "0102" "03" "06" "11223344" "55667788"
+                                       "02" "05" "0800")
+    parsed = Ether(raw)
+    assert type(parsed.payload) is SglbTag and parsed[IP].dst == "10.1.0.1"
+    assert SglbTag().fb_level == FB_NONE
 
 
 @pytest.mark.parametrize(
@@ -44,9 +61,11 @@ def test_probe_wire_format():
     [
         Ether(**ETH) / PortStatus(op=2, port=513, seq=0xFFFFFFFF),
         Ether(**ETH) / SglbNotice(kind=1, spine_id=65535, leaf_id=1023, epoch=123456),
-        Ether(**ETH) / SglbProbe(path=7, src_leaf=3, dst_leaf=4, seq=99, hop_dre=4096),
+        Ether(**ETH) / SglbProbe(path=7, src_leaf=3, dst_leaf=4, seq=99, hop_dre=4096, stamp=7),
+        Ether(**ETH) / SglbTag(npaths=64, src_leaf=1023, path=63, ce=7, ts=1, fb_owd=2,
+                               fb_path=9, fb_level=0),
     ],
-    ids=["port_status", "notice", "probe"],
+    ids=["port_status", "notice", "probe", "tag"],
 )
 def test_ether_layers_round_trip(pkt):
     raw = bytes(pkt)

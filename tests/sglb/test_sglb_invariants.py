@@ -11,17 +11,13 @@ from scapy.layers.l2 import Ether
 from sglb_harness import (
     FLOWLET_GAP,
     UPLINK_PORTS,
-    Clock,
-    Node,
     configure_leaf,
-    mac_int,
-    make_switch,
     out_ports,
     udp,
 )
 
-from sglb.codes import DropReason, Role
-from sglb.headers import SglbNotice
+from sglb.codes import DropReason
+from sglb.config import FB_TIME_SHIFT, Feedback
 
 four = st.lists(st.integers(0, 7), min_size=4, max_size=4)
 weights = st.lists(st.integers(0, 15), min_size=4, max_size=4)
@@ -47,15 +43,6 @@ def test_new_flowlet_takes_a_live_path_within_tolerance(program, rq, w, mask, do
     path = UPLINK_PORTS.index(outs[0])
     assert path in live
     assert rq[path] <= min(rq[i] for i in live) + tol
-
-
-def test_spine_rejects_notices(program):
-    sw = make_switch(program, Clock())
-    sw.table_set_default("switch_config", "set_switch",
-                         [int(Role.SPINE), 0, 101, mac_int("02:00:00:00:00:65"), 50, 0, 7])
-    node = Node(sw, Clock())
-    assert node.send(3, Ether() / SglbNotice(spine_id=102, leaf_id=1, epoch=3)) == []
-    assert node.drops(DropReason.BAD_NOTICE) == 1
 
 
 def test_flowlet_gap_boundary(leaf):
@@ -92,3 +79,36 @@ def test_nothing_is_lost_silently(leaf, port, ethertype, body, prefix):
     outs = leaf.send(port, frame)
     after = _totals(leaf)
     assert outs or after[0] > before[0] or after[1] > before[1], frame.hex()
+
+
+FB = Feedback(fresh_us=10_000, stale_us=100_000, gap_margin_us=100, gap_unknown_us=20_000)
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(levels=four, ages=st.lists(st.integers(0, 20_000), min_size=4, max_size=4),
+       owds=st.lists(st.integers(0, 50_000), min_size=4, max_size=4),
+       idle=st.integers(FLOWLET_GAP + 1, 60_000), sport=st.integers(1024, 65535))
+def test_a_new_flowlet_never_overtakes_its_previous_one(program, levels, ages, owds, idle, sport):
+    """Whatever the fed-back levels, ages and one-way delays, a flowlet leaves its
+    path p for q only if idle >= owd_p - owd_q + margin (both fresh) or, where a
+    delay is not fresh, idle >= gap_unknown (the documented delay-skew rule)."""
+    node = configure_leaf(program, feedback=FB, dre_shift=24)
+    node.set_profile(1)
+    (first,) = out_ports(node.send(10, udp(sport=sport)))
+    p = UPLINK_PORTS.index(first)
+    node.clock.now += idle
+    now_units = node.clock.now >> FB_TIME_SHIFT
+    for i in range(4):
+        word = 1 << 31 | levels[i] << 28 | (now_units - (ages[i] >> FB_TIME_SHIFT)) % (1 << 28)
+        node.sw.register_write(f"fb_{i}", 1, word)
+        node.sw.register_write(f"owd_{i}", 1, (owds[i] + 7_000_000) % (1 << 32))
+    (out,) = out_ports(node.send(10, udp(sport=sport)))
+    q = UPLINK_PORTS.index(out)
+    if q == p:
+        return
+    fresh = [a >> FB_TIME_SHIFT << FB_TIME_SHIFT <= FB.fresh_us for a in ages]
+    if fresh[p] and fresh[q]:
+        assert idle >= owds[p] - owds[q] + FB.gap_margin_us
+    else:
+        assert idle >= FB.gap_unknown_us

@@ -213,10 +213,10 @@ V1Switch(P(), NoVerify(), Ig(), Eg(), NoCompute(), D()) main;
 """
 
 STF_OK = """
-# explicit priorities: the smallest number wins (BMv2 CLI convention); then entries
-# without priority, the first written winning
-add t 20 hdr.h.k:0x5* set(port:6, v:0x20)
-add t 10 hdr.h.k:0x55 set(port:6, v:0x10)
+# explicit priorities: the largest number wins (p4c's runner gives BMv2's CLI
+# 10000 - priority); then entries without priority, the first written winning
+add t 10 hdr.h.k:0x5* set(port:6, v:0x20)
+add t 20 hdr.h.k:0x55 set(port:6, v:0x10)
 add t hdr.h.k:0x1* set(port:2, v:0xAA)
 add t hdr.h.k:0x** set(port:3, v:0xBB)
 packet 0 55 00
@@ -330,7 +330,7 @@ def test_check_program_names_what_the_engine_cannot_run():
     src = STF_PROG.replace("control Ig(", "extern void frob(in bit<8> x);\ncontrol Ig(").replace(
         "apply { t.apply();", "apply { frob(hdr.h.k); t.apply();")
     errors = check_program(compile_source(src, "frob.p4"))
-    assert len(errors) == 1 and "frob.p4:" in errors[0] and "unsupported extern function frob" in errors[0]
+    assert len(errors) == 1 and "frob.p4:" in errors[0] and "unsupported: extern function frob" in errors[0]
     assert check_program(compile_source(STF_PROG, "ok.p4")) == []
 
 

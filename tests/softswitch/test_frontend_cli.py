@@ -95,7 +95,8 @@ def test_check_reports_what_the_engine_cannot_execute(tmp_path):
     r = run("check", "ext.p4", cwd=tmp_path)
     assert r.returncode == 1
     lines = r.stderr.splitlines()
-    assert lines[0] == "ext.p4:82:9: error: unsupported extern method Gadget.poke"
+    assert lines[0] == ("ext.p4:82:9: error: unsupported: extern method Gadget.poke (softswitch "
+                        "runs the externs of core.p4 and v1model.p4)")
     assert lines[1] == "        g.poke();" and lines[2] == " " * 8 + "^"
     r = run("check", "ext.p4", "--front-end-only", cwd=tmp_path)
     assert r.returncode == 0, r.stderr

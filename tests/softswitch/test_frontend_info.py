@@ -145,10 +145,6 @@ def test_sub_control_instances_named_by_instance_path():
     assert "MyIngress.acl1.deny" in [a.name for a in info.actions]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "FINDINGS.md #17: front-end/engine naming mismatch: for `@name(\"second\") Acl() acl2;` "
-    "Program.info (and so P4Info) names the instance's objects MyIngress.second.*, the engine "
-    "MyIngress.acl2.*, so P4Runtime writes to MyIngress.second.acl find no table"))
 def test_engine_names_sub_control_objects_as_program_info():
     from softswitch.engine import Switch
 

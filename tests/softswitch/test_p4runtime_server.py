@@ -384,7 +384,7 @@ def test_wrong_atomicity_and_missing_election_id(client):
     code, msg, _ = code_of(lambda: client.write(insert(e), election_id=2))
     assert code == SC.PERMISSION_DENIED and "is not the primary" in msg
     code, msg, _ = code_of(lambda: client.write(insert(e), role="other"))
-    assert code == SC.PERMISSION_DENIED and "'other'" in msg
+    assert code == SC.NOT_FOUND and "'other' is not a role of this device" in msg
     code, msg, _ = code_of(lambda: client.write(insert(e), device_id=4))
     assert code == SC.NOT_FOUND
 

@@ -2,17 +2,17 @@
 
 import grpc
 import pytest
-from finsy.proto import p4r, rpc_status
-from hypothesis import given
+from finsy.proto import p4i, p4r, rpc_status
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from softswitch.p4runtime.arbitration import Arbitration
+from softswitch.p4runtime.batch import ALWAYS_REPORTED, REPORT_BUDGET, error_report
 from softswitch.p4runtime.digests import DigestBatcher, DigestConfig
 from softswitch.p4runtime.errors import (
     P4RuntimeError,
     decode_uint,
     encode_uint,
-    write_error_details,
 )
 from softswitch.p4runtime.pipeline_loader import unwrap_device_config
 
@@ -91,7 +91,7 @@ def test_encode_is_canonical():
 
 
 def test_write_error_details_has_one_error_per_update_in_order():
-    raw = write_error_details(
+    raw = error_report(
         [None, P4RuntimeError(grpc.StatusCode.NOT_FOUND, "no entry"), None]
     )
     status = rpc_status.Status.FromString(raw)
@@ -102,6 +102,25 @@ def test_write_error_details_has_one_error_per_update_in_order():
         assert d.Unpack(e)
         errors.append((e.canonical_code, e.message))
     assert errors == [(0, ""), (grpc.StatusCode.NOT_FOUND.value[0], "no entry"), (0, "")]
+
+
+def test_error_report_fits_or_is_none():
+    bad = P4RuntimeError(grpc.StatusCode.ALREADY_EXISTS, "entry already exists " * 5)
+    # every batch up to ALWAYS_REPORTED is reported whatever fails, messages while they fit
+    raw = error_report([bad] * ALWAYS_REPORTED)
+    assert raw is not None and len(raw) <= REPORT_BUDGET
+    details = rpc_status.Status.FromString(raw).details
+    assert len(details) == ALWAYS_REPORTED
+    errors = [p4r.Error() for _ in details]
+    for d, e in zip(details, errors, strict=True):
+        assert d.Unpack(e)
+    assert {e.canonical_code for e in errors} == {grpc.StatusCode.ALREADY_EXISTS.value[0]}
+    # messages are kept while they fit, first failures first
+    some = rpc_status.Status.FromString(error_report([None] + [bad] * 100)).details
+    messages = [e.message for e in (p4r.Error.FromString(d.value) for d in some)]
+    assert messages[0] == "" and messages[1] == bad.message and messages[-1] == ""
+    # a batch whose compact report cannot fit has none
+    assert error_report([None] * 399 + [bad]) is None
 
 
 def test_digest_lists_by_size_timeout_ack_and_dedup():
@@ -158,3 +177,78 @@ def test_ids_are_unique_prefixed_and_aliases_unique(names):
     aliases = p4info.shortest_unique_suffixes(names)
     assert len(set(aliases.values())) == len(names)
     assert all(n.endswith(a) for n, a in aliases.items())
+
+
+def _schema_with(fields, params):
+    """A one-table, one-action P4Info index: fields (id, bitwidth, match type), params (id, bitwidth)."""
+    from softswitch.p4runtime.schema import Schema
+
+    info = p4i.P4Info()
+    t = info.tables.add()
+    t.preamble.id, t.preamble.name = 0x02000001, "T"
+    for fid, w, mt in fields:
+        t.match_fields.add(id=fid, name=f"f{fid}", bitwidth=w, match_type=mt)
+    a = info.actions.add()
+    a.preamble.id, a.preamble.name = 0x01000001, "A"
+    for pid, w in params:
+        a.params.add(id=pid, name=f"p{pid}", bitwidth=w)
+    t.action_refs.add(id=a.preamble.id)
+    return Schema(info)
+
+
+_MT = p4i.MatchField
+_BYTES = st.binary(min_size=0, max_size=3)
+
+
+@given(fields=st.lists(st.tuples(st.integers(1, 3), st.sampled_from([9, 16]),
+                                 st.sampled_from([_MT.EXACT, _MT.LPM])),
+                       min_size=1, max_size=2, unique_by=lambda f: f[0]),
+       given_=st.lists(st.tuples(st.integers(0, 4), st.sampled_from(["exact", "lpm"]), _BYTES,
+                                 st.integers(-1, 20)), max_size=3))
+@example(fields=[(1, 16, _MT.LPM), (2, 9, _MT.EXACT)],
+         given_=[(1, "lpm", b"\x0a\x00", 8), (2, "exact", b"\x01\x02", 0)])
+def test_fast_key_decoder_agrees_with_the_general_one(fields, given_):
+    """The write path's fast decoder accepts only what the general one accepts, with the same key."""
+    from softswitch.p4runtime.codec import _fast_key_decoder, _match_keys_checked
+
+    t = next(iter(_schema_with(fields, []).tables.values()))
+    matches = []
+    for fid, kind, raw, plen in given_:
+        m = p4r.FieldMatch(field_id=fid)
+        if kind == "exact":
+            m.exact.value = raw
+        else:
+            m.lpm.value, m.lpm.prefix_len = raw, plen
+        matches.append(m)
+    try:
+        expected = _match_keys_checked(t, matches)
+    except P4RuntimeError:
+        expected = None
+    fast = _fast_key_decoder(t)(matches)
+    assert fast is None or fast == expected
+    if [g[:2] for g in given_] == [(1, "lpm"), (2, "exact")] and expected is not None:
+        assert fast == expected  # the usual request takes the fast path
+
+
+@given(params=st.lists(st.tuples(st.integers(1, 4), st.sampled_from([1, 9, 48])), max_size=3,
+                       unique_by=lambda p: p[0]),
+       sent=st.lists(st.tuples(st.integers(0, 5), _BYTES), max_size=4))
+@example(params=[(1, 48), (2, 9)], sent=[(1, b"\x02\x00\x00\x00\x00\x01"), (2, b"\x01")])
+def test_fast_action_decoder_agrees_with_the_general_one(params, sent):
+    from softswitch.p4runtime.codec import _action_args_checked, action_args
+    from softswitch.p4runtime.pipeline import Pipeline
+
+    schema = _schema_with([(1, 9, _MT.EXACT)], params)
+    p = Pipeline(schema.info, b"", None, None, schema, None)  # action_args reads only the schema
+
+    action = p4r.Action(action_id=0x01000001,
+                        params=[p4r.Action.Param(param_id=i, value=v) for i, v in sent])
+    try:
+        expected = _action_args_checked(p, action, "T")
+    except P4RuntimeError:
+        expected = None
+    try:
+        got = action_args(p, action, "T")
+    except P4RuntimeError:
+        got = None
+    assert got == expected

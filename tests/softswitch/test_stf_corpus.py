@@ -127,3 +127,16 @@ def test_stf_short_names(tmp_path: Path) -> None:
     variant.write_text(text)
     result = run_file(str(STF_DIR / "router.p4"), str(variant))
     assert result.ok, result.report
+
+
+def test_stf_stack_element_written_with_dollar(tmp_path: Path) -> None:
+    """bmv2stf.py reads a key `hdr.mpls$0.label` as `hdr.mpls[0].label` (p4c's ternary2-bmv2)."""
+    from softswitch.stf import run_file
+
+    text = (STF_DIR / "stack_key.stf").read_text().replace("mpls[0]", "mpls$0").replace(
+        "mpls[1]", "mpls$1")
+    assert "hdr.mpls$0.label:100" in text
+    variant = tmp_path / "stack_key.stf"
+    variant.write_text(text)
+    result = run_file(str(STF_DIR / "stack_key.p4"), str(variant))
+    assert result.ok, result.report

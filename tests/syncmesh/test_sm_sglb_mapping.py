@@ -102,7 +102,7 @@ def test_shifts_follow_port_capacity():
 
 def test_limits_of_the_program_are_refused():
     fab = leaf_spine(2, 5, 1, 1, links_per_pair=2)  # 10 uplinks per leaf > 8 paths
-    with pytest.raises(MappingError, match="8 paths per leaf"):
+    with pytest.raises(MappingError, match=r"8 paths per leaf \(MAX_PATHS\)"):
         entities(SyncMeshCore(fab, "l1", 1).desired(), Identity(1))
     fab = leaf_spine(2, 1, 1, 1, links_per_pair=3)  # bundles of 3 > 2
     with pytest.raises(MappingError, match="at most 2 parallel links"):
@@ -112,7 +112,7 @@ def test_limits_of_the_program_are_refused():
 def install(sw: Switch, ents) -> None:
     for e in ents:
         if isinstance(e, MulticastWrite):
-            sw.mc_group_set(e.group_id, [(p, i) for i, p in enumerate(e.ports)])
+            sw.mc_group_set(e.group_id, [(p, 0) if isinstance(p, int) else p for p in e.ports])
         elif e.is_default:
             sw.table_set_default(e.table, e.action, dict(e.params))
         else:
@@ -148,7 +148,7 @@ def test_leaf_and_spine_forward_with_the_mapped_entries(program):
     # the l2-s1 link fails: SyncMesh takes path 0 (via s1) out of l1's profile for l2
     core.peers.heard_from("s1", 5, 0.0)
     core.on_notice(LinkNotice("s1", (PortState("l2", 2, False, Version(9, 1), 1.0),)), 1.0)
-    install(leaf, entities(core.desired(), Identity(switch_mac(1)), {2: 2}))
+    install(leaf, entities(core.desired(), Identity(switch_mac(1))))
     for sport in range(1000, 1040):
         clock[0] += 10_000
         outs = leaf.process_packet(1, frame(h1.mac, "02:53:47:00:00:01", str(h1.ip),
@@ -167,3 +167,49 @@ def test_leaf_and_spine_forward_with_the_mapped_entries(program):
                                       str(h2.ip), 5))
     assert [o.port for o in outs] == [1]
     assert Ether(outs[0].data).dst == h2.mac
+
+
+def test_ports_are_bound_to_their_neighbours():
+    """A notice is believed only on the port bound to the spine it names: the
+    mapping binds every uplink to its spine, host ports to hosts, and a spine's
+    downlinks to their leaf; nothing else is bound."""
+    fab = load(ROOT / "topologies" / "fabrics" / "ls4x2-asym.yaml")
+    ents = entities(SyncMeshCore(fab, "l1", 1).desired(), Identity(1))
+    bound = {dict(e.match)["standard_metadata.ingress_port"]: (e.action, dict(e.params))
+             for e in ents if isinstance(e, TableWrite) and e.table == "port_neighbour"}
+    s1, s2 = fab.switch("s1").id, fab.switch("s2").id
+    assert bound == {1: ("bind_host", {}), 2: ("bind_host", {}),
+                     3: ("bind_spine", {"spine_id": s1}), 4: ("bind_spine", {"spine_id": s1}),
+                     5: ("bind_spine", {"spine_id": s2}), 6: ("bind_spine", {"spine_id": s2})}
+    spine = entities(SyncMeshCore(fab, "s2", 1).desired(), Identity(1))
+    bound = {dict(e.match)["standard_metadata.ingress_port"]: dict(e.params)["leaf_id"]
+             for e in spine if isinstance(e, TableWrite) and e.table == "port_neighbour"}
+    assert bound == {1: 1, 2: 1, 3: 2, 4: 2, 5: 3, 6: 3, 7: 4, 8: 4}
+
+
+def test_unequal_bundle_split_thresholds_and_notice_copies():
+    fab = load(ROOT / "topologies" / "fabrics" / "ls4x2-asym.yaml")
+    ents = entities(SyncMeshCore(fab, "s2", 1).desired(), Identity(1, notice_copies=3))
+    down = {dict(e.match)["meta.dst_leaf"]: dict(e.params) for e in ents
+            if isinstance(e, TableWrite) and e.table == "leaf_downlinks"}
+    # l3 hangs off s2 by 5 and 10 Mbit/s: a third of the flows on the 5 Mbit/s member
+    assert down[3] == {"port_a": 5, "port_b": 6, "share_a": 85}
+    assert down[4] == {"port_a": 7, "port_b": 8, "share_a": 128}
+    levels = {dict(e.match)["standard_metadata.egress_port"]: dict(e.params) for e in ents
+              if isinstance(e, TableWrite) and e.table == "port_levels"}
+    assert levels[5]["t1"] == 8 and levels[6]["t1"] == 16     # shifts 3 and 4
+    (group,) = [e for e in ents if isinstance(e, MulticastWrite)]
+    assert group.ports[:3] == (1, (1, 1), (1, 2)) and len(group.ports) == 12
+    with pytest.raises(ValueError, match="notice_copies"):
+        Identity(1, notice_copies=0)
+    with pytest.raises(ValueError, match="MAX_PATHS"):
+        Identity(1, max_paths=12)
+
+
+def test_a_wider_program_takes_more_paths():
+    fab = leaf_spine(2, 5, 1, 1, links_per_pair=2)  # 10 uplinks per leaf
+    ents = entities(SyncMeshCore(fab, "l1", 1).desired(), Identity(1, max_paths=16))
+    (uplinks,) = [e for e in ents if isinstance(e, TableWrite) and e.table == "uplinks"]
+    params = dict(uplinks.params)
+    assert params["path_slots"] == (1 << 10) - 1 and params["path_count"] == 10
+    assert len(params) == 2 + 2 * 16

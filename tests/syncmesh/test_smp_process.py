@@ -156,29 +156,29 @@ def read_switch(address: str, schema: fy.P4Schema) -> list:
     return sorted(out, key=repr)
 
 
-def generations(held: list) -> dict[int, int]:
-    """The dst_profile generation per destination leaf among read-back entities."""
-    return {dict(e.match)["meta.dst_leaf"]: dict(e.params)["gen"] for e in held
+def live_masks(held: list) -> dict[int, int]:
+    """The dst_profile liveness mask per destination leaf among read-back entities."""
+    return {dict(e.match)["meta.dst_leaf"]: dict(e.params)["live_mask"] for e in held
             if isinstance(e, TableWrite) and e.table == "dst_profile"}
 
 
-def wanted(fabric_path: Path, ports_up: dict[int, bool], gens: dict[int, int]) -> list:
-    """What a SyncMesh core of l1 wants on its switch with these port states (and generations)."""
+def wanted(fabric_path: Path, ports_up: dict[int, bool]) -> list:
+    """What a SyncMesh core of l1 wants on its switch with these port states."""
     fabric = load(fabric_path)
     core = SyncMeshCore(fabric, "l1", time.time_ns(), port_status_out=True)
     now = time.time()
     core.start(now)
     core.on_port_status(ports_up, now)
-    return sorted(entities(core.desired(), Identity(switch_mac(1)), gens), key=repr)
+    return sorted(entities(core.desired(), Identity(switch_mac(1))), key=repr)
 
 
 def holds(address: str, schema: fy.P4Schema, fabric_path: Path, ports_up: dict[int, bool],
           extra: tuple = ()) -> dict[int, int] | None:
-    """The switch's generations if it holds exactly the wanted entries (plus ``extra``)."""
+    """The switch's liveness masks if it holds exactly the wanted entries (plus ``extra``)."""
     held = read_switch(address, schema)
-    gens = generations(held)
-    want = sorted([*wanted(fabric_path, ports_up, gens), *extra], key=repr)
-    return gens if held == want and gens else None
+    masks = live_masks(held)
+    want = sorted([*wanted(fabric_path, ports_up), *extra], key=repr)
+    return masks if held == want and masks else None
 
 
 def wait_for(what: str, check, daemon: subprocess.Popen, log: Path, timeout: float = 90):
@@ -239,7 +239,7 @@ def test_daemon_process_programs_follows_ports_and_survives_sigkill(switch, fabr
     log = tmp_path / "daemon.log"
     up = {1: True, 2: True, 3: True}
     uplink_down = {1: True, 2: True, 3: False}
-    assert wanted(fabric_file, up, {2: 1}) != wanted(fabric_file, uplink_down, {2: 1})
+    assert wanted(fabric_file, up) != wanted(fabric_file, uplink_down)
 
     daemon = start_daemon(fabric_file, address, log)
     try:
@@ -251,7 +251,7 @@ def test_daemon_process_programs_follows_ports_and_survives_sigkill(switch, fabr
         sh("ip", "netns", "exec", NS, "ip", "link", "set", PORTS[3][1], "down")
         down = wait_for("the uplink-down entries",
                         lambda: holds(address, schema, fabric_file, uplink_down), daemon, log)
-        assert down[2] != first[2]  # the usable paths changed: a new profile generation
+        assert down[2] != first[2]  # the usable paths changed: a new liveness mask
         assert metric(fabric_file, "syncmesh_port_carrier", port="3") == 0
         sh("ip", "netns", "exec", NS, "ip", "link", "set", PORTS[3][1], "up")
         before_kill = wait_for("the uplink-up entries",

@@ -58,7 +58,7 @@ def test_reconcile_pushes_pipeline_writes_everything_and_rereads_equal(switch, s
         d = make_driver(address, sglb_pipeline)
         async with d.session():
             await d.reconcile(core.desired())
-            want = entities(core.desired(), d.book.identity, d.book.generations)
+            want = entities(core.desired(), d.book.identity, d.book.writebacks)
             got = await d.read_entities()
         return d.writes, want, got
 
@@ -138,7 +138,7 @@ def test_apply_merges_changed_ops_and_counters_read(switch, sglb_pipeline):
     assert 1 <= writes <= len(ops) + 1
     params = dict(profile.params)
     assert params["live_mask"] & 0b01 == 0  # path 0 (port 3) no longer live
-    assert params["gen"] == 2  # liveness changed: new generation
+    assert params["ep0"] == 0  # no notice punted: no epoch written back
     assert tx == {1: 0, 2: 0, 3: 0, 4: 0}
 
 
@@ -251,3 +251,49 @@ def test_a_refused_write_keeps_finsys_predicates(switch, sglb_pipeline):
     err = run(scenario())
     assert isinstance(err.cause, fy.P4ClientError)
     assert err.is_not_found_only and not err.is_pipeline_missing and not err.is_disconnected
+
+
+def test_punted_notice_epoch_is_written_back_once_the_view_includes_it(switch, sglb_pipeline):
+    """The leaf's data plane applies s1's FAIL notice about l2 and punts it; the
+    driver reads the PacketIn; the profile written while the core has not heard
+    of the failure keeps no epoch (the notice rules), the one written after
+    carries writeback(5) on the path through s1."""
+    from scapy.layers.l2 import Ether
+    from syncmesh.linkstate import PortState, Version
+    from syncmesh.messages import LinkNotice
+
+    from sglb.config import writeback
+    from sglb.headers import SglbNotice
+
+    address, device, _ = switch
+    core = desired("l1")
+    s1 = FABRIC.switch("s1").id
+    notice = bytes(Ether(src="02:00:00:00:00:03", dst="ff:ff:ff:ff:ff:ff")
+                   / SglbNotice(kind=1, spine_id=s1, leaf_id=2, epoch=5))
+
+    async def profile(d) -> dict:
+        return next(dict(e.params) for e in await d.read_entities()
+                    if isinstance(e, TableWrite) and e.table == "dst_profile")
+
+    async def scenario():
+        d = make_driver(address, sglb_pipeline)
+        async with d.session():
+            await d.reconcile(core.desired())
+            device.process(3, notice)                      # l1's uplink to s1
+            for _ in range(200):
+                if d.book.seen:
+                    break
+                await asyncio.sleep(0.02)
+            await d.apply([op for a in core.on_port_status({4: True}, time.time())
+                           if type(a).__name__ == "Program" for op in a.ops])
+            before = await profile(d)
+            core.peers.heard_from("s1", 5, 0.0)
+            actions = core.on_notice(LinkNotice("s1", (PortState("s1", 2, False, Version(9, 1),
+                                                                 1.0),)), 1.0)[1]
+            await d.apply([op for a in actions if type(a).__name__ == "Program" for op in a.ops])
+            return dict(d.book.seen), before, await profile(d)
+
+    seen, before, after = run(scenario())
+    assert list(seen) == [(s1, 2)] and seen[s1, 2].epoch == 5 and seen[s1, 2].fail
+    assert before["ep0"] == 0 and before["live_mask"] & 1 == 1
+    assert after["live_mask"] & 1 == 0 and after["ep0"] == writeback(5) and after["ep1"] == 0

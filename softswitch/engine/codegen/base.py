@@ -8,6 +8,7 @@ calls into another only through the abstract methods declared here.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -16,6 +17,7 @@ from softswitch.frontend import types as T
 from softswitch.frontend.program import Program
 
 from ..errors import CompileError
+from .analysis import Facts
 
 
 class Emitter:
@@ -34,8 +36,36 @@ class Emitter:
     def dedent(self) -> None:
         self.level -= 1
 
+    def splice(self, other: Emitter) -> None:
+        """Append the lines of `other` (emitted at level 0) at the current level."""
+        pad = "    " * self.level
+        self.lines.extend(pad + line for line in other.lines)
+
     def text(self) -> str:
         return "\n".join(self.lines) + "\n"
+
+
+@dataclass
+class Place:
+    """An l-value evaluated once (spec 6.8 step 3, 12.1): `read` is an expression for its
+    current value; `store(value)` emits the statement writing it."""
+
+    read: str
+    write: Callable[[str], None]
+
+    def store(self, value: str) -> None:
+        """Emit the write of `value` (a Python expression) into the l-value."""
+        self.write(value)
+
+
+@dataclass
+class BoundArgs:
+    """A call's arguments, evaluated: the codes passed and the copy-out to do after it."""
+
+    codes: list[str] = field(default_factory=list)
+    # (l-value, source): a source "#k" is the k-th out value of the returned tuple
+    backs: list[tuple[Place, str]] = field(default_factory=list)
+    nouts: int = 0  # scalar out/inout values the callee returns in its tuple
 
 
 @dataclass
@@ -110,6 +140,13 @@ class CodegenBase(ABC):
         self.deferred: list[Emitter] = []  # functions, emitted before the code that calls them
         self.sub_blocks: dict[tuple[int, str], str] = {}  # (instance, prefix) -> global name
         self.state_names: dict[int, str] = {}  # id(parser state) -> global name
+        self.nesting = 0  # depth of the expression being compiled (expressions.SPILL_DEPTH)
+        self.facts = Facts()  # effects, exits and names reached, memoised
+        self.loop_updates: list[list[A.Statement]] = []  # updates a `continue` runs, innermost last
+        # constructor parameters of the instance being compiled: id(param) -> ("value", v) |
+        # ("block", (function name, declaration)) | ("extern", ExternInfo)
+        self.ctor_bindings: dict[int, tuple[str, Any]] = {}
+        self._apply_calls: dict[int, list[A.CallExpr]] | None = None  # id(instance) -> calls
 
     def fresh(self, base: str) -> str:
         """A new global name starting with `base`."""
@@ -141,6 +178,30 @@ class CodegenBase(ABC):
         """Reduce an exact integer result to the representation of type t."""
 
     @abstractmethod
+    def captured(self, e: A.Expression) -> tuple[Emitter, str]:
+        """`expr(e)` with the statements it emits kept apart (to place them or guard them)."""
+
+    @abstractmethod
+    def spill(self, code: str, t: T.P4Type | None = None) -> str:
+        """Evaluate `code` now into a temporary (a copy for aggregates); returns its name."""
+
+    @abstractmethod
+    def operands(self, items: list[A.Expression]) -> list[str]:
+        """Codes of expressions evaluated left to right (spec 8.1)."""
+
+    @abstractmethod
+    def ref(self, e: A.Expression, save: bool) -> str:
+        """A reference to the aggregate l-value `e` (for a field, an element, `.next`)."""
+
+    @abstractmethod
+    def compound_assign(self, lhs: A.Expression, rhs: A.BinaryExpr) -> None:
+        """`lhs op= b`: lhs = lhs op b with lhs evaluated once (spec 12.1)."""
+
+    @abstractmethod
+    def place(self, lhs: A.Expression, save: bool) -> Place:
+        """The l-value `lhs`; with `save`, run-time indexes are evaluated now into temporaries."""
+
+    @abstractmethod
     def assign(self, lhs: A.Expression, value: str) -> None:
         """Emit code storing `value` (already a Python expression) into lvalue `lhs`."""
 
@@ -151,6 +212,10 @@ class CodegenBase(ABC):
     @abstractmethod
     def value_copy(self, x: A.Expression) -> str:
         """Expression for the value of `x`, copied when it is an aggregate (P4 value semantics)."""
+
+    @abstractmethod
+    def effectful(self, e: A.Node | None) -> bool:
+        """True when evaluating `e` may change state (it calls something with side effects)."""
 
     # ---- packing.py
 
@@ -195,8 +260,13 @@ class CodegenBase(ABC):
         """Code for a call; returns an expression (want_value) or emits statements."""
 
     @abstractmethod
-    def bind_call(self, c: A.CallExpr, params: list[A.Param], skip_data: bool) -> tuple[list[str], list[tuple[A.Expression, int]]]:
-        """Argument expressions and the (lvalue, position) of scalar out/inout params."""
+    def bind_call(self, c: A.CallExpr, params: list[Any], skip_data: bool,
+                  callee: Any = None) -> BoundArgs:
+        """Evaluate the arguments of `c` left to right (spec 6.8)."""
+
+    @abstractmethod
+    def finish_call(self, code: str, bound: BoundArgs, want_value: bool, may_exit: bool) -> str:
+        """Emit the call and its copy-out; returns the result expression."""
 
     @abstractmethod
     def extern_info(self, inst: Any, node: Any) -> ExternInfo:

@@ -41,6 +41,8 @@ class PackingCode(CodegenBase):
         if isinstance(t, T.Bits):
             v = self.expr(e)
             return [(f"({v} & {hex((1 << t.width) - 1)})" if t.signed else v, t.width)]
+        if isinstance(t, T.EnumType | T.ErrorType):
+            return self.flatten_value(self.expr(e), t)
         raise self.err(e, f"cannot use a {t} value as a field list")
 
     def flatten_value(self, base: str, t: T.P4Type) -> list[tuple[str, int]]:
@@ -61,6 +63,9 @@ class PackingCode(CodegenBase):
             return [(f"({base} & {hex((1 << t.width) - 1)})" if t.signed else base, t.width)]
         if isinstance(t, T.Varbit):
             return []
+        if isinstance(t, T.EnumType | T.ErrorType):
+            # as in BMv2's JSON, a member is its number in declaration order, in 32 bits
+            return [(f"_midx({tuple(t.members)!r}, {base})", 32)]
         raise CompileError("?", f"cannot pack a {t} value")
 
     def flatten_calc(self, e: A.Expression) -> list[tuple[str, Any, str | None]]:

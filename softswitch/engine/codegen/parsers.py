@@ -14,7 +14,7 @@ from softswitch.frontend import types as T
 
 from ..errors import CompileError
 from .base import CodegenBase, args_of
-from .values import rt, width_of
+from .values import is_agg, rt, width_of
 
 
 class ParserCode(CodegenBase):
@@ -28,19 +28,29 @@ class ParserCode(CodegenBase):
         if not isinstance(t, T.HeaderType):
             raise self.err(c, "extract into a non-header")
         h = self.fresh("_h")
-        e(f"{h} = {self.expr(target)}")
-        varbit_len = self.expr(args[1]) if len(args) > 1 and args[1] is not None else None
+        union_ref = None
+        member = target if isinstance(target, A.MemberExpr) else None
+        if member is not None and member.kind is A.MemberKind.FIELD and \
+                isinstance(rt(member.expr.type), T.HeaderUnionType):
+            union_ref = self.fresh("_u")
+            e(f"{union_ref} = {self.ref(member.expr, save=False)}")
+            e(f"{h} = {union_ref}.f_{member.member}")
+        else:
+            e(f"{h} = {self.ref(target, save=False)}")
+        varbit_len = self.spill(self.expr(args[1])) if len(args) > 1 and args[1] is not None else None
         self.emit_read_header(h, t, varbit_len, advance=True)
         e(f"{h}._v = True")
-        if isinstance(target, A.MemberExpr) and target.kind is A.MemberKind.STACK_NEXT:
-            e(f"{self.expr(target.expr)}.n += 1")
-        if isinstance(target, A.MemberExpr):
-            union = rt(target.expr.type)
-            if isinstance(union, T.HeaderUnionType):
-                u = self.expr(target.expr)  # one valid member at a time (spec 8.19)
-                for f in union.fields:
-                    if f.name != target.member:
-                        e(f"{u}.f_{f.name}._v = False")
+        if union_ref is not None and member is not None:
+            union = rt(member.expr.type)
+            assert isinstance(union, T.HeaderUnionType)
+            for f in union.fields:  # one valid member at a time (spec 8.19)
+                if f.name != member.member:
+                    e(f"{union_ref}.f_{f.name}._v = False")
+        # `hs.next` (of a header stack, or of a stack of unions through one of their members)
+        # advances nextIndex after a successful extract (spec 13.8.2)
+        nxt = member.expr if union_ref is not None and member is not None else target
+        if isinstance(nxt, A.MemberExpr) and nxt.kind is A.MemberKind.STACK_NEXT:
+            e(f"{self.ref(nxt.expr, save=False)}.n += 1")
 
     def emit_read_header(self, h: str, t: T.HeaderType, varbit_len: str | None, advance: bool) -> None:
         """Read the fields of header type t at P.pos into object h."""
@@ -70,19 +80,21 @@ class ParserCode(CodegenBase):
             return
         pos = self.fresh("_p")
         e(f"{pos} = P.pos")
+        if varbit_len is None:
+            raise CompileError("?", f"extract of {t.name} needs the varbit length")
+        fixed_bits = sum(width_of(f.type) for f in t.fields if not isinstance(rt(f.type), T.Varbit))
+        vmax = sum(width_of(f.type) for f in t.fields if isinstance(rt(f.type), T.Varbit))
+        # BMv2's extract_VL: a size not a multiple of 8 first, then the packet length, then
+        # the header's maximum size
+        e(f"if {varbit_len} % 8: raise _Reject('ParserInvalidArgument')")
+        e(f"if {pos} + {fixed_bits} + {varbit_len} > P.nbits: raise _TooShort()")
+        e(f"if {varbit_len} > {vmax}: raise _Reject('HeaderTooShort')")
         for f in t.fields:
             ft = rt(f.type)
             if isinstance(ft, T.Varbit):
-                if varbit_len is None:
-                    raise CompileError("?", f"extract of {t.name} needs the varbit length")
-                n = self.fresh("_n")
-                e(f"{n} = {varbit_len}")
-                # BMv2 checks the packet length before the varbit's maximum
-                e(f"if {pos} + {n} > P.nbits: raise _TooShort()")
-                e(f"if {n} > {ft.max_width}: raise _Reject('HeaderTooShort')")
-                e(f"{h}.f_{f.name} = _rb(P.data, {pos}, {n})")
-                e(f"{h}.w_{f.name} = {n}")
-                e(f"{pos} += {n}")
+                e(f"{h}.f_{f.name} = _rb(P.data, {pos}, {varbit_len})")
+                e(f"{h}.w_{f.name} = {varbit_len}")
+                e(f"{pos} += {varbit_len}")
             else:
                 w = width_of(f.type)
                 e(f"{h}.f_{f.name} = {self.field_from_bits(f'_rb(P.data, {pos}, {w})', f.type)}")
@@ -106,10 +118,39 @@ class ParserCode(CodegenBase):
             self.emit_read_header(h, t, None, advance=False)
             self.out(f"{h}._v = True")
             return h
-        if isinstance(t, T.StructLike):
-            raise self.err(c, f"lookahead of a {t} is not supported")
         w = width_of(t)
+        if isinstance(t, T.StructLike | T.HeaderStack):
+            # as p4c's ExpandLookahead: the bits are read once and cut into the fields,
+            # headers inside made valid (spec 13.8.3)
+            bits = self.fresh("_lb")
+            self.out(f"{bits} = _rb(P.data, P.pos, {w})")
+            obj = self.fresh("_la")
+            self.out(f"{obj} = {self.default_value(t)}")
+            self.unpack(obj, t, bits, w)
+            return obj
         return self.field_from_bits(f"_rb(P.data, P.pos, {w})", t)
+
+    def unpack(self, obj: str, t: T.P4Type, bits: str, end: int) -> int:
+        """Emit the fields of `obj` (type t) from the bits of `bits` ending `end` bits from the
+        right; returns where the next field ends."""
+        t = rt(t)
+        if isinstance(t, T.HeaderStack):
+            for i in range(t.size):
+                end = self.unpack(f"{obj}.e[{i}]", t.element, bits, end)
+            return end
+        if isinstance(t, T.HeaderType):
+            self.out(f"{obj}._v = True")
+        assert isinstance(t, T.StructLike)
+        for f in t.fields:
+            ft = rt(f.type)
+            if isinstance(ft, T.StructLike | T.HeaderStack):
+                end = self.unpack(f"{obj}.f_{f.name}", ft, bits, end)
+                continue
+            w = width_of(ft)
+            end -= w
+            val = f"(({bits} >> {end}) & {hex((1 << w) - 1)})" if end else f"({bits} & {hex((1 << w) - 1)})"
+            self.out(f"{obj}.f_{f.name} = {self.field_from_bits(val, ft)}")
+        return end
 
     def emit_emit(self, node: Any, code: str, t: T.P4Type) -> None:
         """packet_out.emit of a header, union, stack or struct of those (spec 15.2)."""
@@ -195,12 +236,19 @@ class ParserCode(CodegenBase):
             if isinstance(d, A.VariableDecl):
                 acc = self.names[id(d)]
                 e(f"{acc} = {self.value_copy(d.init) if d.init is not None else self.default_value(d.type)}")
+        outs = [self.names[id(p)] for p in decl.params
+                if p.direction in ("out", "inout") and not is_agg(p.type)]
+        for p in decl.params:
+            if p.direction == "out" and not is_agg(p.type):
+                e(f"{self.names[id(p)]} = {self.default_value(p.type)}")
         e(f"_st = {state_names[id(start)]}")
         e("_n = 0")
         e("while _st is not None:")
         e("    _st = _st(P, F)")
         e("    _n += 1")
         e("    if _n > 10000: raise _Reject('ParserTimeout')")
+        if outs:  # scalar out/inout values go back to the calling parser (spec 6.8)
+            e(f"return (None, {', '.join(outs)})")
         e.dedent()
         e("")
         self.prefix, self.prefix_fq = saved
@@ -231,7 +279,7 @@ class ParserCode(CodegenBase):
         elif isinstance(tr, A.SelectExpr):
             self.emit_select(tr)
         else:
-            raise self.err(tr, "unsupported transition")
+            raise self.err(tr, "unsupported: this transition")
         e.dedent()
         e("")
 

@@ -66,13 +66,13 @@ class Codegen(ValueCode, ExpressionCode, PackingCode, StatementCode, CallCode, P
                 if isinstance(t, T.ExternType):
                     self.register_instance(d)
         blocks = {}
-        for role in ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser"):
+        roles = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
+        ctor_calls = _block_constructors(main_inst, [getattr(main, r) for r in roles])
+        for role, ctor in zip(roles, ctor_calls, strict=True):
             decl = getattr(main, role)
             self.block_fq = decl.name
-            if role == "parser":
-                blocks[role] = self.compile_parser(decl, role, None)
-            else:
-                blocks[role] = self.compile_control(decl, role, None)
+            args = list(ctor.bound_args) if ctor is not None else []
+            blocks[role] = self.compile_instance(decl, role, None, args)
         params = main.parser.params
         hdr_t = rt(params[1].type)
         meta_t = rt(params[2].type)
@@ -87,6 +87,21 @@ class Codegen(ValueCode, ExpressionCode, PackingCode, StatementCode, CallCode, P
         body = self.out.text()
         fns = "".join(d.text() for d in self.deferred)
         return self.class_src.text() + "\n" + alias_params(fns + "\n" + body, self.agg_params)
+
+
+def _block_constructors(main_inst: object, decls: list[object]) -> list[A.CallExpr | None]:
+    """The constructor call (`Ingress(true)`) of each V1Switch block, in the blocks' order."""
+    calls = [a for a in getattr(main_inst, "bound_args", None) or []
+             if isinstance(a, A.CallExpr)]
+    if len(calls) == len(decls) and all(c.target is d for c, d in zip(calls, decls, strict=True)):
+        return list(calls)
+    out: list[A.CallExpr | None] = []
+    for d in decls:
+        match = next((c for c in calls if c.target is d), None)
+        if match is not None:
+            calls.remove(match)
+        out.append(match)
+    return out
 
 
 _PROLOGUE = re.compile(r"^\s+(F = FR\d+\(\)|F\.[ps]_\w+ = a\d+)$")

@@ -144,6 +144,11 @@ class CheckerBase(ABC):
     # ---- calls.py
 
     @abstractmethod
+    def order_args(self, args: list[A.Argument], params: list[T.Param], loc: A.Loc,
+                   what: str) -> list[A.Argument | None]:
+        """Match positional/named arguments to parameters (spec 6.8.1)."""
+
+    @abstractmethod
     def bind_args(self, args: list[A.Argument], params: list[T.Param], scope: Scope,
                   loc: A.Loc, what: str) -> list[A.Expression | None]:
         """Check arguments against non-generic parameters; returns them in parameter order."""

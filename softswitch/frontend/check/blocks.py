@@ -11,7 +11,7 @@ from typing import Any, cast
 
 from .. import ast as A
 from .. import types as T
-from .base import CheckerBase
+from .base import Abort, CheckerBase
 from .scope import Scope
 from .typeops import POISON, same_type, substitute
 
@@ -46,11 +46,44 @@ class BlockChecks(CheckerBase):
             if not isinstance(decl, A.ParserDecl | A.ControlDecl):
                 self.err(d.loc, f"cannot instantiate the prototype '{base.name}'")
                 return
-            if d.args or decl.ctor_params:
-                self.unsupported(d.loc, "constructor parameters of parsers/controls")
+            d.bound_args = self.ctor_args(d.args, decl, scope, d.loc)
             self.instances.append(d)
         else:
             self.err(d.loc, f"cannot instantiate {t}")
+
+    def ctor_args(self, args: list[A.Argument], decl: A.ParserDecl | A.ControlDecl,
+                  scope: Scope, loc: A.Loc) -> list[A.Expression | None]:
+        """Constructor arguments of a parser or control (spec 14): compile-time values, or
+        instances (of parsers, controls, externs) whose type fits the parameter."""
+        t = decl.type
+        params = t.ctor_params if isinstance(t, T.ParserType) else []
+        try:
+            ordered = self.order_args(args, params, loc, f"'{decl.name}'")
+        except Abort:
+            return [None] * len(params)
+        out: list[A.Expression | None] = []
+        for p, a in zip(params, ordered, strict=True):
+            if a is None:
+                out.append(None)
+                continue
+            pt = p.type
+            base = pt.base if isinstance(pt, T.SpecializedType) else pt
+            if isinstance(base, T.ParserType | T.ExternType):
+                v = self.expr(a.value, scope)
+                vt = v.type.base if isinstance(v.type, T.SpecializedType) else v.type
+                ok = vt is POISON or (type(vt) is type(base) and (
+                    isinstance(base, T.ExternType) and vt.name == base.name
+                    or isinstance(base, T.ParserType) and isinstance(vt, T.ParserType)
+                    and _same_apply(vt, base)))
+                if not ok:
+                    self.err(v.loc, f"constructor argument '{p.name}' must be a {pt}, not {v.type}")
+                out.append(v)
+                continue
+            v = self.coerce(self.expr(a.value, scope, pt), pt, a.value.loc)
+            if v.const_value is None and v.type is not POISON and not _is_ctor_param(v):
+                self.err(v.loc, f"constructor argument '{p.name}' must be a compile-time constant")
+            out.append(v)
+        return out
 
     def package_instance(self, d: A.Instantiation, pkg: T.PackageType, scope: Scope) -> None:
         if len(d.args) != len(pkg.params):
@@ -71,8 +104,8 @@ class BlockChecks(CheckerBase):
             v.type = bt
             decl = getattr(bt, "decl", None)
             v.target = decl
-            if v.args or (isinstance(decl, A.ParserDecl | A.ControlDecl) and decl.ctor_params):
-                self.unsupported(v.loc, "constructor parameters of parsers/controls")
+            if isinstance(decl, A.ParserDecl | A.ControlDecl):
+                v.bound_args = self.ctor_args(v.args, decl, scope, v.loc)
             proto = p.type.base if isinstance(p.type, T.SpecializedType) else p.type
             if bt is POISON:
                 blocks.append(None)
@@ -119,6 +152,8 @@ class BlockChecks(CheckerBase):
         s = Scope(self.global_scope, kind=kind, owner=d)
         ps = self.params(d.params, s, kind)
         cps = self.params(d.ctor_params, s, kind)
+        for cp in d.ctor_params:
+            cp.is_ctor = True  # type: ignore[attr-defined]  # known when an instance is built
         d.type = type_cls(d.name, [], ps, cps, decl=d)
         self.types[d.name] = d.type
         for p in d.params + d.ctor_params:
@@ -343,6 +378,21 @@ class BlockChecks(CheckerBase):
             self._current_fn = prev
         if rt is not T.VOID and rt is not POISON and not _always_returns(d.body):
             self.err(d.loc, f"function '{d.name}' may end without returning a value")
+
+
+def _same_apply(a: T.ParserType, b: T.ParserType) -> bool:
+    """Whether a parser/control fits a prototype: apply parameters alike in direction and type."""
+    if len(a.params) != len(b.params):
+        return False
+    return all(p.direction == q.direction and (isinstance(q.type, T.TypeVar) or
+                                               same_type(p.type, q.type))
+               for p, q in zip(a.params, b.params, strict=True))
+
+
+def _is_ctor_param(e: A.Expression) -> bool:
+    """A constructor parameter passed on: its value is known when the instance is built."""
+    return isinstance(e, A.PathExpr) and isinstance(e.decl, A.Param) and e.decl.direction == "" \
+        and getattr(e.decl, "is_ctor", False)
 
 
 def _always_returns(st: A.Statement | None) -> bool:

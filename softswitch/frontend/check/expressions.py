@@ -52,7 +52,7 @@ class ExpressionChecks(CheckerBase):
             t = T.Bits(e.width, e.signed)
             v = wrap(e.value, t)
             if v != e.value and not e.signed:
-                self.r.warning(e.loc, f"value {e.value} does not fit in {t}; truncated")
+                self.r.warning(e.loc, f"value {shown(e.value)} does not fit in {t}; truncated")
             e.type, e.const_value = t, v
             return e
         e.type, e.const_value = T.INFINT, e.value
@@ -239,15 +239,17 @@ class ExpressionChecks(CheckerBase):
             self.err(e.loc, f"cannot index a value of type {bt}")
             raise Abort
         it = T.strip_newtype(e.index.type)
+        if isinstance(it, T.EnumType) and it.underlying is not None:
+            it = it.underlying  # a serializable enum indexes by its value (p4c accepts it)
         if isinstance(it, T.InfInt):
             idx = e.index.const_value
             if idx is not None and not (0 <= idx < bt.size):
-                self.err(e.index.loc, f"index {idx} out of range for a stack of size {bt.size}")
+                self.err(e.index.loc, f"index {shown(idx)} out of range for a stack of size {bt.size}")
             e.index = self.coerce(e.index, T.Bits(32), e.index.loc)
         elif not isinstance(it, T.Bits) and e.index.type is not POISON:
             self.err(e.index.loc, f"stack index must be an integer, not {e.index.type}")
         elif e.index.const_value is not None and not (0 <= e.index.const_value < bt.size):
-            self.err(e.index.loc, f"index {e.index.const_value} out of range for a stack "
+            self.err(e.index.loc, f"index {shown(e.index.const_value)} out of range for a stack "
                                   f"of size {bt.size}")
         e.type = bt.element
         return e
@@ -357,7 +359,7 @@ class ExpressionChecks(CheckerBase):
             w = wrap(v, d)
             if (not d.signed and (v < 0 or v >= 1 << d.width)) or (
                     d.signed and not (-(1 << (d.width - 1)) <= v < (1 << (d.width - 1)))):
-                self.r.warning(loc, f"value {v} does not fit in {d}; truncated to {w}")
+                self.r.warning(loc, f"value {shown(v)} does not fit in {d}; truncated to {shown(w)}")
             if isinstance(e, A.IntLiteral):
                 e.type, e.const_value = t, w
                 return e
@@ -388,3 +390,11 @@ class ExpressionChecks(CheckerBase):
         c = A.CastExpr(loc=e.loc, type_ref=None, expr=e, implicit=True)
         c.type = t
         return c
+
+
+def shown(v: object) -> str:
+    """A value for a message: very large integers abbreviated (CPython refuses to print an
+    int of more than 4,300 decimal digits)."""
+    if isinstance(v, int) and not isinstance(v, bool) and v.bit_length() > 256:
+        return f"{hex(v)[:18]}... ({v.bit_length()} bits)"
+    return str(v)

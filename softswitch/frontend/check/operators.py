@@ -67,16 +67,23 @@ class OperatorChecks(CheckerBase):
             e.right = self.expr(e.right, scope)
             return self.shift(e, expected)
         e.left = self.expr(e.left, scope, sub_expected)
+        if op in ("==", "!=") and isinstance(e.right, A.ListExpr | A.StructInitExpr) and \
+                isinstance(T.strip_newtype(e.left.type), T.StructLike):
+            sub_expected = e.left.type  # `h == {1, 2}`: the initializer is an h
         e.right = self.expr(e.right, scope, sub_expected)
         if e.left.type is POISON or e.right.type is POISON:
             raise Abort
         if op == "++":
             return self.concat(e)
         if op in ("==", "!="):
+            # headers, unions, structs, stacks and tuples compare field by field (spec 8.12,
+            # 8.17-8.20); an initializer on one side takes the type of the other
+            ls, rs = T.strip_newtype(e.left.type), T.strip_newtype(e.right.type)
+            if isinstance(ls, T.StructLike) and not isinstance(rs, T.StructLike):
+                e.right = self.coerce(e.right, e.left.type, e.right.loc)
+            elif isinstance(rs, T.StructLike) and not isinstance(ls, T.StructLike):
+                e.left = self.coerce(e.left, e.right.type, e.left.loc)
             self.unify(e)
-            lt = T.strip_newtype(e.left.type)
-            if isinstance(lt, T.StructLike | T.HeaderStack | T.TupleType):
-                self.unsupported(e.loc, f"'{op}' on {e.left.type}")
             e.type = T.BOOL
             lv, rv = e.left.const_value, e.right.const_value
             if lv is not None and rv is not None:
@@ -95,13 +102,15 @@ class OperatorChecks(CheckerBase):
             return e
         e.type = t
         if op in ("/", "%"):
-            if lv is None or rv is None:
-                self.unsupported(e.loc, f"'{op}' on values not known at compile time")
+            # unsigned operands only, at run time too (spec 8.5; p4c: "Cannot operate on
+            # signed values")
+            if isinstance(st, T.Bits) and st.signed:
+                self.err(e.loc, f"'{op}' cannot operate on signed values ({e.left.type})")
                 raise Abort
             if rv == 0:
                 self.err(e.loc, "division by zero")
                 raise Abort
-            if lv < 0 or rv < 0:
+            if (lv is not None and lv < 0) or (rv is not None and rv < 0):
                 self.err(e.loc, f"'{op}' needs non-negative operands")
                 raise Abort
         if op in ("|+|", "|-|") and isinstance(st, T.InfInt):

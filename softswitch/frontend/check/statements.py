@@ -14,7 +14,7 @@ from .. import types as T
 from ..ast import expr_text
 from .base import Abort, CheckerBase
 from .scope import Scope
-from .typeops import POISON
+from .typeops import POISON, same_type
 
 
 class StatementChecks(CheckerBase):
@@ -35,7 +35,15 @@ class StatementChecks(CheckerBase):
         if isinstance(st, A.AssignStmt):
             st.lhs = self.expr(st.lhs, scope)
             self.check_writable(st.lhs, scope)
+            if st.op is not None and isinstance(st.rhs, A.BinaryExpr):
+                st.rhs.left = st.lhs  # `lhs op= b` is `lhs = lhs op b` (spec 12.1)
             st.rhs = self.coerce(self.expr(st.rhs, scope, st.lhs.type), st.lhs.type, st.rhs.loc)
+        elif isinstance(st, A.ForStmt | A.ForInStmt):
+            self.loop(st, scope)
+        elif isinstance(st, A.BreakStmt | A.ContinueStmt):
+            if not getattr(self, "_loops", 0):
+                word = "break" if isinstance(st, A.BreakStmt) else "continue"
+                self.err(st.loc, f"'{word}' outside a loop")
         elif isinstance(st, A.CallStmt):
             call = self.expr(st.call, scope)
             if isinstance(call, A.CallExpr):
@@ -71,6 +79,43 @@ class StatementChecks(CheckerBase):
                 self.err(d.loc, "instantiations are not allowed inside a block")
         else:
             self.unsupported(st.loc, type(st).__name__)
+
+    def loop(self, st: A.ForStmt | A.ForInStmt, scope: Scope) -> None:
+        """`for` statements (P4_16 1.2.4): init, condition and updates, or a loop variable
+        over an inclusive range or the elements of a header stack or list."""
+        s = Scope(scope, kind="block", owner=scope.owner)
+        if isinstance(st, A.ForStmt):
+            for init in st.init:
+                self.stmt(init, s)
+            if st.cond is not None:
+                st.cond = self.bool_expr(st.cond, s, "for condition")
+            for upd in st.updates:
+                self.stmt(upd, s)
+        else:
+            var = st.var
+            if st.collection is not None:
+                st.collection = coll = self.expr(st.collection, s)
+            self.var_decl(var, s)
+            t = var.type
+            if st.lo is not None and st.hi is not None:
+                st.lo = self.coerce(self.expr(st.lo, s, t), t, st.lo.loc)
+                st.hi = self.coerce(self.expr(st.hi, s, t), t, st.hi.loc)
+                if not isinstance(T.strip_newtype(t), T.Bits):
+                    self.err(var.loc, f"a range loop needs a bit<W> or int<W> variable, not {t}")
+            elif st.collection is not None and coll.type is not POISON and t is not POISON:
+                ct = T.strip_newtype(coll.type)
+                if isinstance(coll, A.ListExpr):
+                    coll.items = [self.coerce(x, t, x.loc) for x in coll.items]
+                elif not isinstance(ct, T.HeaderStack):
+                    self.err(coll.loc, f"cannot loop over a value of type {coll.type}")
+                elif not same_type(ct.element, t):
+                    self.err(var.loc, f"loop variable of type {t} over a stack of {ct.element}")
+        self._loops = getattr(self, "_loops", 0) + 1
+        try:
+            if st.body is not None:
+                self.stmt_in_scope(st.body, s)
+        finally:
+            self._loops -= 1
 
     def stmt_in_scope(self, st: A.Statement, scope: Scope) -> None:
         self.stmt(st, Scope(scope, kind="block", owner=scope.owner))
