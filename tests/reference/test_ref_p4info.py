@@ -39,6 +39,7 @@ KNOWN: dict[str, tuple[str, ...]] = {
     "tests/softswitch/programs/basic_router.p4": (INITIAL_DEFAULT,),
     "tests/softswitch/stf/const_entries.p4": (INITIAL_DEFAULT, NOACTION),
     "tests/softswitch/stf/edge_semantics.p4": (INITIAL_DEFAULT,),
+    "tests/softswitch/stf/evaluation_order.p4": (DIRECT_CALLS,),
     "tests/softswitch/stf/ipv6.p4": (INITIAL_DEFAULT,),
     "tests/softswitch/stf/names.p4": (INITIAL_DEFAULT, ENUMS),
     "tests/softswitch/stf/odd_widths.p4": (DIRECT_CALLS,),

@@ -17,8 +17,38 @@ BMV2_CANNOT_RUN = {
     "test_registers_in_p4info": "inspects softswitch's ProgramInfo (tests/reference/)",
     "test_full_rate_uplink_reads_congested": _HOST_CLOCK + "it loads the DRE with a packet "
                                              "every 8 us of the test clock (1 Gb/s)",
-    "test_probe_path_spine_stamp_and_punt": _HOST_CLOCK + "it needs the spine's DRE to still "
-                                            "hold the 1 KB packet sent in the same microsecond",
+    "test_probe_round_trip_punted_with_rtt": _HOST_CLOCK + "it needs the spine's DRE to still "
+                                             "hold the 1 KB packet sent in the same microsecond "
+                                             "and an RTT of exactly 300 us",
+    "test_probe_detects_recovery_when_every_path_is_excluded": _HOST_CLOCK + "the same probe "
+                                                               "round trip as above",
+    "test_spine_splits_unequal_parallel_links_by_capacity": _HOST_CLOCK + "it reads both "
+                                                            "members' DRE after 1,500 packets "
+                                                            "with no time passed (the 1:2 "
+                                                            "split itself is checked first)",
+    "test_spine_raises_the_tag_to_its_egress_level": _HOST_CLOCK + "it needs 4 packets within "
+                                                     "one 64 us DRE period",
+    # in-band feedback: freshness is 10 ms and a test sends 40 packets per check (on
+    # BMv2 each takes about a millisecond), leaves' clocks must differ by a set offset
+    "test_feedback_moves_new_flowlets_off_a_congested_spine": _HOST_CLOCK + "it needs 16 KB "
+                                                              "through the spine's DRE within "
+                                                              "one period, and the feedback "
+                                                              "fresh (10 ms) afterwards",
+    "test_stale_feedback_ages_toward_unknown_never_toward_idle": _HOST_CLOCK + "feedback ages "
+                                                                 "past its 10 ms freshness "
+                                                                 "while a check sends 40 packets",
+    "test_fresh_feedback_overrides_an_older_profile": _HOST_CLOCK + "feedback ages past its "
+                                                      "10 ms freshness while the check sends "
+                                                      "40 packets",
+    "test_flowlet_moves_only_after_the_measured_delay_skew": _HOST_CLOCK + "it needs idle "
+                                                             "times of exactly 4,050 and 4,101 us",
+    "test_feedback_cycles_through_the_source_paths": _HOST_CLOCK + "the feedback must still be "
+                                                     "fresh (10 ms) when leaf 1 returns it",
+    "test_one_way_delay_is_measured_across_clock_offsets": "every BMv2 reads the same host "
+                                                           "clock: two leaves with clocks 7 s "
+                                                           "apart cannot be made",
+    "test_by_default_unknown_defers_to_the_profile_so_unmeasured_paths_are_explored":
+        _HOST_CLOCK + "feedback turns stale (100 ms) during the ageing check's 40 packets",
     "test_local_uplink_utilisation_counts": _HOST_CLOCK + "it needs 11 packets in the same "
                                             "microsecond, before the DRE decays",
     "test_path_kept_within_flowlet": _HOST_CLOCK + "it needs gaps of 49 us, under the 50 us "

@@ -32,7 +32,7 @@ from sglb.config import (
     writeback,
 )
 from sglb.headers import port_status_frame
-from softswitch import Exact, Lpm
+from softswitch import Exact, Lpm, compile_file
 
 if TYPE_CHECKING:
     from bmv2.switch import Bmv2Switch
@@ -67,14 +67,27 @@ class Clock:
         return self.now
 
 
+def _defines(max_paths: int, dre_period_shift: int | None) -> dict[str, str] | None:
+    defines = {} if max_paths == MAX_PATHS else {"MAX_PATHS": str(max_paths)}
+    if dre_period_shift is not None:
+        defines["DRE_PERIOD_SHIFT"] = str(dre_period_shift)
+    return defines or None
+
+
+@functools.cache
+def softswitch_compiled(max_paths: int = MAX_PATHS, dre_period_shift: int | None = None):
+    """sglb.p4 compiled by softswitch's front end whatever the target: the tests of
+    the program's surface (its ProgramInfo) read it."""
+    return compile_file(str(P4_PATH), defines=_defines(max_paths, dre_period_shift))
+
+
 @functools.cache
 def compiled(max_paths: int = MAX_PATHS, dre_period_shift: int | None = None):
     """sglb.p4 compiled once per MAX_PATHS (and DRE_PERIOD_SHIFT) for the session,
     for the selected target."""
-    defines = {} if max_paths == MAX_PATHS else {"MAX_PATHS": str(max_paths)}
-    if dre_period_shift is not None:
-        defines["DRE_PERIOD_SHIFT"] = str(dre_period_shift)
-    return p4target.compile_program(P4_PATH, defines=defines or None)
+    if not p4target.on_bmv2():
+        return softswitch_compiled(max_paths, dre_period_shift)
+    return p4target.compile_program(P4_PATH, defines=_defines(max_paths, dre_period_shift))
 
 
 @pytest.fixture(scope="session")
