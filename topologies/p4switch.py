@@ -95,8 +95,6 @@ class P4RuntimeSwitch(Switch):
         self.cpu_port = cpu_port
         self.thrift_port = thrift_port
         """BMv2's Thrift port (simple_switch_CLI); None: a free one at start."""
-        self.thrift_cli = None
-        """BMv2's CLI, opened at the first port cut."""
         self.target = (target or os.environ.get("TARGET") or "softswitch").lower()
         if self.target not in ("softswitch", "bmv2"):
             raise TargetError(f"{name}: unknown TARGET {self.target!r} (softswitch or bmv2)")
@@ -162,26 +160,14 @@ class P4RuntimeSwitch(Switch):
     def set_port_up(self, port: int, up: bool) -> None:
         """Take a data port's interface administratively down or up (a cut link's end).
 
-        BMv2 first lets go of the port (Thrift ``port_remove``) and takes it back
-        after (``port_add``): BMv2 1.15.5 stops forwarding on *every* port while
-        one of its interfaces is administratively down (its libpcap read of that
-        interface blocks until it is up again; measured in docs/bmv2.md), which
-        would turn a link cut into a whole-switch outage.
+        Not for BMv2: BMv2 1.15.5 forwards on none of its ports while one of its
+        interfaces is administratively down, so the fabric cuts BMv2's links in
+        the middle instead (topologies.splicedlink).
         """
-        intf = self.intfs[port].name
-        if self.target == "bmv2" and not up:
-            self._thrift_cli().run(f"port_remove {port}")
-        self.cmd(f"ip link set {intf} {'up' if up else 'down'}")
-        if self.target == "bmv2" and up:
-            self._thrift_cli().run(f"port_add {intf} {port}")
-
-    def _thrift_cli(self):
-        from bmv2.cli import ThriftCli
-
-        if self.thrift_cli is None:
-            assert self.thrift_port is not None
-            self.thrift_cli = ThriftCli(self.thrift_port)
-        return self.thrift_cli
+        if self.target == "bmv2":
+            raise TargetError(f"{self.name}: BMv2's interfaces are never taken down "
+                              "(cut the link in the middle: topologies.splicedlink)")
+        self.cmd(f"ip link set {self.intfs[port].name} {'up' if up else 'down'}")
 
     def start(self, controllers) -> None:
         """Start the target and wait until it answers P4Runtime."""
@@ -210,9 +196,6 @@ class P4RuntimeSwitch(Switch):
 
     def stop(self, deleteIntfs: bool = True) -> None:
         """Stop the target process (SIGTERM, then SIGKILL) and remove the interfaces."""
-        if self.thrift_cli is not None:
-            self.thrift_cli.close()
-            self.thrift_cli = None
         if self.proc is not None:
             _terminate(self.proc)
             self.proc = None
