@@ -1,9 +1,8 @@
 """``simple_switch_CLI`` kept open on one BMv2's Thrift port.
 
-Used for what BMv2's P4Runtime server does not do: registers, and removing a
-port before its interface goes administratively down (``Bmv2Ports``). One
-process per switch, started once: a command then takes milliseconds instead
-of a Python start-up.
+Used for what BMv2's P4Runtime server does not do: registers (the packet tests'
+``Bmv2Switch``). One process per switch, started once: a command then takes
+milliseconds instead of a Python start-up.
 """
 
 from __future__ import annotations
