@@ -1,7 +1,7 @@
 """sglb.p4 is valid for stock p4c: ``p4c-bm2-ss p4src/sglb.p4`` compiles it with
 no extra flag (only -DMAX_PATHS to choose another width), and the P4Info p4c
 writes agrees with the software target's. Skipped when p4c-bm2-ss is not on
-PATH (the reference tools are optional: README, "Reference tools")."""
+PATH (the reference tools are optional: docs/bmv2.md)."""
 
 from __future__ import annotations
 
