@@ -59,6 +59,8 @@ class ControlOptions:
     dre_period_shift: int | None = None
     """sglb.p4's DRE_PERIOD_SHIFT; None: from the fabric's slowest link
     (sglb.config.dre_period_shift_for)."""
+    target: str = field(default_factory=lambda: os.environ.get("TARGET", "softswitch").lower())
+    """The switches' target (softswitch or bmv2): which device config the daemons push."""
     inject_port_status: bool = field(
         default_factory=lambda: os.environ.get("TARGET", "softswitch").lower() == "bmv2")
     """Send port-status packets as PacketOut (BMv2; softswitch injects them itself)."""
@@ -159,7 +161,8 @@ class FabricControl:
         self.work_dir = Path(work_dir)
         self.work_dir.mkdir(parents=True, exist_ok=True)
         self.pipeline = pipeline or compile_pipeline(program, self.work_dir / "pipeline",
-                                                     program_defines(fabric, self.options))
+                                                     program_defines(fabric, self.options),
+                                                     self.options.target)
         self.fabric_file = self.work_dir / "fabric.yaml"
         self.cert_dir = self.work_dir / "certs"
         self.state_dir = self.work_dir / "state"
@@ -203,6 +206,8 @@ class FabricControl:
                 "--gap-unknown-us", str(fb.gap_unknown_us)]
         if o.inject_port_status:
             cmd.append("--inject-port-status")
+        if o.target != "softswitch":
+            cmd += ["--target", o.target]
         if o.netlink_ports:
             cmd += ["--watch-ports", "--intf-prefix", o.intf_prefix]
         return cmd

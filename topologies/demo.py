@@ -1,7 +1,8 @@
 """`make run`: the SGLB fabric in Mininet with traffic, a fabric link cut and a host link cut.
 
 Builds the fabric of a description file (default ``topologies/fabrics/ls4x2.yaml``)
-with one ``softswitch run`` process per switch, makes every switch's key and
+with one ``softswitch run`` process per switch (``TARGET=bmv2``: one BMv2
+``simple_switch_grpc`` per switch, sglb.p4 compiled by p4c), makes every switch's key and
 certificate (``syncmesh certs``), starts one ``syncmesh run`` process per switch
 (each programs its switch over P4Runtime: pipeline, routes, paths, profiles,
 notice groups; they talk mutual TLS), runs the multi-rail UDP load generator
@@ -41,6 +42,7 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_FABRIC = REPO / "topologies" / "fabrics" / "ls4x2.yaml"
 PROGRAM = REPO / "p4src" / "sglb.p4"
 UDP_PORT = 9000
+TARGET_NAMES = {"softswitch": "softswitch", "bmv2": "BMv2 simple_switch_grpc"}
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,8 @@ class Scenario:
     """float32 elements per collective (128 KiB)."""
     reccl_interval: float = 0.5
     """Least seconds between two collectives of a rank (keeps the links below saturation)."""
+    target: str = field(default_factory=lambda: os.environ.get("TARGET", "softswitch").lower())
+    """The switches: softswitch (default) or bmv2 (simple_switch_grpc, sglb.p4 compiled by p4c)."""
 
     @property
     def phases(self) -> int:
@@ -211,7 +215,8 @@ def run(sc: Scenario) -> dict:
     run_dir.mkdir(parents=True, exist_ok=True)
     say = (lambda *a: None) if sc.quiet else (lambda *a: print(*a, flush=True))
     flows = pick_flows(fabric)
-    fnet = FabricNet(fabric, NetOptions(prefix=sc.prefix, log_dir=run_dir / "logs"))
+    fnet = FabricNet(fabric, NetOptions(prefix=sc.prefix, log_dir=run_dir / "logs",
+                                        target=sc.target))
     control = None
     procs: list[subprocess.Popen] = []
     state = RunState()
@@ -222,8 +227,11 @@ def run(sc: Scenario) -> dict:
             f"spines, {len(fabric.hosts)} hosts, links {sorted({lk.capacity_mbps for lk in fabric.links})} "
             "Mbit/s (HTB)")
         fnet.start()
-        say(f"[testbed] {len(fabric.switches)} softswitch processes up ({time.time() - t_begin:.1f} s)")
-        control = FabricControl(fnet.fabric, PROGRAM, ControlOptions(glb=sc.glb, intf_prefix=sc.prefix),
+        say(f"[testbed] {len(fabric.switches)} {TARGET_NAMES[sc.target]} processes up "
+            f"({time.time() - t_begin:.1f} s)")
+        control = FabricControl(fnet.fabric, PROGRAM,
+                                ControlOptions(glb=sc.glb, intf_prefix=sc.prefix, target=sc.target,
+                                               inject_port_status=sc.target == "bmv2"),
                                 work_dir=run_dir)
         control.start()
         control.wait_programmed()
@@ -373,13 +381,15 @@ def summarise(sc: Scenario, fnet, control, flows: list[Flow], state: RunState, s
             figs[-1].syncmesh_convergence_s = state.convergence.get(i)
     times, rates = analysis.throughput(logs, start, end)
     analysis.plot(run_dir / "throughput.png", times, rates, state.marks, phases, start,
-                  f"{fnet.fabric.name}: delivered throughput ({'SGLB' if sc.glb else 'ECMP'})")
+                  f"{fnet.fabric.name}: delivered throughput ({'SGLB' if sc.glb else 'ECMP'}, "
+                  f"{TARGET_NAMES[sc.target]})")
     sent = sum(len(lg.sent_seq) for lg in logs)
     delivered = sum(int(lg.delivered.sum()) for lg in logs)
     dupes = sum(len(lg.recv_seq) - len(set(lg.recv_seq.tolist())) for lg in logs)
     return {
         "fabric": fnet.fabric.name,
         "mode": "sglb" if sc.glb else "ecmp",
+        "target": sc.target,
         "workload": "multi-rail UDP load generator (topologies/udpload.py)"
                     + (" + ReCCL all-to-all / all-reduce (topologies/reccl_job.py)" if sc.reccl
                        else ""),
@@ -436,7 +446,8 @@ def _ms(x: float | None) -> str:
 
 def render_summary(s: dict) -> str:
     """The summary as text for the terminal."""
-    lines = ["", f"== testbed summary: {s['fabric']} ({s['mode']}), {s['workload']}"]
+    lines = ["", f"== testbed summary: {s['fabric']} ({s['mode']}, on "
+                 f"{TARGET_NAMES.get(s.get('target', 'softswitch'), '?')}), {s['workload']}"]
     lines.append(f"{'phase':<28}{'offered':>10}{'delivered':>11}{'lost':>8}")
     for name, p in s["phases"].items():
         lines.append(f"{name:<28}{p['offered_mbps']:>8.2f} M{p['delivered_mbps']:>9.2f} M"
@@ -467,6 +478,20 @@ def render_summary(s: dict) -> str:
     return "\n".join(lines)
 
 
+def check_bmv2() -> bool:
+    """TARGET=bmv2: the tools are there and p4c takes sglb.p4 (cached for the run); else say why."""
+    from bmv2 import tools
+    from bmv2.compiler import P4cError, compile_program
+
+    try:
+        tools.require(tools.P4C, tools.SWITCH, purpose="TARGET=bmv2 make run")
+        compile_program(PROGRAM)
+    except (tools.MissingToolError, P4cError) as e:
+        print(f"topologies.demo: error: {e}", file=sys.stderr)
+        return False
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line of `make run`."""
     p = argparse.ArgumentParser(prog="python -m topologies.demo", description=__doc__.split("\n")[0])
@@ -490,6 +515,12 @@ def main(argv: list[str] | None = None) -> int:
     except (FabricError, FabricNetError, OSError) as e:
         print(f"topologies.demo: error: {e}", file=sys.stderr)
         return 2
+    target = os.environ.get("TARGET", "softswitch").lower()
+    if target not in TARGET_NAMES:
+        print(f"topologies.demo: error: TARGET={target}: choose softswitch or bmv2", file=sys.stderr)
+        return 2
+    if target == "bmv2" and not check_bmv2():
+        return 2
     if os.geteuid() != 0:
         print("topologies.demo: error: Mininet needs root", file=sys.stderr)
         return 2
@@ -499,7 +530,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_term)
     try:
         run(Scenario(args.fabric, args.phase, args.rate, args.size, args.prefix, args.out,
-                     not args.ecmp, reccl=not args.no_reccl))
+                     not args.ecmp, reccl=not args.no_reccl, target=target))
     except KeyboardInterrupt:
         print("\n[testbed] interrupted: cleaned up", file=sys.stderr)
         return 130

@@ -129,6 +129,10 @@ def _parser() -> argparse.ArgumentParser:
     p4rt.add_argument("--inject-port-status", action="store_true",
                       help="send port-status packets as PacketOut (BMv2; softswitch injects "
                            "them itself)")
+    p4rt.add_argument("--target", choices=("softswitch", "bmv2"), default="softswitch",
+                      help="the switch's target: softswitch (default) takes the program's "
+                           "source; bmv2 takes p4c-bm2-ss's JSON (compiled here, needs p4c) "
+                           "and implies --inject-port-status")
     run.add_argument("--log-level", default="info",
                      choices=("debug", "info", "warning", "error"))
 
@@ -211,6 +215,34 @@ def _one_line(text: object) -> str:
     return " ".join(str(text).split())
 
 
+def _bmv2_pipeline(path: Path, out_dir: Path, defines: dict[str, str]) -> PipelineFiles:
+    """The program compiled by p4c for BMv2; p4c's first error or the missing tool in one line."""
+    from finsy.proto import p4i
+    from google.protobuf import text_format
+
+    from bmv2.compiler import P4cError
+    from bmv2.tools import MissingToolError
+
+    from .p4runtime_driver import compile_pipeline
+
+    if not path.is_file():
+        raise _Refused(f"--pipeline: no such file: {path}")
+    try:
+        files = compile_pipeline(path, out_dir, defines, target="bmv2")
+    except (MissingToolError, P4cError) as e:
+        raise _Refused(f"--pipeline: {_one_line(e)}") from None
+    info = text_format.Parse(files.p4info.read_text(), p4i.P4Info())
+    _check_sglb(path, {t.preamble.name.rsplit(".", 1)[-1] for t in info.tables})
+    return files
+
+
+def _check_sglb(path: Path, tables: set[str]) -> None:
+    missing = sorted(SGLB_TABLES - tables)
+    if missing:
+        raise _Refused(f"--pipeline: {path} is not an SGLB program: no table "
+                       f"{', '.join(missing)}")
+
+
 def _pipeline(path: Path, out_dir: Path, defines: dict[str, str]) -> PipelineFiles:
     """Check and compile the program to push; every problem becomes one located line."""
     from softswitch.frontend import P4Error, compile_file
@@ -233,11 +265,7 @@ def _pipeline(path: Path, out_dir: Path, defines: dict[str, str]) -> PipelineFil
                        f"{more}") from None
     except Exception as e:  # noqa: BLE001 - any failure to build it is a bad pipeline file
         raise _Refused(f"--pipeline: {path}: {_one_line(e)}") from None
-    tables = {t.preamble.name.rsplit(".", 1)[-1] for t in info.tables}
-    missing = sorted(SGLB_TABLES - tables)
-    if missing:
-        raise _Refused(f"--pipeline: {path} is not an SGLB program: no table "
-                       f"{', '.join(missing)}")
+    _check_sglb(path, {t.preamble.name.rsplit(".", 1)[-1] for t in info.tables})
     return files
 
 
@@ -259,10 +287,11 @@ def _driver(args: argparse.Namespace, fabric, work: Path) -> P4RuntimeDriver:
     identity = _identity(args, fabric)
     defines = ({} if identity.dre_period_shift == DRE_PERIOD_SHIFT
                else {"DRE_PERIOD_SHIFT": str(identity.dre_period_shift)})
-    pipeline = _pipeline(args.pipeline, work, defines)
+    bmv2 = args.target == "bmv2"
+    pipeline = (_bmv2_pipeline if bmv2 else _pipeline)(args.pipeline, work, defines)
     return P4RuntimeDriver(args.switch, address, device_id, identity, pipeline,
                            sorted(fabric.ports(args.switch)),
-                           inject_port_status=args.inject_port_status,
+                           inject_port_status=args.inject_port_status or bmv2,
                            election_id=args.election_id)
 
 
@@ -390,7 +419,8 @@ def main(argv: list[str] | None = None) -> int:
             ("--device-id", args.device_id is not None), ("--election-id", args.election_id != 10),
             ("--pipeline", args.pipeline != DEFAULT_PIPELINE),
             ("--dre-period-shift", args.dre_period_shift is not None),
-            ("--inject-port-status", args.inject_port_status)) if used]
+            ("--inject-port-status", args.inject_port_status),
+            ("--target", args.target != "softswitch")) if used]
         if given:
             print(f"syncmesh: error: {given[0]} needs --p4runtime", file=sys.stderr)
             return 2

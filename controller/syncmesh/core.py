@@ -190,6 +190,9 @@ class SyncMeshCore:
             if info.kind == "host":
                 actions.append(_event("host_port_up" if up else "host_port_down", port=port,
                                       host=info.peer))
+                if self.port_status_out:  # the program tracks host ports' liveness too
+                    self.seq += 1
+                    actions.append(PortStatusOut(port, up, self.seq))
                 continue
             rec = self.links.get(self.me, port)
             if rec.up == up and rec.epoch.incarnation == self.incarnation:

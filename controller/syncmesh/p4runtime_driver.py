@@ -123,10 +123,32 @@ class PipelineFiles:
     """The target's ``p4_device_config`` bytes."""
 
 
+TARGETS = ("softswitch", "bmv2")
+"""Switch targets whose device config ``compile_pipeline`` makes."""
+
+
 def compile_pipeline(program: Path, out_dir: Path | None = None,
-                     defines: Mapping[str, str] | None = None) -> PipelineFiles:
-    """Compile ``program`` with the software target's front end into P4Info + device config
-    (``defines``: -D macros, e.g. sglb.p4's DRE_PERIOD_SHIFT)."""
+                     defines: Mapping[str, str] | None = None,
+                     target: str = "softswitch") -> PipelineFiles:
+    """Compile ``program`` into P4Info + the target's device config: softswitch's (the
+    program's source, compiled by its front end) or BMv2's (p4c-bm2-ss's JSON, through
+    ``bmv2.compiler``, which raises MissingToolError / P4cError). ``defines``: -D macros,
+    e.g. sglb.p4's DRE_PERIOD_SHIFT, given to either compiler."""
+    if target not in TARGETS:
+        raise ValueError(f"unknown target {target!r} (softswitch or bmv2)")
+    if target == "bmv2":
+        import shutil
+
+        from bmv2.compiler import compile_program
+
+        compiled = compile_program(program, defines=defines)
+        if out_dir is None:
+            return PipelineFiles(compiled.p4info, compiled.json)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        files = PipelineFiles(out_dir / compiled.p4info.name, out_dir / compiled.json.name)
+        shutil.copyfile(compiled.p4info, files.p4info)
+        shutil.copyfile(compiled.json, files.device_config)
+        return files
     from softswitch.p4info import p4info_from_program, p4info_text
     from softswitch.p4runtime.pipeline_loader import (
         device_config_from_file,

@@ -429,6 +429,8 @@ def build_info(checker, tree: A.P4Program, reporter) -> ProgramInfo:
     for vs in checker.value_sets:
         et = vs.type.element if isinstance(vs.type, T.SetType) else None
         fields = _fields_of(et) if et is not None else ()
+        if et is not None and not isinstance(T.strip_newtype(et), (T.StructLike, T.TupleType)):
+            fields = (FieldInfo("", _width(et)),)  # p4c names no field of a bit<W> value set
         for _, name in paths.names(vs.fqname, vs.owner):
             value_sets.append(ValueSetInfo(name, tuple(vs.annotations), vs.size_value, fields))
 

@@ -355,7 +355,11 @@ def test_port_status_out_and_host_ports(fab):
     core = SyncMeshCore(fab, "l1", 10, port_status_out=True)
     core.start(0.0)
     acts = core.on_port_status({2: False, 1: False, 77: True}, 1.0)
-    assert PortStatusOut(2, False, 1) in acts
+    # a port-status packet for every port of the switch, the host's too (the program keeps
+    # every port's liveness, as softswitch's own injection does), sequence numbers increasing
+    outs = [a for a in acts if isinstance(a, PortStatusOut)]
+    assert [(o.port, o.up) for o in outs] == [(1, False), (2, False)]
+    assert outs[0].seq < outs[1].seq
     names = [a.name for a in acts if isinstance(a, Event)]
     assert "host_port_down" in names and "unknown_port" in names and "port_down" in names
     assert not any(isinstance(a, Send) for a in acts)  # no session up: nobody to tell
