@@ -66,10 +66,6 @@ const bit<8> NOTICE_RECOVER     = 2;
 const bit<8> PROBE_KIND         = 3;
 const bit<8> PROBE_REPLY_KIND   = 4;
 const bit<8> TAG_KIND           = 5;
-/* Tofino program only: the controller confirms a notice's epoch (a notice
- * header from the CPU port; the v1model program writes epochs back in
- * dst_profile instead and rejects this kind as BAD_NOTICE). */
-const bit<8> NOTICE_WRITEBACK   = 6;
 const bit<8> NOTICE_LENGTH      = 12;
 const bit<8> PROBE_LENGTH       = 20;
 const bit<8> TAG_LENGTH         = 20;

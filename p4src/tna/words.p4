@@ -46,6 +46,12 @@
 #include "../include/constants.p4"
 #include "../include/paths.p4"
 
+/* Notice kind of the Tofino program only: the controller confirms a notice's
+ * epoch with a notice header sent from the CPU port (the v1model program
+ * takes written-back epochs in dst_profile instead, and rejects this kind
+ * as BAD_NOTICE). */
+const bit<8> NOTICE_WRITEBACK = 6;
+
 #if MAX_PATHS == 64
 #define WORD_BITS 32
 #define SGLB_FOR_EACH_WORD(M) M(0, 31, 0) M(1, 63, 32)
