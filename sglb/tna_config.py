@@ -20,6 +20,7 @@ What differs from the v1model program's encodings (``sglb.config``), and why
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -122,22 +123,28 @@ def draw_rows(weights: Sequence[int], rows: int = DRAW_ROWS,
               columns: int = DRAW_COLUMNS) -> list[tuple[int, ...]]:
     """The rows of one weight profile: ``columns`` path indices per row.
 
-    Every column holds each path in proportion to its weight (the same
-    sequence, sorted by path, rotated by rows/columns per column), so a row's
-    draws sit a 1/columns of the cumulative weight apart: systematic
-    sampling, and the first draw that is a candidate is capacity-proportional
-    among the candidates whenever one of the draws is a candidate.
+    Every column holds each path in proportion to its weight (largest
+    remainder over ``rows`` slots), each column in its own fixed shuffled
+    order, so that the columns of a row are (nearly) independent draws: the
+    first draw that is a candidate is then a capacity-proportional pick among
+    the candidates (rejection sampling), and all draws miss with probability
+    about (1 - candidates' share)^columns, when the lowest candidate is taken.
+    Deterministic: the same weights give the same rows.
     """
     if rows < 1 or columns < 1:
         raise ValueError("rows and columns must be >= 1")
-    if not any(weights):
-        raise ValueError("a weight profile needs a non-zero weight")
     if any(w < 0 for w in weights):
         raise ValueError(f"negative weight in {list(weights)}")
+    if not any(weights):
+        raise ValueError("a weight profile needs a non-zero weight")
     counts = _apportion(weights, rows)
     sequence = [i for i, c in enumerate(counts) for _ in range(c)]
-    step = rows // columns
-    return [tuple(sequence[(r + j * step) % rows] for j in range(columns)) for r in range(rows)]
+    cols = []
+    for j in range(columns):
+        col = list(sequence)
+        random.Random(j + 1).shuffle(col)
+        cols.append(col)
+    return [tuple(cols[j][r] for j in range(columns)) for r in range(rows)]
 
 
 @dataclass(frozen=True)
