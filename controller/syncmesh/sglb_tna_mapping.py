@@ -11,13 +11,14 @@ that differ (docs/sglb.md, "The Tofino program"):
 | ``uplinks`` ``set_uplinks(slots, count, port_i, shift_i)`` | ``uplinks`` ``set_uplinks(slots, count)``; ``path_ports[path]``, ``fb_paths[path]``, ``port_paths[port]``, ``lowest_path`` (ternary) |
 | ``dst_profile`` ``set_profile(mask, rq_i, w_i, ep_i)`` | ``set_profile(mask, weighted, rq0..rq2, wprof)`` + ``draws[wprof, row]`` |
 | ``spine_paths`` ``set_spine(paths)`` | ``set_spine(paths, slot)`` |
-| ``port_peer`` ``peer(leaf, sibling)`` | ``peer(leaf, member)`` (1: link a, 2: link b, 3: only link) |
+| ``port_peer`` ``peer(leaf, sibling)`` | ``peer(leaf, member)`` (1: lower port, 2: higher, 3: only link) |
+| ``leaf_downlinks`` ``set_downlinks(a, b, share_a)`` | the same, port_a the lower port |
 | ``port_levels`` ``set_levels(t1..t7)`` | ``port_levels[port, rate range]`` ``set_level(k)`` |
 | ``port_neighbour[standard_metadata.ingress_port]`` | ``port_neighbour[ig_intr_md.ingress_port]`` |
 | written-back epochs ``ep_i`` | ``writeback_frame`` PacketOuts (``writeback_frames``) |
 
-``ipv4_route``, ``arp_proxy``, ``leaf_downlinks`` and the multicast groups are
-the same entities in both programs.
+``ipv4_route``, ``arp_proxy`` and the multicast groups are the same entities
+in both programs.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ TNA_TABLES = frozenset(SGLB_TABLES | {"path_ports", "fb_paths", "port_paths", "l
 """Tables of the Tofino program this daemon owns (reconcile deletes what it did not write)."""
 
 KEY_RENAMES = {"standard_metadata.ingress_port": "ig_intr_md.ingress_port"}
-UNCHANGED = frozenset({"ipv4_route", "arp_proxy", "leaf_downlinks", "port_neighbour"})
+UNCHANGED = frozenset({"ipv4_route", "arp_proxy", "port_neighbour"})
 
 
 def _mask(bits: int, max_paths: int) -> int:
@@ -88,7 +89,9 @@ def tna_entities(desired: Mapping[OpKey, SwitchOp], identity: Identity) -> list[
         elif e.table == "spine_paths":
             out.append(_spine_paths(e, desired))
         elif e.table == "port_peer":
-            out.append(_port_peer(e, base))
+            out.append(_port_peer(e))
+        elif e.table == "leaf_downlinks":
+            out.append(_downlinks(e))
         elif e.table == "port_levels":
             out += _port_levels(e, desired, identity)
         else:
@@ -131,21 +134,24 @@ def _spine_paths(e: TableWrite, desired: Mapping[OpKey, SwitchOp]) -> TableWrite
     return dataclasses.replace(e, params=(*e.params, ("slot", slots[0])))
 
 
-def _port_peer(e: TableWrite, base: list[Entity]) -> TableWrite:
+def _port_peer(e: TableWrite) -> TableWrite:
+    """Member 1 is the lower port of a two-link bundle, 2 the higher, 3 a single link:
+    the bits of the spine's leaf_links register (``_downlinks`` orders port_a alike)."""
     p = dict(e.params)
     port = dict(e.match)["hdr.port_status.port"]
-    member = 3
-    if p["sibling"] != port:
-        for d in base:
-            if isinstance(d, TableWrite) and d.table == "leaf_downlinks" \
-                    and d.action == "set_downlinks" and port in (dict(d.params)["port_a"],
-                                                                 dict(d.params)["port_b"]):
-                member = 1 if dict(d.params)["port_a"] == port else 2
-                break
-        else:
-            # no live bundle to the leaf: order the pair by port number, as the core does
-            member = 1 if port < p["sibling"] else 2
+    sibling = p["sibling"]
+    member = 3 if sibling == port else 1 if isinstance(port, int) and port < sibling else 2
     return TableWrite("port_peer", e.match, "peer", (("leaf", p["leaf"]), ("member", member)))
+
+
+def _downlinks(e: TableWrite) -> TableWrite:
+    """leaf_downlinks with port_a the lower port (the member-1 bit), share swapped along."""
+    p = dict(e.params)
+    if e.action != "set_downlinks" or p["port_a"] <= p["port_b"]:
+        return e
+    share = min(255, max(1, 256 - p["share_a"]))
+    return dataclasses.replace(e, params=(("port_a", p["port_b"]), ("port_b", p["port_a"]),
+                                          ("share_a", share)))
 
 
 def _port_levels(e: TableWrite, desired: Mapping[OpKey, SwitchOp],

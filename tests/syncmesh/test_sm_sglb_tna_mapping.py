@@ -128,7 +128,7 @@ def test_tables_shared_with_v1model_are_the_same_entities():
         desired = SyncMeshCore(fab, name, 1).desired()
         v1 = entities(desired, Identity(1))
         tna = tna_entities(desired, Identity(1, program="tna"))
-        for table in ("ipv4_route", "arp_proxy", "leaf_downlinks"):
+        for table in ("ipv4_route", "arp_proxy", "leaf_downlinks"):   # bundles ascend here
             assert [e for e in v1 if isinstance(e, TableWrite) and e.table == table] == \
                 [e for e in tna if isinstance(e, TableWrite) and e.table == table]
         assert [e for e in v1 if isinstance(e, MulticastWrite)] == \
@@ -181,6 +181,14 @@ def test_spine_members_and_levels_by_range():
               and dict(e.match)["eg_intr_md.egress_port"] == 5]
     assert [lvl for _, lvl in levels] == list(range(8))
     assert levels[0][0][0] == 0 and levels[1][0][0] == 8   # t1 = 8 bytes as in v1model
+    # a bundle listed high port first: member bits and port_a agree (lower port = a)
+    from syncmesh.switchops import SpineRoute
+    desired = dict(SyncMeshCore(fab, "s2", 1).desired())
+    desired[("spine_route", 3)] = SpineRoute(3, (6, 5))
+    swapped = [e for e in tna_entities(desired, Identity(1, program="tna"))
+               if isinstance(e, TableWrite) and e.table == "leaf_downlinks"
+               and dict(e.match)["meta.dst_leaf"] == 3]
+    assert [dict(e.params) for e in swapped] == [{"port_a": 5, "port_b": 6, "share_a": 85}]
     single = tna_entities(SyncMeshCore(leaf_spine(2, 1, 1, 1), "s1", 1).desired(),
                           Identity(1, program="tna"))
     assert {dict(e.params)["member"] for e in single
