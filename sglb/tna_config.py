@@ -169,6 +169,19 @@ def level_ranges(capacity_mbps: float, period_shift: int) -> list[LevelRange]:
     return out
 
 
+PATH_WORD_VALID = 1 << 15
+
+
+def path_word(path: int, port: int) -> int:
+    """The word a flowlet keeps (draws, lowest_path, flowlet_path): valid (bit 15)
+    ++ path (14:9) ++ port (8:0)."""
+    if not 0 <= path < 64:
+        raise ValueError(f"path {path} is outside 0..63")
+    if not 0 <= port <= PORT_MAX:
+        raise ValueError(f"port {port} is outside 0..{PORT_MAX}")
+    return PATH_WORD_VALID | path << 9 | port
+
+
 def lowest_entries(ports: dict[int, int], max_paths: int = MAX_PATHS) -> list[tuple[int, int, int, int]]:
     """lowest_path's ternary entries (value, mask, path, port): path i matches
     when bit i is set and bits 0..i-1 are clear (the masks never overlap)."""

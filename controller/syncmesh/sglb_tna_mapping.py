@@ -34,6 +34,7 @@ from sglb.tna_config import (
     level_planes,
     level_ranges,
     lowest_entries,
+    path_word,
     switch_params,
     writeback_frame,
 )
@@ -121,7 +122,7 @@ def _path_tables(ports: dict[int, int], max_paths: int) -> list[Entity]:
                               (("paths", paths),)))
     for value, mask, path, port in lowest_entries(ports, max_paths):
         out.append(TableWrite("lowest_path", (("meta.candidates", (value, mask)),), "set_lowest",
-                              (("path", path), ("port", port)), priority=1))
+                              (("word", path_word(path, port)),), priority=1))
     return out
 
 
@@ -192,7 +193,7 @@ def _profiles(profiles: list[TableWrite], ports: dict[int, int],
         for row, draw in enumerate(draw_rows(weights)):
             params: list[tuple[str, int]] = []
             for j, path in enumerate(draw):
-                params += [(f"p{j}", path), (f"port{j}", ports[path]), (f"bit{j}", 1 << path)]
+                params += [(f"word{j}", path_word(path, ports[path])), (f"bit{j}", 1 << path)]
             out.append(TableWrite("draws", (("meta.wprof", profile), ("meta.draw_row", row)),
                                   "set_draws", tuple(params)))
     return out

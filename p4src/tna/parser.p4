@@ -71,24 +71,33 @@ struct ig_meta_t {
     pathmask_t fresh;
     bit<32> owd_min;
     bit<32> owd_max;
-    /* the GLB engine */
+    /* the GLB engine (one ALU operation per statement: temporaries) */
+    pathmask_t weighted;    /* dst_profile: paths with a non-zero capacity weight */
+    pathmask_t up;
+    pathmask_t allow;
     pathmask_t live;
     pathmask_t safe;
+    pathmask_t t0; pathmask_t t1; pathmask_t t2;
+    pathmask_t u0; pathmask_t u1; pathmask_t u2;
     pathmask_t lv0;         /* bit planes of the level used */
     pathmask_t lv1;
     pathmask_t lv2;
+    pathmask_t o21; pathmask_t o210; pathmask_t a10; pathmask_t o2a;
+    pathmask_t o10; pathmask_t a2o; pathmask_t a21; pathmask_t a210;
     pathmask_t e0; pathmask_t e1; pathmask_t e2; pathmask_t e3;
     pathmask_t e4; pathmask_t e5; pathmask_t e6; pathmask_t e7;
+    pword_t z0; pword_t z1; pword_t z2; pword_t z3;
+    pword_t z4; pword_t z5; pword_t z6; pword_t z7;
     bit<8>  min_level;
     bit<8>  band;
     pathmask_t candidates;
-    bit<8>  draw0; bit<8> draw1; bit<8> draw2; bit<8> draw3;
-    port_t  draw_port0; port_t draw_port1; port_t draw_port2; port_t draw_port3;
+    bit<16> draw_word0; bit<16> draw_word1; bit<16> draw_word2; bit<16> draw_word3;
     pathmask_t draw_bit0; pathmask_t draw_bit1; pathmask_t draw_bit2; pathmask_t draw_bit3;
-    bit<8>  lowest;
-    port_t  lowest_port;
-    bit<16> pick_word;      /* path ++ port of the pick for a new flowlet */
-    bit<16> flow_word;      /* path ++ port the flowlet keeps (after flowlet_path) */
+    pathmask_t hit0; pathmask_t hit1; pathmask_t hit2; pathmask_t hit3;
+    pword_t hz0; pword_t hz1; pword_t hz2; pword_t hz3;
+    bit<16> lowest_word;    /* valid ++ path ++ port of the lowest candidate */
+    bit<16> pick_word;      /* valid ++ path ++ port of the pick for a new flowlet */
+    bit<16> flow_word;      /* valid ++ path ++ port the flowlet keeps (flowlet_path) */
     bit<8>  chosen;
     bit<1>  new_flowlet;
     bit<1>  failover;
@@ -100,13 +109,23 @@ struct ig_meta_t {
     bit<32> gen32_prev;
     bit<16> flowlet_index;
     bit<32> idle;
+    bit<32> unknown_left;   /* gap_unknown - idle, saturated: 0 once idle long enough */
     bit<32> skew_bound;
+    bit<32> skew_left;
+    bit<32> gap_over;       /* idle - flowlet_gap, saturated */
     bit<DRAW_ROW_BITS> draw_row;
+    bit<16> frame;          /* bytes of the frame once tagged */
+    bit<16> frame_over;
     /* feedback */
     bit<8>  fb_npaths;
     bit<8>  fb_path;
+    bit<8>  fb_over;
+    bit<28> fb_age;
+    bit<28> fb_fresh_left;
+    bit<4>  rx_head;        /* valid ++ ce */
     bit<32> rx_index;
-    bit<32> rx_word;
+    bit<32> rx_word;        /* valid ++ ce ++ time (feedback units) */
+    bit<8>  tag_span;       /* tag.npaths - tag.path, saturated: 0 = path out of range */
     pathmask_t fb_bit;      /* one-hot of tag.fb_path */
     bit<1>  fb_l0; bit<1> fb_l1; bit<1> fb_l2;
     /* classification and bookkeeping */
@@ -117,10 +136,15 @@ struct ig_meta_t {
     bit<1>  is_probe;
     port_t  probe_port;     /* path_ports: port of the probe's path */
     pathmask_t probe_bit;   /* path_ports: its one-hot bit */
+    pathmask_t probe_slot;
+    pathmask_t probe_down;
+    pword_t probe_slot_z;
+    pword_t probe_down_z;
     pathmask_t port_paths;  /* port_status: the paths on that port (leaf) */
-    bit<1>  goes_down;
+    bit<8>  goes_down;
     bit<8>  port_was;
     bit<32> notice_key;     /* epoch mod 2^30 << 2 | valid << 1 | fail */
+    bit<2>  notice_flags;
     bit<32> notice_held;
     bit<32> notice_ahead;
     bit<32> notice_index;
@@ -131,11 +155,14 @@ struct ig_meta_t {
     bit<8>  peer_member;    /* 1: member a, 2: member b of the leaf's downlinks */
     bit<8>  links_was;
     bit<8>  links_now;
+    bit<1>  reach_was;      /* the leaf was reachable before the port-status */
+    bit<1>  reach_now;
     port_t  down_a;
     port_t  down_b;
     bit<8>  share_a;
     bit<1>  has_downlinks;
     bit<8>  split;
+    bit<8>  split_left;     /* share_a - split, saturated: non-zero = link a */
     bit<1>  forwarded;
     bit<1>  consumed;
     bit<32> drop_reason;

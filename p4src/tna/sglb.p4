@@ -318,7 +318,8 @@ control SglbIngress(inout tna_headers_t hdr,
      *    as three bit planes; wprof names the draws of its capacity weights. -- */
     action set_profile(pathmask_t live_mask, pathmask_t weighted,
                        pathmask_t rq0, pathmask_t rq1, pathmask_t rq2, bit<8> wprof) {
-        meta.cp_mask = live_mask & weighted;
+        meta.cp_mask = live_mask;
+        meta.weighted = weighted;
         meta.rq0 = rq0;
         meta.rq1 = rq1;
         meta.rq2 = rq2;
@@ -329,6 +330,7 @@ control SglbIngress(inout tna_headers_t hdr,
      * (weight profile 0: every path once). */
     action no_profile() {
         meta.cp_mask = (pathmask_t)-1;
+        meta.weighted = (pathmask_t)-1;
         meta.rq0 = 0;
         meta.rq1 = 0;
         meta.rq2 = 0;
@@ -345,15 +347,14 @@ control SglbIngress(inout tna_headers_t hdr,
 
     /* -- draws: four paths drawn in proportion to capacity, per weight
      *    profile and row (the control plane spreads each column over the
-     *    weights); the port and one-hot bit of each come with it. -- */
-    action set_draws(bit<8> p0, port_t port0, pathmask_t bit0,
-                     bit<8> p1, port_t port1, pathmask_t bit1,
-                     bit<8> p2, port_t port2, pathmask_t bit2,
-                     bit<8> p3, port_t port3, pathmask_t bit3) {
-        meta.draw0 = p0; meta.draw_port0 = port0; meta.draw_bit0 = bit0;
-        meta.draw1 = p1; meta.draw_port1 = port1; meta.draw_bit1 = bit1;
-        meta.draw2 = p2; meta.draw_port2 = port2; meta.draw_bit2 = bit2;
-        meta.draw3 = p3; meta.draw_port3 = port3; meta.draw_bit3 = bit3;
+     *    weights); each as a word valid (bit 15) ++ path (14:9) ++ port (8:0),
+     *    the word the flowlet keeps, and its one-hot bit. -- */
+    action set_draws(bit<16> word0, pathmask_t bit0, bit<16> word1, pathmask_t bit1,
+                     bit<16> word2, pathmask_t bit2, bit<16> word3, pathmask_t bit3) {
+        meta.draw_word0 = word0; meta.draw_bit0 = bit0;
+        meta.draw_word1 = word1; meta.draw_bit1 = bit1;
+        meta.draw_word2 = word2; meta.draw_bit2 = bit2;
+        meta.draw_word3 = word3; meta.draw_bit3 = bit3;
     }
 
     action no_draws() {
@@ -370,15 +371,14 @@ control SglbIngress(inout tna_headers_t hdr,
         size = DRAW_TABLE_SIZE;
     }
 
-    /* -- lowest_path: the lowest path of the candidates and its port (ternary:
-     *    path i matches bit i set and bits 0..i-1 clear) -- */
-    action set_lowest(bit<8> path, port_t port) {
-        meta.lowest = path;
-        meta.lowest_port = port;
+    /* -- lowest_path: the lowest path of the candidates as a word like the
+     *    draws' (ternary: path i matches bit i set and bits 0..i-1 clear) -- */
+    action set_lowest(bit<16> word) {
+        meta.lowest_word = word;
     }
 
     action no_lowest() {
-        meta.lowest = 0xFF;
+        meta.lowest_word = 0;
     }
 
     table lowest_path {
@@ -419,8 +419,8 @@ control SglbIngress(inout tna_headers_t hdr,
 
     action path_dead() {
         meta.failover = 1;
-        meta.chosen = meta.lowest;
-        ig_tm_md.ucast_egress_port = meta.lowest_port;
+        meta.chosen = (bit<8>)meta.lowest_word[14:9];
+        ig_tm_md.ucast_egress_port = meta.lowest_word[8:0];
     }
 
     table kept_alive {
@@ -580,7 +580,7 @@ control SglbIngress(inout tna_headers_t hdr,
                     meta.goes_down = 1;
                 }
                 meta.port_was = port_state_put.execute((port_t)hdr.port_status.port);
-                if (meta.port_was == (bit<8>)meta.goes_down) {
+                if (meta.port_was == meta.goes_down) {
                     meta.event = EV_PORT_STATUS_DUP;
                 } else {
                     if (meta.goes_down == 1) {
@@ -607,8 +607,15 @@ control SglbIngress(inout tna_headers_t hdr,
                             }
                             /* The leaf's reachability changed: both links down now
                              * and not before (FAIL), or the other way (RECOVER). */
-                            if (meta.notice_group != 0
-                                    && (meta.links_was == 3) != (meta.links_now == 3)) {
+                            meta.reach_was = 1;
+                            if (meta.links_was == 3) {
+                                meta.reach_was = 0;
+                            }
+                            meta.reach_now = 1;
+                            if (meta.links_now == 3) {
+                                meta.reach_now = 0;
+                            }
+                            if (meta.notice_group != 0 && meta.reach_was != meta.reach_now) {
                                 hdr.notice.setValid();
                                 hdr.notice.version = SGLB_VERSION;
                                 if (meta.goes_down == 1) {
@@ -654,26 +661,32 @@ control SglbIngress(inout tna_headers_t hdr,
             } else {
                 spine_paths.apply();
                 if (meta.drop_reason == 0) {
-                    meta.notice_index = (bit<32>)meta.spine_slot * MAX_LEAVES
-                                        + (bit<32>)hdr.notice.leaf_id;
-                    meta.notice_key = hdr.notice.epoch[29:0] ++ 2w0b10;
+                    meta.notice_index = (bit<32>)(meta.spine_slot[5:0]
+                                                  ++ hdr.notice.leaf_id[LEAF_INDEX_BITS - 1:0]);
+                    meta.notice_flags = 2w0b10;
                     if (hdr.notice.kind == NOTICE_FAIL) {
-                        meta.notice_key[0:0] = 1;
+                        meta.notice_flags = 2w0b11;
                     }
+                    meta.notice_key = hdr.notice.epoch << 2;
+                    meta.notice_key[1:0] = meta.notice_flags;
                     if (hdr.notice.kind == NOTICE_WRITEBACK) {
                         /* The control plane's view includes the notice of this
                          * epoch: its mask rules again, unless a newer notice
                          * came meanwhile (then the held epoch is ahead). */
                         meta.notice_held = notice_peek.execute(meta.notice_index);
                         meta.notice_ahead = meta.notice_held - meta.notice_key;
-                        if (meta.notice_held != 0 && (int<32>)meta.notice_ahead <= 1) {
+                        /* held - written-back <= 1 as a signed number */
+                        if (meta.notice_held != 0 && (meta.notice_ahead[31:31] == 1
+                                                      || meta.notice_ahead <= 1)) {
                             SGLB_FOR_EACH_WORD(SGLB_NOTICE_CONFIRMED)
                         }
                         meta.consumed = 1;
                     } else {
                         meta.notice_held = notice_offer.execute(meta.notice_index);
                         meta.notice_ahead = meta.notice_key - meta.notice_held;
-                        if (meta.notice_held == 0 || (int<32>)meta.notice_ahead > 1) {
+                        /* key - held > 1 as a signed number: a newer epoch */
+                        if (meta.notice_held == 0 || (meta.notice_ahead[31:31] == 0
+                                                      && meta.notice_ahead > 1)) {
                             if (hdr.notice.kind == NOTICE_FAIL) {
                                 SGLB_FOR_EACH_WORD(SGLB_NOTICE_FAIL)
                             } else {
@@ -684,7 +697,7 @@ control SglbIngress(inout tna_headers_t hdr,
                             ig_tm_md.ucast_egress_port = CPU_PORT;
                             meta.punt_reason = PUNT_NOTICE;
                             meta.forwarded = 1;
-                        } else if ((int<32>)meta.notice_ahead >= -1) {
+                        } else if (meta.notice_ahead == 0xFFFFFFFF || meta.notice_ahead <= 1) {
                             meta.event = EV_NOTICE_DUPLICATE;
                             meta.consumed = 1;
                         } else {
@@ -747,9 +760,10 @@ control SglbIngress(inout tna_headers_t hdr,
             meta.drop_reason = DROP_BAD_TAG;
         } else if (hdr.ipv4.isValid()) {
             if (hdr.tag.isValid()) {
+                meta.tag_span = hdr.tag.npaths |-| hdr.tag.path;
                 if (hdr.tag.version != SGLB_VERSION || hdr.tag.length != TAG_LENGTH
                         || hdr.tag.npaths == 0 || hdr.tag.npaths > MAX_PATHS
-                        || hdr.tag.path >= hdr.tag.npaths || hdr.tag.ce > QMAX
+                        || meta.tag_span == 0 || hdr.tag.ce > QMAX
                         || hdr.tag.src_leaf >= MAX_LEAVES
                         || (hdr.tag.fb_level != FB_NONE
                             && (hdr.tag.fb_level > QMAX || hdr.tag.fb_path >= MAX_PATHS))) {
@@ -791,9 +805,11 @@ control SglbIngress(inout tna_headers_t hdr,
                 meta.drop_reason = DROP_NO_ROUTE;   /* no leaf-to-leaf transit */
             } else {
                 /* Record the metric of (source, path) for the feedback ... */
-                meta.rx_index = ((bit<32>)hdr.tag.src_leaf << PATH_INDEX_BITS)
-                                + (bit<32>)hdr.tag.path;
-                meta.rx_word = 1w1 ++ hdr.tag.ce[2:0] ++ meta.now_fb;
+                meta.rx_index = (bit<32>)(hdr.tag.src_leaf[LEAF_INDEX_BITS - 1:0]
+                                          ++ hdr.tag.path[PATH_INDEX_BITS - 1:0]);
+                meta.rx_head = hdr.tag.ce[3:0] | 4w0b1000;
+                meta.rx_word[27:0] = meta.now_fb;
+                meta.rx_word[31:28] = meta.rx_head;
                 rx_level_put.execute(meta.rx_index);
                 rx_owd_put.execute(meta.rx_index);
                 fb_npaths_put.execute(hdr.tag.src_leaf);
@@ -821,12 +837,14 @@ control SglbIngress(inout tna_headers_t hdr,
                 /* A probe takes the path it names whenever that port is up,
                  * excluded or not: that is how a recovery is seen. */
                 path_ports.apply();
-                if ((meta.probe_bit & meta.path_slots) == 0
-                        || (meta.probe_bit & meta.down) != 0) {
+                meta.probe_slot = meta.probe_bit & meta.path_slots;
+                meta.probe_down = meta.probe_bit & meta.down;
+                SGLB_FOLD(meta.probe_slot_z, meta.probe_slot)
+                SGLB_FOLD(meta.probe_down_z, meta.probe_down)
+                if (meta.probe_slot_z == 0 || meta.probe_down_z != 0) {
                     meta.drop_reason = DROP_NO_LIVE_PATH;
                 } else {
                     ig_tm_md.ucast_egress_port = meta.probe_port;
-                    hdr.bridge.raise_ce = 1;
                     meta.forwarded = 1;
                 }
             } else {
@@ -851,12 +869,15 @@ control SglbIngress(inout tna_headers_t hdr,
                 /* Live: configured, port up, allowed (a notice in force, else
                  * the control plane's mask) and a non-zero weight. ECMP knows
                  * only local link state and the mask. */
+                meta.up = meta.path_slots & ~meta.down;
                 if (meta.lb_mode == MODE_SGLB) {
-                    meta.live = meta.path_slots & ~meta.down
-                                & ((meta.cp_mask | meta.forced_up) & ~meta.forced_down);
+                    meta.allow = meta.cp_mask | meta.forced_up;
+                    meta.allow = meta.allow & ~meta.forced_down;
+                    meta.allow = meta.allow & meta.weighted;
                 } else {
-                    meta.live = meta.path_slots & ~meta.down & meta.cp_mask;
+                    meta.allow = meta.cp_mask;
                 }
+                meta.live = meta.up & meta.allow;
 
                 /* Where a new flowlet may go without overtaking the flowlet
                  * before it: anywhere once idle for gap_unknown (or with
@@ -864,10 +885,13 @@ control SglbIngress(inout tna_headers_t hdr,
                  * for the skew of this destination's fresh delays plus
                  * gap_margin; nowhere before. */
                 meta.safe = (pathmask_t)-1;
-                if (meta.lb_mode == MODE_SGLB && meta.feedback == 1
-                        && meta.idle < meta.gap_unknown) {
-                    meta.skew_bound = meta.owd_max - meta.owd_min + meta.gap_margin;
-                    if (meta.owd_min != 0xFFFFFFFF && meta.idle >= meta.skew_bound) {
+                meta.unknown_left = meta.gap_unknown |-| meta.idle;
+                meta.skew_bound = meta.owd_max - meta.owd_min;
+                meta.skew_bound = meta.skew_bound + meta.gap_margin;
+                meta.skew_left = meta.skew_bound |-| meta.idle;
+                meta.gap_over = meta.idle |-| meta.flowlet_gap;
+                if (meta.lb_mode == MODE_SGLB && meta.feedback == 1 && meta.unknown_left != 0) {
+                    if (meta.owd_min != 0xFFFFFFFF && meta.skew_left == 0) {
                         meta.safe = meta.fresh;
                     } else {
                         meta.safe = 0;
@@ -876,41 +900,64 @@ control SglbIngress(inout tna_headers_t hdr,
 
                 /* Level of each path as three bit planes: fresh feedback
                  * replaces the profile's (floored) remote level. */
-                meta.lv0 = (meta.fresh & meta.fb0) | (~meta.fresh & meta.rq0);
-                meta.lv1 = (meta.fresh & meta.fb1) | (~meta.fresh & meta.rq1);
-                meta.lv2 = (meta.fresh & meta.fb2) | (~meta.fresh & meta.rq2);
+                meta.t0 = meta.fresh & meta.fb0;
+                meta.t1 = meta.fresh & meta.fb1;
+                meta.t2 = meta.fresh & meta.fb2;
+                meta.u0 = meta.rq0 & ~meta.fresh;
+                meta.u1 = meta.rq1 & ~meta.fresh;
+                meta.u2 = meta.rq2 & ~meta.fresh;
+                meta.lv0 = meta.t0 | meta.u0;
+                meta.lv1 = meta.t1 | meta.u1;
+                meta.lv2 = meta.t2 | meta.u2;
 
                 /* e_k: the eligible paths (live, safe) at level k or lower. */
                 meta.e7 = meta.live & meta.safe;
-                meta.e0 = meta.e7 & ~(meta.lv2 | meta.lv1 | meta.lv0);
-                meta.e1 = meta.e7 & ~(meta.lv2 | meta.lv1);
-                meta.e2 = meta.e7 & ~(meta.lv2 | (meta.lv1 & meta.lv0));
+                meta.o21 = meta.lv2 | meta.lv1;
+                meta.o210 = meta.o21 | meta.lv0;
+                meta.a10 = meta.lv1 & meta.lv0;
+                meta.o2a = meta.lv2 | meta.a10;
+                meta.o10 = meta.lv1 | meta.lv0;
+                meta.a2o = meta.lv2 & meta.o10;
+                meta.a21 = meta.lv2 & meta.lv1;
+                meta.a210 = meta.a21 & meta.lv0;
+                meta.e0 = meta.e7 & ~meta.o210;
+                meta.e1 = meta.e7 & ~meta.o21;
+                meta.e2 = meta.e7 & ~meta.o2a;
                 meta.e3 = meta.e7 & ~meta.lv2;
-                meta.e4 = meta.e7 & ~(meta.lv2 & (meta.lv1 | meta.lv0));
-                meta.e5 = meta.e7 & ~(meta.lv2 & meta.lv1);
-                meta.e6 = meta.e7 & ~(meta.lv2 & meta.lv1 & meta.lv0);
+                meta.e4 = meta.e7 & ~meta.a2o;
+                meta.e5 = meta.e7 & ~meta.a21;
+                meta.e6 = meta.e7 & ~meta.a210;
+                SGLB_FOLD(meta.z0, meta.e0)
+                SGLB_FOLD(meta.z1, meta.e1)
+                SGLB_FOLD(meta.z2, meta.e2)
+                SGLB_FOLD(meta.z3, meta.e3)
+                SGLB_FOLD(meta.z4, meta.e4)
+                SGLB_FOLD(meta.z5, meta.e5)
+                SGLB_FOLD(meta.z6, meta.e6)
+                SGLB_FOLD(meta.z7, meta.e7)
 
                 if (meta.live == 0) {
                     meta.drop_reason = DROP_NO_LIVE_PATH;
                 } else {
                     if (meta.lb_mode == MODE_ECMP) {
                         meta.candidates = meta.live;
-                    } else if (meta.e7 == 0) {
+                    } else if (meta.z7 == 0) {
                         /* Nowhere safe to move: the flowlet stays (its path,
                          * or the lowest live one if it has none or it died). */
                         meta.candidates = meta.live;
                     } else {
-                        if (meta.e0 != 0) { meta.min_level = 0; }
-                        else if (meta.e1 != 0) { meta.min_level = 1; }
-                        else if (meta.e2 != 0) { meta.min_level = 2; }
-                        else if (meta.e3 != 0) { meta.min_level = 3; }
-                        else if (meta.e4 != 0) { meta.min_level = 4; }
-                        else if (meta.e5 != 0) { meta.min_level = 5; }
-                        else if (meta.e6 != 0) { meta.min_level = 6; }
+                        if (meta.z0 != 0) { meta.min_level = 0; }
+                        else if (meta.z1 != 0) { meta.min_level = 1; }
+                        else if (meta.z2 != 0) { meta.min_level = 2; }
+                        else if (meta.z3 != 0) { meta.min_level = 3; }
+                        else if (meta.z4 != 0) { meta.min_level = 4; }
+                        else if (meta.z5 != 0) { meta.min_level = 5; }
+                        else if (meta.z6 != 0) { meta.min_level = 6; }
                         else { meta.min_level = 7; }
-                        meta.band = min(meta.min_level + meta.tie_tolerance, 8w7);
+                        meta.band = meta.min_level |+| meta.tie_tolerance;
+                        meta.band = min(meta.band, 8w7);
                         band_select.apply();
-                        if (meta.idle > meta.flowlet_gap) {
+                        if (meta.gap_over != 0) {
                             meta.new_flowlet = 1;
                         }
                     }
@@ -918,16 +965,24 @@ control SglbIngress(inout tna_headers_t hdr,
 
                     /* Weighted pick: the first draw that is a candidate (the
                      * draws follow capacity), else the lowest candidate. */
-                    if ((meta.candidates & meta.draw_bit0) != 0) {
-                        meta.pick_word = (meta.draw0 + 1)[6:0] ++ meta.draw_port0;
-                    } else if ((meta.candidates & meta.draw_bit1) != 0) {
-                        meta.pick_word = (meta.draw1 + 1)[6:0] ++ meta.draw_port1;
-                    } else if ((meta.candidates & meta.draw_bit2) != 0) {
-                        meta.pick_word = (meta.draw2 + 1)[6:0] ++ meta.draw_port2;
-                    } else if ((meta.candidates & meta.draw_bit3) != 0) {
-                        meta.pick_word = (meta.draw3 + 1)[6:0] ++ meta.draw_port3;
+                    meta.hit0 = meta.candidates & meta.draw_bit0;
+                    meta.hit1 = meta.candidates & meta.draw_bit1;
+                    meta.hit2 = meta.candidates & meta.draw_bit2;
+                    meta.hit3 = meta.candidates & meta.draw_bit3;
+                    SGLB_FOLD(meta.hz0, meta.hit0)
+                    SGLB_FOLD(meta.hz1, meta.hit1)
+                    SGLB_FOLD(meta.hz2, meta.hit2)
+                    SGLB_FOLD(meta.hz3, meta.hit3)
+                    if (meta.hz0 != 0) {
+                        meta.pick_word = meta.draw_word0;
+                    } else if (meta.hz1 != 0) {
+                        meta.pick_word = meta.draw_word1;
+                    } else if (meta.hz2 != 0) {
+                        meta.pick_word = meta.draw_word2;
+                    } else if (meta.hz3 != 0) {
+                        meta.pick_word = meta.draw_word3;
                     } else {
-                        meta.pick_word = (meta.lowest + 1)[6:0] ++ meta.lowest_port;
+                        meta.pick_word = meta.lowest_word;
                     }
 
                     if (meta.lb_mode == MODE_SGLB) {
@@ -935,7 +990,7 @@ control SglbIngress(inout tna_headers_t hdr,
                     } else {
                         meta.flow_word = meta.pick_word;
                     }
-                    meta.chosen = (bit<8>)meta.flow_word[15:9] - 1;
+                    meta.chosen = (bit<8>)meta.flow_word[14:9];
                     kept_alive.apply();
                     if (meta.failover == 1) {
                         meta.event = EV_FAILOVER;
@@ -948,7 +1003,9 @@ control SglbIngress(inout tna_headers_t hdr,
                     /* The fabric tag: path, clock, and one fresh metric of the
                      * destination's paths toward us, in turn. */
                     if (meta.lb_mode == MODE_SGLB && meta.feedback == 1) {
-                        if (hdr.ipv4.totalLen + 14 + (bit<16>)TAG_LENGTH > meta.tag_frame_max) {
+                        meta.frame = hdr.ipv4.totalLen + (14 + (bit<16>)TAG_LENGTH);
+                        meta.frame_over = meta.frame |-| meta.tag_frame_max;
+                        if (meta.frame_over != 0) {
                             meta.tag_event = EV_TAG_SKIPPED;
                         } else {
                             hdr.tag.setValid();
@@ -969,12 +1026,15 @@ control SglbIngress(inout tna_headers_t hdr,
                             if (meta.fb_npaths != 0) {
                                 meta.fb_npaths = meta.fb_npaths - 1;
                                 meta.fb_path = fb_cursor_next.execute(meta.dst_leaf);
-                                meta.rx_index = ((bit<32>)meta.dst_leaf << PATH_INDEX_BITS)
-                                                + (bit<32>)meta.fb_path;
+                                meta.fb_over = meta.fb_path |-| meta.fb_npaths;
+                                meta.rx_index = (bit<32>)(meta.dst_leaf[LEAF_INDEX_BITS - 1:0]
+                                                          ++ meta.fb_path[PATH_INDEX_BITS - 1:0]);
                                 meta.rx_word = rx_level_get.execute(meta.rx_index);
                                 hdr.tag.fb_owd = rx_owd_get.execute(meta.rx_index);
-                                if (meta.rx_word[31:31] == 1 && meta.fb_path <= meta.fb_npaths
-                                        && meta.now_fb - meta.rx_word[27:0] <= meta.fb_fresh) {
+                                meta.fb_age = meta.now_fb - meta.rx_word[27:0];
+                                meta.fb_fresh_left = meta.fb_age |-| meta.fb_fresh;
+                                if (meta.rx_word[31:31] == 1 && meta.fb_over == 0
+                                        && meta.fb_fresh_left == 0) {
                                     hdr.tag.fb_path = meta.fb_path;
                                     hdr.tag.fb_level = (bit<8>)meta.rx_word[30:28];
                                     meta.tag_event = EV_FEEDBACK_SENT;
@@ -997,9 +1057,10 @@ control SglbIngress(inout tna_headers_t hdr,
                                               hdr.ipv4.protocol, meta.l4_src, meta.l4_dst });
                 hdr.bridge.raise_ce = 1;
                 meta.forwarded = 1;
+                meta.split_left = meta.share_a |-| meta.split;
                 if (meta.links_now == 0 && meta.down_a != meta.down_b) {
                     /* Flows split in proportion to the members' capacity. */
-                    if (meta.split < meta.share_a) {
+                    if (meta.split_left != 0) {
                         ig_tm_md.ucast_egress_port = meta.down_a;
                     } else {
                         ig_tm_md.ucast_egress_port = meta.down_b;

@@ -233,3 +233,11 @@ def test_random_masks_pick_a_single_lowest_entry_at_64_paths():
         mask = rng.getrandbits(64) or 1
         hits = [path for value, m, path, _ in entries if mask & m == value]
         assert hits == [(mask & -mask).bit_length() - 1]
+
+
+def test_path_words_carry_valid_path_and_port():
+    from sglb.tna_config import path_word
+    assert path_word(0, 0) == 0x8000 and path_word(63, 511) == 0xFFFF
+    assert path_word(5, 3) >> 9 & 63 == 5 and path_word(5, 3) & 511 == 3
+    with pytest.raises(ValueError, match="path 64"):
+        path_word(64, 1)

@@ -160,10 +160,11 @@ def test_profiles_become_planes_and_weight_profiles():
         draws = [dict(e.params) for e in ents if isinstance(e, TableWrite)
                  and e.table == "draws" and dict(e.match)["meta.wprof"] == p["wprof"]]
         assert len(draws) == 64
-        drawn = [d["p0"] for d in draws]
+        drawn = [d["word0"] >> 9 & 63 for d in draws]
         for i, w in enumerate(weights):
             assert abs(drawn.count(i) / 64 - w / sum(weights)) <= 1 / 64 + 1e-9, (dst, i)
-        assert all(d[f"bit{j}"] == 1 << d[f"p{j}"] for d in draws for j in range(4))
+        assert all(d[f"bit{j}"] == 1 << (d[f"word{j}"] >> 9 & 63) and d[f"word{j}"] >> 15
+                   for d in draws for j in range(4))
     assert len({p["wprof"] for p in prof.values()}) >= 2   # asymmetric: distinct weights
     assert 0 not in {p["wprof"] for p in prof.values()} or len(prof) == 1
 
