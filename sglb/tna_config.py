@@ -35,6 +35,7 @@ from sglb.config import (
     check_max_paths,
     level_thresholds,
 )
+from sglb.headers import NOTICE_WRITEBACK
 
 FB_TIME_SHIFT_NS = 14            # p4src/tna/words.p4: feedback units of 2^14 ns
 FB_GEN_SHIFT_NS = 23             # freshness generations of 2^23 ns (8.4 ms)
@@ -42,7 +43,6 @@ DRAW_ROW_BITS = 6                # rows of the draws table per weight profile
 DRAW_ROWS = 1 << DRAW_ROW_BITS
 DRAW_COLUMNS = 4                 # paths drawn per row
 WEIGHT_PROFILES = 64             # weight profiles the draws table holds
-NOTICE_WRITEBACK = 6             # notice kind: the controller confirms an epoch
 U32 = 0xFFFFFFFF
 NS_PER_US = 1000
 
