@@ -88,13 +88,11 @@ struct ig_meta_t {
     pathmask_t e4; pathmask_t e5; pathmask_t e6; pathmask_t e7;
     pword_t z0; pword_t z1; pword_t z2; pword_t z3;
     pword_t z4; pword_t z5; pword_t z6; pword_t z7;
-    bit<8>  min_level;
-    bit<8>  band;
+    bit<8>  tol;            /* tie_tolerance, at most 7 */
     pathmask_t candidates;
     bit<16> draw_word0; bit<16> draw_word1; bit<16> draw_word2; bit<16> draw_word3;
     pathmask_t draw_bit0; pathmask_t draw_bit1; pathmask_t draw_bit2; pathmask_t draw_bit3;
     pathmask_t hit0; pathmask_t hit1; pathmask_t hit2; pathmask_t hit3;
-    pword_t hz0; pword_t hz1; pword_t hz2; pword_t hz3;
     bit<16> lowest_word;    /* valid ++ path ++ port of the lowest candidate */
     bit<16> pick_word;      /* valid ++ path ++ port of the pick for a new flowlet */
     bit<16> flow_word;      /* valid ++ path ++ port the flowlet keeps (flowlet_path) */
@@ -133,6 +131,7 @@ struct ig_meta_t {
     bit<16> l4_dst;
     bit<16> dst_leaf;
     bit<1>  to_leaf;
+    bit<1>  dec_ttl;        /* ipv4_route: to_host / to_leaf decrement the TTL once checked */
     bit<1>  is_probe;
     port_t  probe_port;     /* path_ports: port of the probe's path */
     pathmask_t probe_bit;   /* path_ports: its one-hot bit */

@@ -102,9 +102,10 @@ control SglbIngress(inout tna_headers_t hdr,
     Register<owd_extreme_t, bit<16>>(MAX_LEAVES) owd_low;
     RegisterAction<owd_extreme_t, bit<16>, bit<32>>(owd_low) owd_low_get = {
         void apply(inout owd_extreme_t v, out bit<32> rv) {
-            rv = 0xFFFFFFFF;
             if (v.gen == meta.gen32 || v.gen == meta.gen32_prev) {
                 rv = v.owd;
+            } else {
+                rv = 0xFFFFFFFF;
             }
         }
     };
@@ -259,7 +260,7 @@ control SglbIngress(inout tna_headers_t hdr,
         ig_tm_md.ucast_egress_port = port;
         hdr.ethernet.srcAddr = meta.switch_mac;
         hdr.ethernet.dstAddr = host_mac;
-        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+        meta.dec_ttl = 1;
         meta.forwarded = 1;
     }
 
@@ -267,7 +268,7 @@ control SglbIngress(inout tna_headers_t hdr,
         meta.dst_leaf = leaf;
         meta.to_leaf = 1;
         hdr.ethernet.srcAddr = meta.switch_mac;
-        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+        meta.dec_ttl = 1;
     }
 
     action to_cpu() {
@@ -388,7 +389,10 @@ control SglbIngress(inout tna_headers_t hdr,
         size = MAX_PATHS;
     }
 
-    /* -- band: the candidates are the eligible paths at most `band` levels -- */
+    /* -- band_select: the candidates are the eligible paths at most
+     *    tie_tolerance levels above the lowest level of any eligible path:
+     *    the lowest level m is the number of leading empty e_k (z_k: e_k
+     *    folded into a word), found by entry priority (ZW: "is zero"). -- */
     action take_band(pathmask_t chosen_band) {
         meta.candidates = chosen_band;
     }
@@ -401,16 +405,106 @@ control SglbIngress(inout tna_headers_t hdr,
     action band_6() { take_band(meta.e6); }
     action band_7() { take_band(meta.e7); }
 
+#define ZW (pword_t)0 &&& (pword_t)-1
     table band_select {
-        key = { meta.band: exact; }
+        key = {
+            meta.z0: ternary; meta.z1: ternary; meta.z2: ternary; meta.z3: ternary;
+            meta.z4: ternary; meta.z5: ternary; meta.z6: ternary; meta.tol: exact;
+        }
         actions = { band_0; band_1; band_2; band_3; band_4; band_5; band_6; band_7; }
         const entries = {
-            0: band_0(); 1: band_1(); 2: band_2(); 3: band_3();
-            4: band_4(); 5: band_5(); 6: band_6(); 7: band_7();
+            (ZW, ZW, ZW, ZW, ZW, ZW, ZW, 0): band_7();
+            (ZW, ZW, ZW, ZW, ZW, ZW, ZW, 1): band_7();
+            (ZW, ZW, ZW, ZW, ZW, ZW, ZW, 2): band_7();
+            (ZW, ZW, ZW, ZW, ZW, ZW, ZW, 3): band_7();
+            (ZW, ZW, ZW, ZW, ZW, ZW, ZW, 4): band_7();
+            (ZW, ZW, ZW, ZW, ZW, ZW, ZW, 5): band_7();
+            (ZW, ZW, ZW, ZW, ZW, ZW, ZW, 6): band_7();
+            (ZW, ZW, ZW, ZW, ZW, ZW, ZW, 7): band_7();
+            (ZW, ZW, ZW, ZW, ZW, ZW, _, 0): band_6();
+            (ZW, ZW, ZW, ZW, ZW, ZW, _, 1): band_7();
+            (ZW, ZW, ZW, ZW, ZW, ZW, _, 2): band_7();
+            (ZW, ZW, ZW, ZW, ZW, ZW, _, 3): band_7();
+            (ZW, ZW, ZW, ZW, ZW, ZW, _, 4): band_7();
+            (ZW, ZW, ZW, ZW, ZW, ZW, _, 5): band_7();
+            (ZW, ZW, ZW, ZW, ZW, ZW, _, 6): band_7();
+            (ZW, ZW, ZW, ZW, ZW, ZW, _, 7): band_7();
+            (ZW, ZW, ZW, ZW, ZW, _, _, 0): band_5();
+            (ZW, ZW, ZW, ZW, ZW, _, _, 1): band_6();
+            (ZW, ZW, ZW, ZW, ZW, _, _, 2): band_7();
+            (ZW, ZW, ZW, ZW, ZW, _, _, 3): band_7();
+            (ZW, ZW, ZW, ZW, ZW, _, _, 4): band_7();
+            (ZW, ZW, ZW, ZW, ZW, _, _, 5): band_7();
+            (ZW, ZW, ZW, ZW, ZW, _, _, 6): band_7();
+            (ZW, ZW, ZW, ZW, ZW, _, _, 7): band_7();
+            (ZW, ZW, ZW, ZW, _, _, _, 0): band_4();
+            (ZW, ZW, ZW, ZW, _, _, _, 1): band_5();
+            (ZW, ZW, ZW, ZW, _, _, _, 2): band_6();
+            (ZW, ZW, ZW, ZW, _, _, _, 3): band_7();
+            (ZW, ZW, ZW, ZW, _, _, _, 4): band_7();
+            (ZW, ZW, ZW, ZW, _, _, _, 5): band_7();
+            (ZW, ZW, ZW, ZW, _, _, _, 6): band_7();
+            (ZW, ZW, ZW, ZW, _, _, _, 7): band_7();
+            (ZW, ZW, ZW, _, _, _, _, 0): band_3();
+            (ZW, ZW, ZW, _, _, _, _, 1): band_4();
+            (ZW, ZW, ZW, _, _, _, _, 2): band_5();
+            (ZW, ZW, ZW, _, _, _, _, 3): band_6();
+            (ZW, ZW, ZW, _, _, _, _, 4): band_7();
+            (ZW, ZW, ZW, _, _, _, _, 5): band_7();
+            (ZW, ZW, ZW, _, _, _, _, 6): band_7();
+            (ZW, ZW, ZW, _, _, _, _, 7): band_7();
+            (ZW, ZW, _, _, _, _, _, 0): band_2();
+            (ZW, ZW, _, _, _, _, _, 1): band_3();
+            (ZW, ZW, _, _, _, _, _, 2): band_4();
+            (ZW, ZW, _, _, _, _, _, 3): band_5();
+            (ZW, ZW, _, _, _, _, _, 4): band_6();
+            (ZW, ZW, _, _, _, _, _, 5): band_7();
+            (ZW, ZW, _, _, _, _, _, 6): band_7();
+            (ZW, ZW, _, _, _, _, _, 7): band_7();
+            (ZW, _, _, _, _, _, _, 0): band_1();
+            (ZW, _, _, _, _, _, _, 1): band_2();
+            (ZW, _, _, _, _, _, _, 2): band_3();
+            (ZW, _, _, _, _, _, _, 3): band_4();
+            (ZW, _, _, _, _, _, _, 4): band_5();
+            (ZW, _, _, _, _, _, _, 5): band_6();
+            (ZW, _, _, _, _, _, _, 6): band_7();
+            (ZW, _, _, _, _, _, _, 7): band_7();
+            (_, _, _, _, _, _, _, 0): band_0();
+            (_, _, _, _, _, _, _, 1): band_1();
+            (_, _, _, _, _, _, _, 2): band_2();
+            (_, _, _, _, _, _, _, 3): band_3();
+            (_, _, _, _, _, _, _, 4): band_4();
+            (_, _, _, _, _, _, _, 5): band_5();
+            (_, _, _, _, _, _, _, 6): band_6();
+            (_, _, _, _, _, _, _, 7): band_7();
         }
         default_action = band_7();
-        size = 8;
+        size = 64;
     }
+#undef ZW
+
+    /* -- pick_draw: the first of the four draws that is a candidate (hit_j:
+     *    candidates & draw_bit_j; HZ: "is zero"), else the lowest candidate -- */
+    action pick_0() { meta.pick_word = meta.draw_word0; }
+    action pick_1() { meta.pick_word = meta.draw_word1; }
+    action pick_2() { meta.pick_word = meta.draw_word2; }
+    action pick_3() { meta.pick_word = meta.draw_word3; }
+    action pick_lowest() { meta.pick_word = meta.lowest_word; }
+
+#define HZ (pathmask_t)0 &&& (pathmask_t)-1
+    table pick_draw {
+        key = { meta.hit0: ternary; meta.hit1: ternary; meta.hit2: ternary; meta.hit3: ternary; }
+        actions = { pick_0; pick_1; pick_2; pick_3; pick_lowest; }
+        const entries = {
+            (HZ, HZ, HZ, HZ): pick_lowest();
+            (HZ, HZ, HZ, _): pick_3();
+            (HZ, HZ, _, _): pick_2();
+            (HZ, _, _, _): pick_1();
+        }
+        default_action = pick_0();
+        size = 4;
+    }
+#undef HZ
 
     /* -- kept_alive: is the flowlet's path still live? -- */
     action keep_path() {
@@ -542,6 +636,7 @@ control SglbIngress(inout tna_headers_t hdr,
         uplinks.apply();
         port_neighbour.apply();
         port_rx.count(ig_intr_md.ingress_port);
+        meta.tol = min(meta.tie_tolerance, 8w7);
         meta.now = ig_intr_md.ingress_mac_tstamp[31:0];
         meta.now_fb = ig_intr_md.ingress_mac_tstamp[FB_TIME_SHIFT + 27:FB_TIME_SHIFT];
         meta.gen32 = (bit<32>)ig_intr_md.ingress_mac_tstamp[47:FB_GEN_SHIFT];
@@ -554,6 +649,51 @@ control SglbIngress(inout tna_headers_t hdr,
         hdr.bridge.ingress_port = ig_intr_md.ingress_port;
         hdr.bridge.pad1 = 0;
         hdr.bridge.raise_ce = 0;
+
+        /* ---- Lookups and reads that need not wait for the checks of stage 1
+         * (a packet that fails them is dropped, whatever they found): the
+         * route, and on a leaf the destination's profile, state and draws,
+         * on a spine its downlinks. Stage count is the budget on Tofino. ---- */
+        if (hdr.ipv4.isValid()) {
+            if (hdr.l4.isValid()) {
+                meta.l4_src = hdr.l4.srcPort;
+                meta.l4_dst = hdr.l4.dstPort;
+            }
+            ipv4_route.apply();
+        } else if (hdr.probe.isValid()) {
+            meta.dst_leaf = hdr.probe.dst_leaf;
+        }
+        if (meta.role == ROLE_LEAF) {
+            if (hdr.probe.isValid()) {
+                SGLB_FOR_EACH_WORD(SGLB_READ_DOWN)
+                path_ports.apply();
+            } else if (meta.to_leaf == 1) {
+                dst_profile.apply();
+                SGLB_FOR_EACH_WORD(SGLB_READ_DOWN)
+                SGLB_FOR_EACH_WORD(SGLB_READ_DESTINATION)
+                if (meta.lb_mode == MODE_SGLB) {
+                    meta.flowlet_index = flowlet_hash.get({ hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
+                                                            hdr.ipv4.protocol, meta.l4_src,
+                                                            meta.l4_dst });
+                    meta.idle = flowlet_touch.execute(meta.flowlet_index);
+                    meta.draw_row = draw_random.get();
+                    if (meta.feedback == 1) {
+                        meta.owd_min = owd_low_get.execute(meta.dst_leaf);
+                        meta.owd_max = owd_high_get.execute(meta.dst_leaf);
+                    }
+                } else {
+                    meta.draw_row = flow_row_hash.get({ hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
+                                                        hdr.ipv4.protocol, meta.l4_src,
+                                                        meta.l4_dst });
+                }
+                draws.apply();
+            }
+        } else if (meta.to_leaf == 1 || hdr.probe.isValid()) {
+            leaf_downlinks.apply();
+            meta.links_now = leaf_links_get.execute(meta.dst_leaf);
+            meta.split = split_hash.get({ hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
+                                          hdr.ipv4.protocol, meta.l4_src, meta.l4_dst });
+        }
 
         /* ---- Stage 1: classify and handle control packets ---- */
         if (ig_prsr_md.parser_err != 0) {
@@ -717,7 +857,6 @@ control SglbIngress(inout tna_headers_t hdr,
                 if (meta.nb_kind != NEIGHBOUR_LEAF) {
                     meta.drop_reason = DROP_BAD_PROBE;
                 } else {
-                    meta.dst_leaf = hdr.probe.dst_leaf;
                     meta.to_leaf = 1;
                 }
             } else if (hdr.packet_out.isValid()) {
@@ -727,7 +866,6 @@ control SglbIngress(inout tna_headers_t hdr,
                     hdr.probe.src_leaf = meta.switch_id;
                     hdr.probe.hop_dre = 0;
                     hdr.probe.stamp = meta.now;
-                    meta.dst_leaf = hdr.probe.dst_leaf;
                     meta.to_leaf = 1;
                     meta.is_probe = 1;
                 }
@@ -783,12 +921,8 @@ control SglbIngress(inout tna_headers_t hdr,
                 meta.drop_reason = DROP_UNSUPPORTED;
             } else if (hdr.ipv4.ttl <= 1) {
                 meta.drop_reason = DROP_TTL_EXPIRED;
-            } else {
-                if (hdr.l4.isValid()) {
-                    meta.l4_src = hdr.l4.srcPort;
-                    meta.l4_dst = hdr.l4.dstPort;
-                }
-                ipv4_route.apply();
+            } else if (meta.dec_ttl == 1) {
+                hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
             }
         } else {
             meta.drop_reason = DROP_UNSUPPORTED;
@@ -831,12 +965,9 @@ control SglbIngress(inout tna_headers_t hdr,
 
         /* ---- Stage 2 (leaf): the GLB engine ---- */
         if (meta.drop_reason == 0 && meta.role == ROLE_LEAF && meta.to_leaf == 1) {
-            dst_profile.apply();
-            SGLB_FOR_EACH_WORD(SGLB_READ_DOWN)
             if (meta.is_probe == 1) {
                 /* A probe takes the path it names whenever that port is up,
                  * excluded or not: that is how a recovery is seen. */
-                path_ports.apply();
                 meta.probe_slot = meta.probe_bit & meta.path_slots;
                 meta.probe_down = meta.probe_bit & meta.down;
                 SGLB_FOLD(meta.probe_slot_z, meta.probe_slot)
@@ -848,24 +979,6 @@ control SglbIngress(inout tna_headers_t hdr,
                     meta.forwarded = 1;
                 }
             } else {
-                SGLB_FOR_EACH_WORD(SGLB_READ_DESTINATION)
-                if (meta.lb_mode == MODE_SGLB) {
-                    meta.flowlet_index = flowlet_hash.get({ hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
-                                                            hdr.ipv4.protocol, meta.l4_src,
-                                                            meta.l4_dst });
-                    meta.idle = flowlet_touch.execute(meta.flowlet_index);
-                    meta.draw_row = draw_random.get();
-                    if (meta.feedback == 1) {
-                        meta.owd_min = owd_low_get.execute(meta.dst_leaf);
-                        meta.owd_max = owd_high_get.execute(meta.dst_leaf);
-                    }
-                } else {
-                    meta.draw_row = flow_row_hash.get({ hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
-                                                        hdr.ipv4.protocol, meta.l4_src,
-                                                        meta.l4_dst });
-                }
-                draws.apply();
-
                 /* Live: configured, port up, allowed (a notice in force, else
                  * the control plane's mask) and a non-zero weight. ECMP knows
                  * only local link state and the mask. */
@@ -946,16 +1059,6 @@ control SglbIngress(inout tna_headers_t hdr,
                          * or the lowest live one if it has none or it died). */
                         meta.candidates = meta.live;
                     } else {
-                        if (meta.z0 != 0) { meta.min_level = 0; }
-                        else if (meta.z1 != 0) { meta.min_level = 1; }
-                        else if (meta.z2 != 0) { meta.min_level = 2; }
-                        else if (meta.z3 != 0) { meta.min_level = 3; }
-                        else if (meta.z4 != 0) { meta.min_level = 4; }
-                        else if (meta.z5 != 0) { meta.min_level = 5; }
-                        else if (meta.z6 != 0) { meta.min_level = 6; }
-                        else { meta.min_level = 7; }
-                        meta.band = meta.min_level |+| meta.tie_tolerance;
-                        meta.band = min(meta.band, 8w7);
                         band_select.apply();
                         if (meta.gap_over != 0) {
                             meta.new_flowlet = 1;
@@ -969,21 +1072,7 @@ control SglbIngress(inout tna_headers_t hdr,
                     meta.hit1 = meta.candidates & meta.draw_bit1;
                     meta.hit2 = meta.candidates & meta.draw_bit2;
                     meta.hit3 = meta.candidates & meta.draw_bit3;
-                    SGLB_FOLD(meta.hz0, meta.hit0)
-                    SGLB_FOLD(meta.hz1, meta.hit1)
-                    SGLB_FOLD(meta.hz2, meta.hit2)
-                    SGLB_FOLD(meta.hz3, meta.hit3)
-                    if (meta.hz0 != 0) {
-                        meta.pick_word = meta.draw_word0;
-                    } else if (meta.hz1 != 0) {
-                        meta.pick_word = meta.draw_word1;
-                    } else if (meta.hz2 != 0) {
-                        meta.pick_word = meta.draw_word2;
-                    } else if (meta.hz3 != 0) {
-                        meta.pick_word = meta.draw_word3;
-                    } else {
-                        meta.pick_word = meta.lowest_word;
-                    }
+                    pick_draw.apply();
 
                     if (meta.lb_mode == MODE_SGLB) {
                         meta.flow_word = flowlet_follow.execute(meta.flowlet_index);
@@ -1048,13 +1137,9 @@ control SglbIngress(inout tna_headers_t hdr,
 
         /* ---- Stage 2 (spine): down to the destination leaf ---- */
         if (meta.drop_reason == 0 && meta.role == ROLE_SPINE && meta.to_leaf == 1) {
-            leaf_downlinks.apply();
             if (meta.has_downlinks == 0) {
                 meta.drop_reason = DROP_NO_ROUTE;
             } else {
-                meta.links_now = leaf_links_get.execute(meta.dst_leaf);
-                meta.split = split_hash.get({ hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
-                                              hdr.ipv4.protocol, meta.l4_src, meta.l4_dst });
                 hdr.bridge.raise_ce = 1;
                 meta.forwarded = 1;
                 meta.split_left = meta.share_a |-| meta.split;

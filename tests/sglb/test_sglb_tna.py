@@ -241,3 +241,48 @@ def test_path_words_carry_valid_path_and_port():
     assert path_word(5, 3) >> 9 & 63 == 5 and path_word(5, 3) & 511 == 3
     with pytest.raises(ValueError, match="path 64"):
         path_word(64, 1)
+
+
+def _const_entries(table: str) -> list[tuple[list[str], str]]:
+    """(key expressions, action) of a const-entries table of the program, in order."""
+    import re
+
+    source = tofino.TNA_PROGRAM.read_text()
+    body = source[source.index(f"table {table} {{"):]
+    body = body[body.index("const entries = {") + len("const entries = {"):]
+    body = body[:body.index("}\n")]
+    out = []
+    for keys, action in re.findall(r"\(([^:]*)\)\s*:\s*(\w+)\(\);", body):
+        out.append(([k.strip() for k in keys.split(",")], action))
+    return out
+
+
+def _first_match(entries, nonzero, exact=None):
+    """The action of the first entry whose ternary "is zero" keys (ZW/HZ) hold for
+    `nonzero` (one bool per key) and whose exact key equals `exact`."""
+    for keys, action in entries:
+        ternary = keys[:len(nonzero)]
+        if exact is not None and int(keys[-1]) != exact:
+            continue
+        if all(k == "_" or not nz for k, nz in zip(ternary, nonzero, strict=True)):
+            return action
+    return None
+
+
+def test_band_select_takes_the_lowest_level_plus_tolerance():
+    """band_select's entries, matched in priority order: for every pattern of empty /
+    non-empty e_0..e_6 and every tolerance, the band is min(lowest non-empty + tol, 7)."""
+    entries = _const_entries("band_select")
+    assert len(entries) == 64
+    for pattern in itertools.product([False, True], repeat=7):
+        lowest = next((k for k, nz in enumerate(pattern) if nz), 7)
+        for tol in range(8):
+            action = _first_match(entries, list(pattern), tol)
+            assert action == f"band_{min(lowest + tol, 7)}", (pattern, tol, action)
+
+
+def test_pick_draw_takes_the_first_candidate_draw():
+    entries = _const_entries("pick_draw")
+    for pattern in itertools.product([False, True], repeat=4):
+        want = next((f"pick_{j}" for j, hit in enumerate(pattern) if hit), "pick_lowest")
+        assert (_first_match(entries, list(pattern)) or "pick_0") == want, pattern
