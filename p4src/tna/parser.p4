@@ -123,6 +123,7 @@ struct ig_meta_t {
     bit<4>  rx_head;        /* valid ++ ce */
     bit<32> rx_index;
     bit<32> rx_word;        /* valid ++ ce ++ time (feedback units) */
+    bit<32> rx_owd;         /* one-way delay of the tag (ns, incl. the clock offset) */
     bit<8>  tag_span;       /* tag.npaths - tag.path, saturated: 0 = path out of range */
     pathmask_t fb_bit;      /* one-hot of tag.fb_path */
     bit<1>  fb_l0; bit<1> fb_l1; bit<1> fb_l2;

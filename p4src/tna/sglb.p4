@@ -150,7 +150,7 @@ control SglbIngress(inout tna_headers_t hdr,
         void apply(inout bit<32> v, out bit<32> rv) { rv = v; }
     };
     RegisterAction<bit<32>, bit<32>, bit<32>>(rx_owd) rx_owd_put = {
-        void apply(inout bit<32> v) { v = meta.now - hdr.tag.ts; }
+        void apply(inout bit<32> v) { v = meta.rx_owd; }
     };
     Register<bit<8>, bit<16>>(MAX_LEAVES, 0) fb_npaths;
     RegisterAction<bit<8>, bit<16>, bit<8>>(fb_npaths) fb_npaths_get = {
@@ -944,6 +944,7 @@ control SglbIngress(inout tna_headers_t hdr,
                 meta.rx_head = hdr.tag.ce[3:0] | 4w0b1000;
                 meta.rx_word[27:0] = meta.now_fb;
                 meta.rx_word[31:28] = meta.rx_head;
+                meta.rx_owd = meta.now - hdr.tag.ts;
                 rx_level_put.execute(meta.rx_index);
                 rx_owd_put.execute(meta.rx_index);
                 fb_npaths_put.execute(hdr.tag.src_leaf);
