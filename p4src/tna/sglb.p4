@@ -408,8 +408,9 @@ control SglbIngress(inout tna_headers_t hdr,
 #define ZW (pword_t)0 &&& (pword_t)-1
     table band_select {
         key = {
-            meta.z0: ternary; meta.z1: ternary; meta.z2: ternary; meta.z3: ternary;
-            meta.z4: ternary; meta.z5: ternary; meta.z6: ternary; meta.tol: exact;
+            SGLB_NONEMPTY(0): ternary; SGLB_NONEMPTY(1): ternary; SGLB_NONEMPTY(2): ternary;
+            SGLB_NONEMPTY(3): ternary; SGLB_NONEMPTY(4): ternary; SGLB_NONEMPTY(5): ternary;
+            SGLB_NONEMPTY(6): ternary; meta.tol: exact;
         }
         actions = { band_0; band_1; band_2; band_3; band_4; band_5; band_6; band_7; }
         const entries = {
@@ -1041,6 +1042,7 @@ control SglbIngress(inout tna_headers_t hdr,
                 meta.e4 = meta.e7 & ~meta.a2o;
                 meta.e5 = meta.e7 & ~meta.a21;
                 meta.e6 = meta.e7 & ~meta.a210;
+#if MAX_PATHS == 64
                 SGLB_FOLD(meta.z0, meta.e0)
                 SGLB_FOLD(meta.z1, meta.e1)
                 SGLB_FOLD(meta.z2, meta.e2)
@@ -1049,13 +1051,14 @@ control SglbIngress(inout tna_headers_t hdr,
                 SGLB_FOLD(meta.z5, meta.e5)
                 SGLB_FOLD(meta.z6, meta.e6)
                 SGLB_FOLD(meta.z7, meta.e7)
+#endif
 
                 if (meta.live == 0) {
                     meta.drop_reason = DROP_NO_LIVE_PATH;
                 } else {
                     if (meta.lb_mode == MODE_ECMP) {
                         meta.candidates = meta.live;
-                    } else if (meta.z7 == 0) {
+                    } else if (SGLB_NONEMPTY(7) == 0) {
                         /* Nowhere safe to move: the flowlet stays (its path,
                          * or the lowest live one if it has none or it died). */
                         meta.candidates = meta.live;
