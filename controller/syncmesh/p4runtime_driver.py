@@ -46,13 +46,16 @@ from .sglb_mapping import (
     TableWrite,
     punted_notice,
 )
+from .sglb_tna_mapping import TNA_TABLES, writeback_frames
 from .switchops import OpKey, SwitchOp
 
 log = logging.getLogger("syncmesh.p4runtime")
 
 PACKET_OUT_PIPELINE = 0  # packet_out.op: run the pipeline as if from the CPU port
 KEYLESS_TABLES = ("switch_config", "uplinks")
-TX_COUNTER = "SglbEgress.port_tx"
+TX_COUNTERS = {"v1model": "SglbEgress.port_tx", "tna": "pipe.SglbEgress.port_tx"}
+"""The egress byte counter per program (bf-p4c names TNA objects after the pipe)."""
+TX_COUNTER = TX_COUNTERS["v1model"]
 
 
 class Failure(enum.Enum):
@@ -192,6 +195,7 @@ def to_finsy(e: Entity) -> Any:
         match=fy.Match(dict(e.match)) if e.match else None,
         action=fy.Action(e.action, **dict(e.params)),
         is_default_action=e.is_default,
+        priority=e.priority,
     )
 
 
@@ -216,7 +220,8 @@ def from_finsy(entry: object, schema: fy.P4Schema) -> Entity | None:
         fields = schema.tables[entry.table_id].match_fields
         match = tuple((fields[k].name, v) for k, v in entry.match.items())
     params = tuple((k, int(v)) for k, v in (action.args or {}).items())
-    return TableWrite(_suffix(entry.table_id), match, _suffix(action.name), params)
+    return TableWrite(_suffix(entry.table_id), match, _suffix(action.name), params,
+                      entry.priority or 0)
 
 
 class P4RuntimeDriver:
@@ -332,8 +337,9 @@ class P4RuntimeDriver:
     async def read_entities(self) -> list[Entity]:
         """Everything the program's tables and multicast groups hold, as mapping entities."""
         sw = self._sw()
+        tables = TNA_TABLES if self.book.identity.program == "tna" else SGLB_TABLES
         requests: list[fy.P4TableEntry | fy.P4MulticastGroupEntry] = [
-            fy.P4TableEntry(t) for t in sorted(SGLB_TABLES) if t not in KEYLESS_TABLES]
+            fy.P4TableEntry(t) for t in sorted(tables) if t not in KEYLESS_TABLES]
         requests += [fy.P4TableEntry(t, is_default_action=True) for t in KEYLESS_TABLES]
         requests.append(fy.P4MulticastGroupEntry())
         out: list[Entity] = []
@@ -360,6 +366,8 @@ class P4RuntimeDriver:
             await self._write_plan(self.book.plan(self._desired))
 
     async def _write_plan(self, plan: Plan) -> None:
+        if self.book.identity.program == "tna":
+            await self._send_writebacks(plan)
         if plan.empty:
             self.book.commit(plan)
             return
@@ -377,11 +385,21 @@ class P4RuntimeDriver:
         self.writes += len(plan.delete) + len(plan.insert) + len(plan.modify)
         self.book.commit(plan)
 
+    async def _send_writebacks(self, plan: Plan) -> None:
+        """Tofino program: confirm newly written-back epochs with PacketOuts (it keeps
+        them in registers, not in dst_profile)."""
+        frames = writeback_frames(self.book.writebacks, dict(plan.writebacks),
+                                  self.book.identity.switch_mac)
+        if frames:
+            await self._sw().write([fy.P4PacketOut(f, op=PACKET_OUT_PIPELINE, reserved=0,
+                                                   egress_port=0) for f in frames])
+
     async def read_tx_bytes(self) -> dict[int, int]:
         """Cumulative bytes sent per fabric port (``SglbEgress.port_tx``)."""
         sw = self._sw()
         out: dict[int, int] = {}
-        requests = [fy.P4CounterEntry(TX_COUNTER, index=p) for p in self.ports]
+        counter = TX_COUNTERS[self.book.identity.program]
+        requests = [fy.P4CounterEntry(counter, index=p) for p in self.ports]
         async for c in switch_read(sw, requests):
             if c.index is not None:
                 out[c.index] = c.byte_count
