@@ -117,6 +117,23 @@ class RunState:
                    if ("op" in x and not x["correct"]) or "error" in x)
 
 
+def _wait_ranks_ready(state: RunState, world: int, timeout: float) -> None:
+    """Until every ReCCL rank has connected; a rank's error or the timeout stops the run."""
+    deadline = time.time() + timeout
+    while True:
+        lines = [list(v) for v in state.reccl.values()]
+        errors = [x["error"] for v in lines for x in v if "error" in x]
+        if errors:
+            raise RuntimeError(f"a ReCCL rank failed to connect: {errors[0]}")
+        ready = sum(1 for v in lines if any(x.get("ready") for x in v))
+        if ready == world:
+            return
+        if time.time() > deadline:
+            raise RuntimeError(f"{world - ready} of {world} ReCCL ranks not connected after "
+                               f"{timeout:.0f} s")
+        time.sleep(0.05)
+
+
 def pick_flows(fabric: Fabric) -> list[Flow]:
     """Pairs of hosts that share no leaf (so traffic crosses spines), in both directions."""
     hosts = list(fabric.hosts)
@@ -245,8 +262,31 @@ def run(sc: Scenario) -> dict:
                 h.cmd(f"ping -c1 -W2 -I {s_ip} {d_ip} >/dev/null")  # resolve ARP first
 
         duration = sc.phases * sc.phase_s
-        start = time.time() + 1.5
         py = sys.executable
+        ranks: list[subprocess.Popen] = []
+        if sc.reccl:
+            # The ranks connect first and start with everything else: set-up under load takes
+            # seconds, which would otherwise eat the baseline phase.
+            # The job secret reaches the ranks through the environment they inherit.
+            os.environ.setdefault("RECCL_SECRET", secrets.token_hex(16))
+            store = f"{fabric.hosts[0].nics[0].ip}:29500"
+            for rank, host in enumerate(fabric.hosts):
+                p = fnet.host(host.name).popen(
+                    [py, "-m", "topologies.reccl_job", "--rank", str(rank), "--world",
+                     str(len(fabric.hosts)), "--store", store, "--host", host.name,
+                     "--nics", ",".join(str(n.ip) for n in host.nics),
+                     "--elements", str(sc.reccl_elements), "--interval", str(sc.reccl_interval),
+                     "--duration", str(duration), "--start-on-stdin"],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                    text=True)
+                procs.append(p)
+                ranks.append(p)
+                RankLines(host.name, p, state).start()
+            _wait_ranks_ready(state, len(fabric.hosts), timeout=120.0)
+            say(f"[testbed] ReCCL: {len(fabric.hosts)} ranks connected (one per host, every "
+                f"NIC), all-to-all and all-reduce of {sc.reccl_elements * 4 // 1024} KiB, results "
+                "checked bit for bit")
+        start = time.time() + 1.5
         for host in sorted({f.dst for f in flows}):
             ips = ",".join(str(n.ip) for n in fabric.host(host).nics)
             p = fnet.host(host).popen([py, "-m", "topologies.udpload", "recv", "--listen", ips,
@@ -264,23 +304,10 @@ def run(sc: Scenario) -> dict:
                  "--duration", str(duration), "--start-at", str(start),
                  "--out", str(run_dir / f"send-{f.id}.npz")],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        if sc.reccl:
-            # The job secret reaches the ranks through the environment they inherit.
-            os.environ.setdefault("RECCL_SECRET", secrets.token_hex(16))
-            store = f"{fabric.hosts[0].nics[0].ip}:29500"
-            for rank, host in enumerate(fabric.hosts):
-                p = fnet.host(host.name).popen(
-                    [py, "-m", "topologies.reccl_job", "--rank", str(rank), "--world",
-                     str(len(fabric.hosts)), "--store", store, "--host", host.name,
-                     "--nics", ",".join(str(n.ip) for n in host.nics),
-                     "--elements", str(sc.reccl_elements), "--interval", str(sc.reccl_interval),
-                     "--duration", str(duration + (start - time.time()))],
-                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-                procs.append(p)
-                RankLines(host.name, p, state).start()
-            say(f"[testbed] ReCCL: {len(fabric.hosts)} ranks (one per host, every NIC), "
-                f"all-to-all and all-reduce of {sc.reccl_elements * 4 // 1024} KiB, results "
-                "checked bit for bit")
+        for p in ranks:
+            assert p.stdin is not None
+            p.stdin.write(f"{start}\n")
+            p.stdin.close()
         say(f"[testbed] traffic: {len(flows)} UDP flows x {sc.rate_mbps} Mbit/s over every rail "
             f"({', '.join(f'{f.src}->{f.dst}' for f in flows)}), {sc.phase_s:.0f} s per phase")
 
