@@ -5,10 +5,10 @@ VENV      := .venv
 PY        := $(VENV)/bin/python
 PIP       := $(VENV)/bin/pip
 STAMP     := $(VENV)/.deps-stamp
-APT_PKGS  := iproute2 iputils-ping ethtool tcpdump mininet openssl
+APT_PKGS  := iproute2 iputils-ping ethtool tcpdump mininet openssl tcpreplay
 PYTEST_ARGS ?=
 
-.PHONY: deps test test-unit run cli bench lint clean
+.PHONY: deps test test-unit test-bmv2 run cli bench lint clean
 
 deps: $(STAMP)
 
@@ -27,6 +27,11 @@ test: deps
 
 test-unit: deps
 	$(PY) -m pytest -q -m "not root and not mininet" $(PYTEST_ARGS)
+
+# The SGLB packet tests and the STF corpus on BMv2 (needs p4c-bm2-ss and simple_switch_grpc:
+# docs/bmv2.md), then the comparisons with p4c and BMv2 that also run in `make test`.
+test-bmv2: deps
+	$(PY) -m pytest -q --target bmv2 tests/sglb tests/softswitch/test_stf_corpus.py tests/reference $(PYTEST_ARGS)
 
 run: deps
 	$(PY) -m topologies.demo

@@ -21,7 +21,7 @@ VARIANTS = {
     "as built (SyncMesh 1 s profiles, 0.5 s counters)": {},
     "SyncMesh at hardware speed (1 ms profiles and counters, no delivery delay)":
         {"profile_period": 1e-3, "counter_interval": 1e-3, "delivery": 0.0},
-    "in-band feedback every 20 us (issue 11)": {"remote": "inband"},
+    "in-band feedback every 20 us (issue 11)": {"remote": "inband", "feedback_period": 2e-5},
     "in-band feedback every 200 us": {"remote": "inband", "feedback_period": 2e-4},
     "in-band, levels from offered load": {"remote": "inband", "measure": "offered"},
     "as built, tie tolerance 0": {"tie_tolerance": 0},

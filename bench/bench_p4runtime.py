@@ -4,7 +4,10 @@
    request, from one Python client (generated stubs) to a switch process on
    loopback: `softswitch run --no-p4` and, when `simple_switch_grpc` (BMv2) and
    `p4c-bm2-ss` are on PATH, BMv2 with the same program compiled by p4c, measured in
-   the same run in alternating rounds; the ratio softswitch / BMv2 is printed.
+   the same run in alternating rounds; the ratio softswitch / BMv2 is printed, and
+   each switch process's CPU time per Write (one entry) and per entry (250 per
+   Write), from /proc. `--floor` adds a Python P4Runtime server that does nothing
+   (bench/p4runtime_floor_server.py): the most a Python server can reach.
 2. Packets per second forwarded between two network namespaces through one
    `softswitch run` process (UDP, 64-byte payloads, sender paced by a window).
 3. Per-packet latency: UDP echo round trips through the switch (two traversals),
@@ -14,13 +17,15 @@
    the switch port's link callback.
 
 Parts 2-4 need root (network namespaces, veths); without it they are skipped.
-Run: `.venv/bin/python bench/bench_p4runtime.py [--writes-only] [--baseline CHECKOUT]`
+Run: `.venv/bin/python bench/bench_p4runtime.py [--writes-only] [--baseline CHECKOUT] [--floor]
+[--rounds N]`
 (`--baseline`: a checkout of another version, e.g. `git worktree add /tmp/base REV`,
 measured in the same alternating rounds).
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import statistics
@@ -46,9 +51,11 @@ from softswitch.p4runtime.pipeline_loader import (  # noqa: E402
 )
 
 PROG = ROOT / "tests" / "softswitch" / "test_p4runtime_prog.p4"
-N_ENTRIES = 1000
+N_ENTRIES = 1000  # the table holds 1024
 BATCH = 250
-ROUNDS = 5
+ALWAYS_REPORTED_BATCH = 125  # at most batch.ALWAYS_REPORTED updates: no undo log
+BATCH_REPEATS = 8  # a round times 8 x 1000 batched inserts (one pass takes only milliseconds)
+ROUNDS = 7
 
 
 def _u128(v: int) -> p4r.Uint128:
@@ -97,6 +104,11 @@ class Target:
                                      stderr=open(self.log, "w"))
         _wait_serving(address, self.proc, self.log)
 
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system) the switch process has used so far."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self) -> None:
         stop_process(self.proc, timeout=15)
 
@@ -130,12 +142,21 @@ def bmv2_target(tmp: Path) -> Target | str:
     return Target("bmv2", cmd, f"127.0.0.1:{port}", p4info, (tmp / "prog.json").read_bytes(), tmp)
 
 
+def floor_target(tmp: Path, like: Target) -> Target:
+    """A Python P4Runtime server on the same gRPC server as softswitch that does nothing."""
+    address = f"127.0.0.1:{free_port()}"
+    cmd = [sys.executable, str(ROOT / "bench" / "p4runtime_floor_server.py"), address]
+    return Target("floor", cmd, address, like.p4info, like.device_config, tmp)
+
+
 class WriteClient:
     """The one client both targets are measured with: primary, pipeline set."""
 
     def __init__(self, target: Target) -> None:
         import queue
 
+        self.target = target
+        self.cpu = [0.0, 0.0]  # the switch's CPU seconds in timed one-entry and batched Writes
         self.channel = grpc.insecure_channel(target.address)
         self.stub = p4r_grpc.P4RuntimeStub(self.channel)
         self._out: queue.Queue = queue.Queue()
@@ -154,19 +175,29 @@ class WriteClient:
     def write(self, updates) -> None:
         self.stub.Write(p4r.WriteRequest(device_id=1, election_id=_u128(1), updates=updates))
 
-    def round(self) -> tuple[float, float]:
-        """(entries/s one per Write, entries/s BATCH per Write); the table ends empty."""
-        t0 = time.perf_counter()
+    def round(self) -> tuple[float, float, float]:
+        """(entries/s inserted one per Write, BATCH per Write, deleted N_ENTRIES per Write);
+        the table ends empty. The deletes after the one-per-Write pass are not timed."""
+        cpu = self.target.cpu_seconds
+        c0, t0 = cpu(), time.perf_counter()
         for u in self.inserts:
             self.write([u])
         single = N_ENTRIES / (time.perf_counter() - t0)
+        self.cpu[0] += cpu() - c0
         self.write(self.deletes)
-        t0 = time.perf_counter()
-        for i in range(0, N_ENTRIES, BATCH):
-            self.write(self.inserts[i:i + BATCH])
-        batched = N_ENTRIES / (time.perf_counter() - t0)
-        self.write(self.deletes)
-        return single, batched
+        batches = [self.inserts[i:i + BATCH] for i in range(0, N_ENTRIES, BATCH)]
+        elapsed = deleting = 0.0
+        for _ in range(BATCH_REPEATS):
+            c0, t0 = cpu(), time.perf_counter()
+            for batch in batches:
+                self.write(batch)
+            elapsed += time.perf_counter() - t0
+            self.cpu[1] += cpu() - c0
+            t0 = time.perf_counter()
+            self.write(self.deletes)  # above 151 updates: with the undo log
+            deleting += time.perf_counter() - t0
+        n = BATCH_REPEATS * N_ENTRIES
+        return single, n / elapsed, n / deleting
 
     def close(self) -> None:
         self._out.put(None)
@@ -174,8 +205,16 @@ class WriteClient:
         self.channel.close()
 
 
-def bench_writes(baseline: Path | None = None) -> None:
-    """Writes/s of softswitch, BMv2 when installed and, if given, another checkout's softswitch."""
+def _paired(mine: list[tuple[float, ...]], theirs: list[tuple[float, ...]], i: int) -> str:
+    """Median and range of the per-round ratios (rounds alternate targets, so a round's
+    ratio compares two measurements taken under nearly the same machine load)."""
+    ratios = sorted(a[i] / b[i] for a, b in zip(mine, theirs, strict=True))
+    return f"{statistics.median(ratios):.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f})"
+
+
+def bench_writes(baseline: Path | None = None, rounds: int = ROUNDS, floor: bool = False) -> None:
+    """Writes/s of softswitch, BMv2 when installed, and if asked another checkout's softswitch
+    and a Python P4Runtime server that does nothing."""
     tmp = Path(tempfile.mkdtemp(prefix="sspw-"))
     targets: list[Target] = []
     clients: dict[str, WriteClient] = {}
@@ -183,6 +222,8 @@ def bench_writes(baseline: Path | None = None) -> None:
         targets.append(softswitch_target(tmp))
         if baseline is not None:
             targets.append(softswitch_target(tmp, baseline, "baseline"))
+        if floor:
+            targets.append(floor_target(tmp, targets[0]))
         try:
             bmv2 = bmv2_target(tmp)
         except (RuntimeError, OSError) as exc:
@@ -196,15 +237,16 @@ def bench_writes(baseline: Path | None = None) -> None:
             try:
                 clients[t.name] = WriteClient(t)
                 clients[t.name].round()  # warm-up
+                clients[t.name].cpu = [0.0, 0.0]
             except grpc.RpcError as exc:
-                if t.name == "softswitch":
+                if t.name != "bmv2":
                     raise
                 note = f"BMv2 column skipped: {exc.code().name} {exc.details()}"
                 clients.pop(t.name, None)
                 targets.remove(t)
                 t.stop()
-        rates: dict[str, list[tuple[float, float]]] = {t.name: [] for t in targets}
-        for _ in range(ROUNDS):  # alternate, so that both see the same machine load
+        rates: dict[str, list[tuple[float, float, float]]] = {t.name: [] for t in targets}
+        for _ in range(rounds):  # alternate, so that both see the same machine load
             for t in targets:
                 rates[t.name].append(clients[t.name].round())
     finally:
@@ -213,23 +255,91 @@ def bench_writes(baseline: Path | None = None) -> None:
         for t in targets:
             t.stop()
         shutil.rmtree(tmp, ignore_errors=True)
-    med = {name: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs))
+    modes = range(3)
+    med = {name: [statistics.median(r[i] for r in rs) for i in modes]
            for name, rs in rates.items()}
-    print(f"P4Runtime table writes per second (ipv4_lpm inserts, {N_ENTRIES} per round, median of "
-          f"{ROUNDS} rounds, one Python client, switch in its own process)")
-    print(f"{'':24s}{'softswitch':>12s}{'BMv2':>12s}{'ratio':>8s}")
+    print(f"P4Runtime table writes per second (ipv4_lpm: {N_ENTRIES} inserts one per Write, "
+          f"{BATCH_REPEATS} x {N_ENTRIES} inserts {BATCH} per Write and {BATCH_REPEATS} x "
+          f"{N_ENTRIES} deletes in one Write per round; medians of {rounds} rounds; "
+          "one Python client, switch in its own process)")
+    print(f"{'':24s}{'softswitch':>12s}{'BMv2':>12s}  {'ratio per round: median (range)':s}")
     ss = med["softswitch"]
     bm = med.get("bmv2")
-    for i, label in enumerate(("one entry per Write", f"{BATCH} entries per Write")):
+    labels = ("one entry per Write", f"{BATCH} entries per Write", f"{N_ENTRIES} deletes per Write")
+    for i, label in enumerate(labels):
         if bm:
-            print(f"{label:24s}{ss[i]:>12,.0f}{bm[i]:>12,.0f}{ss[i] / bm[i]:>7.2f}x")
+            print(f"{label:24s}{ss[i]:>12,.0f}{bm[i]:>12,.0f}  "
+                  f"{_paired(rates['softswitch'], rates['bmv2'], i)}")
         else:
-            print(f"{label:24s}{ss[i]:>12,.0f}{'-':>12s}{'-':>8s}")
+            print(f"{label:24s}{ss[i]:>12,.0f}{'-':>12s}  -")
     print(note)
     if "baseline" in med:
-        base = med["baseline"]
-        print(f"baseline ({baseline}): {base[0]:,.0f} and {base[1]:,.0f} writes/s; this checkout "
-              f"/ baseline: {ss[0] / base[0]:.2f}x and {ss[1] / base[1]:.2f}x")
+        print(f"baseline ({baseline}): " + ", ".join(f"{v:,.0f}" for v in med["baseline"])
+              + " writes/s; this checkout / baseline per round: "
+              + ", ".join(_paired(rates["softswitch"], rates["baseline"], i) for i in modes))
+    if "floor" in med:
+        vs = ("; floor / BMv2 per round: "
+              + ", ".join(_paired(rates["floor"], rates["bmv2"], i) for i in modes)) if bm else ""
+        print("floor (a Python P4Runtime server that does nothing): "
+              + ", ".join(f"{v:,.0f}" for v in med["floor"]) + f" writes/s{vs}")
+    print("switch process CPU (all rounds; clock ticks of 10 ms): " + "; ".join(
+        f"{name} {c.cpu[0] / (rounds * N_ENTRIES) * 1e6:.0f} us per one-entry Write, "
+        f"{c.cpu[1] / (rounds * BATCH_REPEATS * N_ENTRIES) * 1e6:.1f} us per entry at {BATCH}"
+        for name, c in clients.items()))
+
+
+def bench_in_process(passes: int = 15) -> None:
+    """The Write path without gRPC: a Device applying the benchmark's updates (best pass)."""
+    from softswitch.p4runtime.device import Device
+
+    blob = device_config_from_file(PROG)
+    program = load_program(blob)
+    p4info = p4info_from_program(program)
+    device = Device(device_id=1, load_program=lambda _config: program)
+    device.set_pipeline(p4r.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT,
+                        p4r.ForwardingPipelineConfig(p4info=p4info, p4_device_config=blob))
+    gc.collect()
+    gc.freeze()  # as `softswitch run` does after a pipeline change
+    U = p4r.Update
+    inserts = [_lpm_update(p4info, i) for i in range(N_ENTRIES)]
+    deletes = [U(type=U.DELETE, entity=u.entity) for u in inserts]
+    modifies = [U(type=U.MODIFY, entity=u.entity) for u in inserts]
+    small = ALWAYS_REPORTED_BATCH
+
+    def fill() -> None:
+        for i in range(0, N_ENTRIES, BATCH):
+            device.write(inserts[i:i + BATCH])
+
+    def empty() -> None:
+        device.write(deletes)
+
+    cases = [  # (what, setup, timed batches)
+        ("insert, one per Write", empty, [[u] for u in inserts]),
+        (f"insert, {BATCH} per Write", empty,
+         [inserts[i:i + BATCH] for i in range(0, N_ENTRIES, BATCH)]),
+        (f"delete, {small} per Write", fill,
+         [deletes[i:i + small] for i in range(0, N_ENTRIES, small)]),
+        (f"delete, {N_ENTRIES} per Write (undo log)", fill, [deletes]),
+        (f"modify, {N_ENTRIES} per Write (undo log)", fill, [modifies]),
+    ]
+    print("in process (a Device without gRPC; best of "
+          f"{passes} passes of {N_ENTRIES} updates): " + "; ".join(
+              f"{what} {_best_pass(device, setup, batches, passes):.1f} us"
+              for what, setup, batches in cases))
+    empty()
+    gc.unfreeze()
+
+
+def _best_pass(device, setup, batches, passes: int) -> float:
+    best = float("inf")
+    for _ in range(passes):
+        setup()
+        t0 = time.perf_counter()
+        for batch in batches:
+            outcome = device.write(batch)
+            assert outcome.aborted is None and not outcome.failures, outcome.failures[:1]
+        best = min(best, time.perf_counter() - t0)
+    return best / N_ENTRIES * 1e6
 
 
 # ---- namespaces -------------------------------------------------------------------------------
@@ -447,8 +557,12 @@ def main() -> int:
     ap.add_argument("--writes-only", action="store_true", help="only the P4Runtime write rates")
     ap.add_argument("--baseline", type=Path, metavar="CHECKOUT",
                     help="also measure the softswitch of another checkout in the same rounds")
+    ap.add_argument("--floor", action="store_true",
+                    help="also measure a Python P4Runtime server that does nothing")
+    ap.add_argument("--rounds", type=int, default=ROUNDS, help=f"write rounds (default {ROUNDS})")
     args = ap.parse_args()
-    bench_writes(args.baseline)
+    bench_writes(args.baseline, args.rounds, args.floor)
+    bench_in_process()
     if args.writes_only:
         return 0
     if os.geteuid() != 0:

@@ -1,7 +1,9 @@
 """Time for every SyncMesh daemon to agree after a link failure, and after a daemon restart.
 
-Runs all daemons of a leaf-spine fabric (real gRPC on loopback, one asyncio
-loop in this process, no switch attached). A seeded RNG picks a leaf uplink;
+Runs all daemons of a leaf-spine fabric in this process (real gRPC streams with
+mutual TLS on loopback, one asyncio loop, no switch attached): the protocol's
+cost without the testbed (one process per switch, real switches:
+bench/bench_syncmesh_testbed.py). A seeded RNG picks a leaf uplink;
 its leaf daemon is told the port went down (as its switch would), and the
 time until every daemon holds the same link view, with that link down, is
 measured; then the port comes back and the same is measured for recovery.
@@ -24,6 +26,7 @@ import logging
 import random
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -31,14 +34,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "controller"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from syncmesh import certs  # noqa: E402
+from syncmesh.certs import TlsFiles  # noqa: E402
 from syncmesh.config import CoreConfig  # noqa: E402
 from syncmesh.daemon import Daemon, DaemonOptions  # noqa: E402
 from testsupport import free_ports  # noqa: E402
 
 from fabricmodel import leaf_spine  # noqa: E402
 
-TOKEN = "bench-token"
 CONFIG = CoreConfig()
+
+
+def make(fab, name: str, cert_dir: Path) -> Daemon:
+    return Daemon(fab, name, DaemonOptions(TlsFiles.in_dir(cert_dir, name),
+                                           state_file=cert_dir / f"{name}.inc"), CONFIG)
 
 
 def agreed(daemons, link: str, up: bool) -> bool:
@@ -61,7 +70,9 @@ async def run(leaves: int, spines: int, events: int, seed: int) -> dict:
     fab = dataclasses.replace(fab, switches=tuple(
         dataclasses.replace(s, syncmesh=f"127.0.0.1:{p}")
         for s, p in zip(fab.switches, ports, strict=True)))
-    ds = {s.name: Daemon(fab, s.name, DaemonOptions(token=TOKEN), CONFIG) for s in fab.switches}
+    cert_dir = Path(tempfile.mkdtemp(prefix="sm-bench-certs-"))
+    certs.generate(fab, cert_dir)
+    ds = {s.name: make(fab, s.name, cert_dir) for s in fab.switches}
     for d in ds.values():
         await d.start()
     rng = random.Random(seed)
@@ -84,7 +95,7 @@ async def run(leaves: int, spines: int, events: int, seed: int) -> dict:
         ds[lk.leaf.switch].port_status({lk.leaf.port: False})
         others = [d for n, d in ds.items() if n != victim]
         await until(lambda: agreed(others, lk.name, False))
-        fresh = Daemon(fab, victim, DaemonOptions(token=TOKEN), CONFIG)
+        fresh = make(fab, victim, cert_dir)
         ds[victim] = fresh
         t0 = time.perf_counter()
         await fresh.start()
@@ -117,7 +128,7 @@ def main() -> int:
               f"{ms(max(r['up'])):>9} | {ms(statistics.median(r['samples'])):>14} | "
               f"{ms(r['restart']):>14}")
     print("(one Python process runs every daemon on 2 shared cores: times include queueing "
-          "behind the other daemons; a notice takes two hops, leaf -> spines -> leaves)")
+          "behind the other daemons; a leaf's notice takes two hops, leaf -> spines -> leaves)")
     return 0
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -80,9 +81,10 @@ def run_mode(fabric, glb: bool, gap_us: int, feedback: Feedback, label: str, arg
     transfers = alltoall.plan(fabric, args.flows, args.bytes)
     try:
         fnet.start()
+        work = run_dir / re.sub(r"[^\w.-]+", "_", f"{fabric.name}-{label}")
         control = FabricControl(fnet.fabric, PROGRAM, ControlOptions(
             glb=glb, intf_prefix=PREFIX, flowlet_gap_us=gap_us, feedback=feedback),
-            pipeline=pipeline)
+            pipeline=pipeline, work_dir=work)
         control.start()
         control.wait_programmed()
         timing["build_s"] = time.time() - t0

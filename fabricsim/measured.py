@@ -64,9 +64,11 @@ FIGURES: dict[str, Figure] = {
         1, "levels", "paths within this many levels of the best one tie (split by capacity)",
         "controller/syncmesh/sglb_mapping.py default", "as built"),
     "inband_feedback_period": Figure(
-        20e-6, "s", "in-band congestion feedback: refresh period and age of the remote levels "
-        "(about one fabric round trip)", "none yet: issue 11 adds in-band feedback and a "
-        "benchmark of its delay; until then a round trip of a 400G fabric", "assumed"),
+        50e-6, "s", "in-band congestion feedback: refresh period and age of the remote levels",
+        "bench/bench_testbed_feedback.py: new flowlets move 22.8 ms after a spine link "
+        "saturates, 0.7 of the testbed's DRE period (32.8 ms) plus a few probe intervals "
+        "(docs/sglb.md); scaled to the 64 us DRE period of a 400G fabric plus round trips",
+        "measured"),
     "flowlet_interval": Figure(
         100e-6, "s", "how often the simulator lets running flows start a new flowlet",
         "simulator abstraction of flowlet gaps", "assumed"),
@@ -84,14 +86,15 @@ FIGURES: dict[str, Figure] = {
         0.037, "s", "the ECMP baseline learns of a remote dead link from the control plane "
         "(SyncMesh agreement) and rehashes", _TB_FAILOVER, "measured"),
     "reccl_detect_link_down": Figure(
-        0.013, "s", "ReCCL: NIC or last-hop link down (carrier loss) to the last rank failing "
-        "over (range 0.5-13 ms)", _RECCL_FAILOVER, "measured"),
-    "reccl_detect_silent": Figure(
-        0.541, "s", "ReCCL: a silent dead path (no carrier event) to failover",
-        _RECCL_FAILOVER, "measured"),
-    "failstop_detect": Figure(
-        0.0042, "s", "fail-stop mode: link down to the collective aborting", _RECCL_FAILOVER,
+        0.0114, "s", "ReCCL: NIC or last-hop link down (carrier loss) to the last rank failing "
+        "over (median of 4 runs; detection 0.3-3.5 ms, last rank 1.3-82 ms)", _RECCL_FAILOVER,
         "measured"),
+    "reccl_detect_silent": Figure(
+        1.11, "s", "ReCCL: a silent dead path (no carrier event) to failover by the liveness "
+        "rule (1.03-1.19 s)", _RECCL_FAILOVER, "measured"),
+    "failstop_detect": Figure(
+        0.017, "s", "fail-stop mode: link down to the collective aborting on the last rank "
+        "(1.7-33 ms)", _RECCL_FAILOVER, "measured"),
     # -- GPU-hours model -------------------------------------------------------------
     "restart": Figure(
         300.0, "s", "reschedule, re-initialise and load the last checkpoint after a stop",

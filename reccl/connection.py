@@ -98,6 +98,8 @@ class ChannelState:
     weight: float = 1.0
     interval_acked: int = 0
     interval_busy: bool = False
+    interval_full: bool = False
+    """Data waited for this channel's window during the interval: its rate is what it carries."""
 
 
 class Connection:

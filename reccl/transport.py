@@ -252,7 +252,10 @@ class Transport(ChannelLifecycle):
         tier = min(cs.ch.tier for cs in usable)
         best, best_load = None, 0.0
         for cs in usable:
-            if cs.ch.tier != tier or cs.inflight_bytes >= self._window(cs):
+            if cs.ch.tier != tier:
+                continue
+            if cs.inflight_bytes >= self._window(cs):
+                cs.interval_full = True
                 continue
             load = (cs.inflight_bytes + size) / cs.weight
             if best is None or load < best_load:
@@ -582,9 +585,16 @@ class Transport(ChannelLifecycle):
             for cs in conn.channels:
                 if cs.interval_busy or cs.interval_acked:
                     rate = cs.interval_acked / dt
-                    cs.goodput = rate if cs.goodput == 0 else 0.5 * cs.goodput + 0.5 * rate
+                    if cs.goodput == 0:
+                        cs.goodput = rate
+                    elif cs.interval_full or rate > cs.goodput:
+                        # a rate measured while the application offered less than the
+                        # window says nothing about the rail unless it is higher (BBR's
+                        # application-limited samples)
+                        cs.goodput = 0.5 * cs.goodput + 0.5 * rate
                 cs.interval_acked = 0
                 cs.interval_busy = bool(cs.inflight)
+                cs.interval_full = False
             top = max((cs.goodput for cs in conn.channels if cs.alive), default=0.0)
             for cs in conn.channels:
                 cs.weight = max(0.05, cs.goodput / top) if top > 0 else 1.0

@@ -57,6 +57,7 @@ PORT_UP = port_status.OP_UP
 
 NOTICE_FAIL = 1
 NOTICE_RECOVER = 2
+NOTICE_WRITEBACK = 6   # Tofino program only: the controller confirms an epoch
 
 PROBE_KIND = 3
 PROBE_REPLY_KIND = 4
@@ -120,7 +121,8 @@ class SglbNotice(Packet):
         return cls
     fields_desc = [
         ByteField("version", SGLB_VERSION),
-        ByteEnumField("kind", NOTICE_FAIL, {NOTICE_FAIL: "fail", NOTICE_RECOVER: "recover"}),
+        ByteEnumField("kind", NOTICE_FAIL, {NOTICE_FAIL: "fail", NOTICE_RECOVER: "recover",
+                                            NOTICE_WRITEBACK: "writeback"}),
         ByteField("length", NOTICE_LENGTH),
         ByteField("reserved", 0),
         ShortField("spine_id", 0),

@@ -8,6 +8,10 @@ the parameters need (sglb.p4 itself rounds some fields up to 8 bits for
 BMv2). Routing tables (ipv4_route, arp_proxy) are left out: ECMP needs them
 too. Run ``python -m sglb.resources --help``; docs/sglb.md compares the result
 with CONGA, HULA and Broadcom GLB/DLB.
+
+``--tofino`` compiles p4src/tna/sglb.p4 with bf-p4c for Tofino and Tofino 2 at
+MAX_PATHS 8 and 64 and prints the stages, SRAM, TCAM and PHV the compiler
+reports (``sglb.tofino``); ``--tofino-logs DIR`` reads an earlier run's output.
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 from sglb.config import EPOCH_BITS, MAX_PATHS, PATH_CHOICES
 
@@ -208,7 +214,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--wbits", type=int, default=4)
     ap.add_argument("--ts-bits", type=int, default=32)
     ap.add_argument("--budget-bits", type=int, default=DEFAULT_BUDGET_BITS)
+    ap.add_argument("--tofino", action="store_true",
+                    help="compile p4src/tna/sglb.p4 with bf-p4c (tofino, tofino2; 8 and 64 "
+                         "paths) and print the compiler's resource figures")
+    ap.add_argument("--tofino-logs", type=Path, metavar="DIR",
+                    help="where bf-p4c writes (default: a temporary directory); with "
+                         "--no-compile, read the figures of an earlier run there")
+    ap.add_argument("--no-compile", action="store_true",
+                    help="with --tofino-logs: only read the logs, do not run bf-p4c")
     args = ap.parse_args(argv)
+    if args.tofino or args.tofino_logs:
+        return tofino_report(args.tofino_logs, compile_=not args.no_compile)
     try:
         asked = ModelParams(args.leaves, args.max_paths, args.flowlets, args.qbits, args.wbits,
                             args.ts_bits)
@@ -224,6 +240,38 @@ def main(argv: list[str] | None = None) -> int:
     text, fits = report(big, args.budget_bits)
     print(text)
     return 0 if fits else 1
+
+
+TOFINO_CASES = [(t, n) for t in ("tofino", "tofino2") for n in (8, 64)]
+
+
+def tofino_report(logs: Path | None, compile_: bool = True) -> int:
+    """Compile (or read) the Tofino program at every case and print its figures;
+    0 when every case fits, 1 when one does not, 2 without bf-p4c."""
+    from sglb import tofino
+
+    if compile_ and tofino.bf_p4c() is None:
+        print(f"error: {tofino.NO_COMPILER}", file=sys.stderr)
+        return 2
+    base = logs or Path(tempfile.mkdtemp(prefix="sglb-tofino-"))
+    rows: list[tofino.Figures] = []
+    failed: list[str] = []
+    for target, paths in TOFINO_CASES:
+        out = base / f"{target}-{paths}"
+        try:
+            if compile_:
+                print(f"compiling {target} MAX_PATHS={paths} into {out} ...", file=sys.stderr,
+                      flush=True)
+                tofino.compile_tna(target, paths, out)
+            rows.append(tofino.figures(out, target, paths))
+        except (tofino.CompileError, FileNotFoundError, ValueError) as exc:
+            failed.append(f"{target} MAX_PATHS={paths}: {exc}")
+    print("bf-p4c resources of p4src/tna/sglb.p4 (rerun: python -m sglb.resources --tofino)")
+    if rows:
+        print(tofino.table(rows))
+    for line in failed:
+        print(f"does NOT compile: {line}")
+    return 0 if not failed and all(r.fits for r in rows) else 1
 
 
 if __name__ == "__main__":

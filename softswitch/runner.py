@@ -11,6 +11,7 @@ stop the process cleanly. Log lines are `key=value` records.
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import signal
 import sys
@@ -87,11 +88,26 @@ class SwitchProcess:
         self.ports = PortSet(opts.interfaces, self.device.process, self._on_link)
         self.device.transmit = self.ports.send
         self.server = P4RuntimeServer(self.device, opts.grpc_addr, name=opts.name)
+        self.device.on_pipeline_change = lambda _p: self._settle_memory_soon()
         self._seq = 0
         self._seq_lock = threading.Lock()
         self.port_events = 0
         self.server.gnmi.set_ports({n: p.ifname for n, p in self.ports.ports.items()},
                                    lambda n: self.ports.ports[n].up, self.port_counters)
+
+    @staticmethod
+    def _settle_memory_soon() -> None:
+        """After a pipeline change, once the caller's frames are gone: collect what the old
+        pipeline left, then freeze what is alive (the program, the engine, the imported
+        modules), so that the collections table entries trigger never walk it again (a full
+        collection of it takes about 100 ms, and stalls every thread)."""
+
+        def settle() -> None:
+            gc.unfreeze()
+            gc.collect()
+            gc.freeze()
+
+        threading.Thread(target=settle, name="settle-memory", daemon=True).start()
 
     def port_counters(self, number: int) -> dict[str, int]:
         """Counters of one port, named as OpenConfig's interface counters."""

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECT = {"fabricmodel", "rtnetlink", "sglb", "softswitch", "syncmesh", "reccl", "fabricsim",
+PROJECT = {"bmv2", "fabricmodel", "rtnetlink", "sglb", "softswitch", "syncmesh", "reccl", "fabricsim",
            "topologies"}
-BELOW_TESTBED = ["fabricmodel", "rtnetlink", "sglb", "softswitch", "controller/syncmesh",
+BELOW_TESTBED = ["bmv2", "fabricmodel", "rtnetlink", "sglb", "softswitch", "controller/syncmesh",
                  "reccl", "fabricsim"]
 
 

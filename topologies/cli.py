@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         fnet.start()
         control = FabricControl(fnet.fabric, PROGRAM, ControlOptions(glb=not args.ecmp),
-                                work_dir=run_dir / "pipeline")
+                                work_dir=run_dir)
         control.start()
         control.wait_programmed()
         print(f"fabric {fabric.name} is up; logs in {run_dir}")
@@ -56,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
                              for n in host.nics)
             print(f"  {host.name}: {nics}")
         for sw in fnet.fabric.switches:
-            print(f"  {sw.name}: {sw.role.value}, P4Runtime {sw.p4runtime}, SyncMesh {sw.syncmesh}")
+            print(f"  {sw.name}: {sw.role.value}, P4Runtime {sw.p4runtime}, SyncMesh {sw.syncmesh}, "
+                  f"metrics http://{sw.metrics}/metrics")
         print("try: h1 ping -c3 -I <h1 address> <address of a host in another pod>; "
               "link l1 s1 down")
         CLI(fnet.net)

@@ -1,9 +1,11 @@
 """`make run`: the SGLB fabric in Mininet with traffic, a fabric link cut and a host link cut.
 
 Builds the fabric of a description file (default ``topologies/fabrics/ls4x2.yaml``)
-with one ``softswitch run`` process per switch, starts one SyncMesh daemon per
-switch (each programs its switch over P4Runtime: pipeline, routes, paths,
-profiles, notice groups), runs the multi-rail UDP load generator
+with one ``softswitch run`` process per switch (``TARGET=bmv2``: one BMv2
+``simple_switch_grpc`` per switch, sglb.p4 compiled by p4c), makes every switch's key and
+certificate (``syncmesh certs``), starts one ``syncmesh run`` process per switch
+(each programs its switch over P4Runtime: pipeline, routes, paths, profiles,
+notice groups; they talk mutual TLS), runs the multi-rail UDP load generator
 (topologies/udpload.py) between host pairs in different pods so every packet
 crosses a spine, and ReCCL collectives (all-to-all, all-reduce, one rank per
 host, every result checked) between all hosts, cuts a leaf-spine link and later a host's last-hop link,
@@ -40,6 +42,7 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_FABRIC = REPO / "topologies" / "fabrics" / "ls4x2.yaml"
 PROGRAM = REPO / "p4src" / "sglb.p4"
 UDP_PORT = 9000
+TARGET_NAMES = {"softswitch": "softswitch", "bmv2": "BMv2 simple_switch_grpc"}
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,8 @@ class Scenario:
     """float32 elements per collective (128 KiB)."""
     reccl_interval: float = 0.5
     """Least seconds between two collectives of a rank (keeps the links below saturation)."""
+    target: str = field(default_factory=lambda: os.environ.get("TARGET", "softswitch").lower())
+    """The switches: softswitch (default) or bmv2 (simple_switch_grpc, sglb.p4 compiled by p4c)."""
 
     @property
     def phases(self) -> int:
@@ -110,6 +115,23 @@ class RunState:
         """Collectives whose result differed, plus ranks that reported an error."""
         return sum(1 for lines in self.reccl.values() for x in lines
                    if ("op" in x and not x["correct"]) or "error" in x)
+
+
+def _wait_ranks_ready(state: RunState, world: int, timeout: float) -> None:
+    """Until every ReCCL rank has connected; a rank's error or the timeout stops the run."""
+    deadline = time.time() + timeout
+    while True:
+        lines = [list(v) for v in state.reccl.values()]
+        errors = [x["error"] for v in lines for x in v if "error" in x]
+        if errors:
+            raise RuntimeError(f"a ReCCL rank failed to connect: {errors[0]}")
+        ready = sum(1 for v in lines if any(x.get("ready") for x in v))
+        if ready == world:
+            return
+        if time.time() > deadline:
+            raise RuntimeError(f"{world - ready} of {world} ReCCL ranks not connected after "
+                               f"{timeout:.0f} s")
+        time.sleep(0.05)
 
 
 def pick_flows(fabric: Fabric) -> list[Flow]:
@@ -171,19 +193,23 @@ class Progress(threading.Thread):
 
 def _watch_convergence(control, link: str, up: bool, since: float, key: int, state: RunState,
                        timeout: float = 10.0) -> threading.Thread:
+    """Once every daemon agrees, the time from the cut until the last of them changed its view
+    (each daemon stamps the change with its own clock; one machine, one clock)."""
     def run() -> None:
         while time.time() < since + timeout:
-            if control.agree(link, up):
-                state.convergence[key] = time.time() - since
+            at = control.agreed_at(link, up)
+            if at is not None:
+                state.convergence[key] = at - since
                 return
-            time.sleep(0.005)
+            time.sleep(0.05)
     t = threading.Thread(target=run, daemon=True, name=f"converge-{key}")
     t.start()
     return t
 
 
 def log_to_file(path: Path) -> None:
-    """Daemon and driver log lines (logfmt, switch name on each) go to ``path``, not the terminal."""
+    """The driver's own log lines (logfmt) go to ``path``, not the terminal (each daemon
+    process writes its own, ``logs/<switch>.syncmesh.log``)."""
     import logging
 
     from syncmesh.logs import LogfmtFormatter
@@ -206,7 +232,8 @@ def run(sc: Scenario) -> dict:
     run_dir.mkdir(parents=True, exist_ok=True)
     say = (lambda *a: None) if sc.quiet else (lambda *a: print(*a, flush=True))
     flows = pick_flows(fabric)
-    fnet = FabricNet(fabric, NetOptions(prefix=sc.prefix, log_dir=run_dir / "logs"))
+    fnet = FabricNet(fabric, NetOptions(prefix=sc.prefix, log_dir=run_dir / "logs",
+                                        target=sc.target))
     control = None
     procs: list[subprocess.Popen] = []
     state = RunState()
@@ -217,14 +244,17 @@ def run(sc: Scenario) -> dict:
             f"spines, {len(fabric.hosts)} hosts, links {sorted({lk.capacity_mbps for lk in fabric.links})} "
             "Mbit/s (HTB)")
         fnet.start()
-        say(f"[testbed] {len(fabric.switches)} softswitch processes up ({time.time() - t_begin:.1f} s)")
-        control = FabricControl(fnet.fabric, PROGRAM, ControlOptions(glb=sc.glb, intf_prefix=sc.prefix),
-                                work_dir=run_dir / "pipeline")
+        say(f"[testbed] {len(fabric.switches)} {TARGET_NAMES[sc.target]} processes up "
+            f"({time.time() - t_begin:.1f} s)")
+        control = FabricControl(fnet.fabric, PROGRAM,
+                                ControlOptions(glb=sc.glb, intf_prefix=sc.prefix, target=sc.target,
+                                               inject_port_status=sc.target == "bmv2"),
+                                work_dir=run_dir)
         control.start()
         control.wait_programmed()
-        say(f"[testbed] {len(fabric.switches)} SyncMesh daemons up, switches programmed over "
-            f"P4Runtime ({sum(d.writes for d in control.drivers.values())} entities, "
-            f"{time.time() - t_begin:.1f} s); leaves in {'SGLB' if sc.glb else 'ECMP'} mode")
+        say(f"[testbed] {len(fabric.switches)} SyncMesh daemon processes up (mutual TLS, "
+            f"certificates in {control.cert_dir}), switches programmed over P4Runtime "
+            f"({time.time() - t_begin:.1f} s); leaves in {'SGLB' if sc.glb else 'ECMP'} mode")
         for f in flows:
             f.src_ifaces = [fnet.nic_intf(f.src, n) for n in fabric.host(f.src).nics]
             h = fnet.host(f.src)
@@ -232,8 +262,31 @@ def run(sc: Scenario) -> dict:
                 h.cmd(f"ping -c1 -W2 -I {s_ip} {d_ip} >/dev/null")  # resolve ARP first
 
         duration = sc.phases * sc.phase_s
-        start = time.time() + 1.5
         py = sys.executable
+        ranks: list[subprocess.Popen] = []
+        if sc.reccl:
+            # The ranks connect first and start with everything else: set-up under load takes
+            # seconds, which would otherwise eat the baseline phase.
+            # The job secret reaches the ranks through the environment they inherit.
+            os.environ.setdefault("RECCL_SECRET", secrets.token_hex(16))
+            store = f"{fabric.hosts[0].nics[0].ip}:29500"
+            for rank, host in enumerate(fabric.hosts):
+                p = fnet.host(host.name).popen(
+                    [py, "-m", "topologies.reccl_job", "--rank", str(rank), "--world",
+                     str(len(fabric.hosts)), "--store", store, "--host", host.name,
+                     "--nics", ",".join(str(n.ip) for n in host.nics),
+                     "--elements", str(sc.reccl_elements), "--interval", str(sc.reccl_interval),
+                     "--duration", str(duration), "--start-on-stdin"],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                    text=True)
+                procs.append(p)
+                ranks.append(p)
+                RankLines(host.name, p, state).start()
+            _wait_ranks_ready(state, len(fabric.hosts), timeout=120.0)
+            say(f"[testbed] ReCCL: {len(fabric.hosts)} ranks connected (one per host, every "
+                f"NIC), all-to-all and all-reduce of {sc.reccl_elements * 4 // 1024} KiB, results "
+                "checked bit for bit")
+        start = time.time() + 1.5
         for host in sorted({f.dst for f in flows}):
             ips = ",".join(str(n.ip) for n in fabric.host(host).nics)
             p = fnet.host(host).popen([py, "-m", "topologies.udpload", "recv", "--listen", ips,
@@ -251,23 +304,10 @@ def run(sc: Scenario) -> dict:
                  "--duration", str(duration), "--start-at", str(start),
                  "--out", str(run_dir / f"send-{f.id}.npz")],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        if sc.reccl:
-            # The job secret reaches the ranks through the environment they inherit.
-            os.environ.setdefault("RECCL_SECRET", secrets.token_hex(16))
-            store = f"{fabric.hosts[0].nics[0].ip}:29500"
-            for rank, host in enumerate(fabric.hosts):
-                p = fnet.host(host.name).popen(
-                    [py, "-m", "topologies.reccl_job", "--rank", str(rank), "--world",
-                     str(len(fabric.hosts)), "--store", store, "--host", host.name,
-                     "--nics", ",".join(str(n.ip) for n in host.nics),
-                     "--elements", str(sc.reccl_elements), "--interval", str(sc.reccl_interval),
-                     "--duration", str(duration + (start - time.time()))],
-                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-                procs.append(p)
-                RankLines(host.name, p, state).start()
-            say(f"[testbed] ReCCL: {len(fabric.hosts)} ranks (one per host, every NIC), "
-                f"all-to-all and all-reduce of {sc.reccl_elements * 4 // 1024} KiB, results "
-                "checked bit for bit")
+        for p in ranks:
+            assert p.stdin is not None
+            p.stdin.write(f"{start}\n")
+            p.stdin.close()
         say(f"[testbed] traffic: {len(flows)} UDP flows x {sc.rate_mbps} Mbit/s over every rail "
             f"({', '.join(f'{f.src}->{f.dst}' for f in flows)}), {sc.phase_s:.0f} s per phase")
 
@@ -368,13 +408,15 @@ def summarise(sc: Scenario, fnet, control, flows: list[Flow], state: RunState, s
             figs[-1].syncmesh_convergence_s = state.convergence.get(i)
     times, rates = analysis.throughput(logs, start, end)
     analysis.plot(run_dir / "throughput.png", times, rates, state.marks, phases, start,
-                  f"{fnet.fabric.name}: delivered throughput ({'SGLB' if sc.glb else 'ECMP'})")
+                  f"{fnet.fabric.name}: delivered throughput ({'SGLB' if sc.glb else 'ECMP'}, "
+                  f"{TARGET_NAMES[sc.target]})")
     sent = sum(len(lg.sent_seq) for lg in logs)
     delivered = sum(int(lg.delivered.sum()) for lg in logs)
     dupes = sum(len(lg.recv_seq) - len(set(lg.recv_seq.tolist())) for lg in logs)
     return {
         "fabric": fnet.fabric.name,
         "mode": "sglb" if sc.glb else "ecmp",
+        "target": sc.target,
         "workload": "multi-rail UDP load generator (topologies/udpload.py)"
                     + (" + ReCCL all-to-all / all-reduce (topologies/reccl_job.py)" if sc.reccl
                        else ""),
@@ -389,8 +431,8 @@ def summarise(sc: Scenario, fnet, control, flows: list[Flow], state: RunState, s
         "syncmesh": {"restore_convergence_s": [state.convergence.get(i) for i, k in
                                                enumerate(state.kinds) if k == "restore"],
                      "failovers": control.failovers() - failovers_before,
-                     "convergence_samples_s": sorted(round(x, 4) for x in
-                                                     control.convergence_samples())[-20:]},
+                     "rejected": control.total("syncmesh_rejected_total"),
+                     "process_per_switch": True},
         "data_plane_events": control.data_plane_events(),
         "reccl": reccl_figures(state, phases) if sc.reccl else None,
         "packets": {"sent": sent, "delivered": delivered, "lost": sent - delivered,
@@ -431,7 +473,8 @@ def _ms(x: float | None) -> str:
 
 def render_summary(s: dict) -> str:
     """The summary as text for the terminal."""
-    lines = ["", f"== testbed summary: {s['fabric']} ({s['mode']}), {s['workload']}"]
+    lines = ["", f"== testbed summary: {s['fabric']} ({s['mode']}, on "
+                 f"{TARGET_NAMES.get(s.get('target', 'softswitch'), '?')}), {s['workload']}"]
     lines.append(f"{'phase':<28}{'offered':>10}{'delivered':>11}{'lost':>8}")
     for name, p in s["phases"].items():
         lines.append(f"{name:<28}{p['offered_mbps']:>8.2f} M{p['delivered_mbps']:>9.2f} M"
@@ -462,6 +505,20 @@ def render_summary(s: dict) -> str:
     return "\n".join(lines)
 
 
+def check_bmv2() -> bool:
+    """TARGET=bmv2: the tools are there and p4c takes sglb.p4 (cached for the run); else say why."""
+    from bmv2 import tools
+    from bmv2.compiler import P4cError, compile_program
+
+    try:
+        tools.require(tools.P4C, tools.SWITCH, purpose="TARGET=bmv2 make run")
+        compile_program(PROGRAM)
+    except (tools.MissingToolError, P4cError) as e:
+        print(f"topologies.demo: error: {e}", file=sys.stderr)
+        return False
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line of `make run`."""
     p = argparse.ArgumentParser(prog="python -m topologies.demo", description=__doc__.split("\n")[0])
@@ -485,6 +542,12 @@ def main(argv: list[str] | None = None) -> int:
     except (FabricError, FabricNetError, OSError) as e:
         print(f"topologies.demo: error: {e}", file=sys.stderr)
         return 2
+    target = os.environ.get("TARGET", "softswitch").lower()
+    if target not in TARGET_NAMES:
+        print(f"topologies.demo: error: TARGET={target}: choose softswitch or bmv2", file=sys.stderr)
+        return 2
+    if target == "bmv2" and not check_bmv2():
+        return 2
     if os.geteuid() != 0:
         print("topologies.demo: error: Mininet needs root", file=sys.stderr)
         return 2
@@ -494,7 +557,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_term)
     try:
         run(Scenario(args.fabric, args.phase, args.rate, args.size, args.prefix, args.out,
-                     not args.ecmp, reccl=not args.no_reccl))
+                     not args.ecmp, reccl=not args.no_reccl, target=target))
     except KeyboardInterrupt:
         print("\n[testbed] interrupted: cleaned up", file=sys.stderr)
         return 130

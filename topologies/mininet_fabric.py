@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
+import os
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -54,17 +55,27 @@ class NetOptions:
     overlay's usual jumbo fabric): sglb.p4's tag adds 20 bytes to leaf-to-leaf frames."""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _free_ports(n: int) -> list[int]:
+    """``n`` distinct loopback TCP ports free a moment ago: bound all at once, since one
+    port closed and asked for again may well be handed out a second time."""
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            socks.append(s)
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 def with_free_addresses(fabric: Fabric) -> Fabric:
     """A copy of ``fabric`` whose switches serve P4Runtime, SyncMesh and metrics on free ports."""
+    ports = iter(_free_ports(3 * len(fabric.switches)))
     switches = tuple(dataclasses.replace(
-        sw, p4runtime=f"127.0.0.1:{_free_port()}", syncmesh=f"127.0.0.1:{_free_port()}",
-        metrics=f"127.0.0.1:{_free_port()}") for sw in fabric.switches)
+        sw, p4runtime=f"127.0.0.1:{next(ports)}", syncmesh=f"127.0.0.1:{next(ports)}",
+        metrics=f"127.0.0.1:{next(ports)}") for sw in fabric.switches)
     return dataclasses.replace(fabric, switches=switches)
 
 
@@ -93,6 +104,9 @@ class FabricNet:
         self.fabric = with_free_addresses(fabric) if self.options.free_ports else fabric
         self.net = None
         self._started = False
+        target = (self.options.target or os.environ.get("TARGET") or "softswitch").lower()
+        self.spliced = target == "bmv2"
+        """Links are spliced (topologies.splicedlink): a cut leaves both ends admin up."""
 
     # -- names -------------------------------------------------------------
 
@@ -127,6 +141,11 @@ class FabricNet:
 
         from topologies.p4switch import P4RuntimeSwitch
 
+        link_cls = TCLink
+        if self.spliced:
+            from topologies.splicedlink import SplicedTCLink
+
+            link_cls = SplicedTCLink
         net = Mininet(topo=None, build=False, controller=None, autoSetMacs=False,
                       autoStaticArp=False, waitConnected=False)
         self.net = net
@@ -141,20 +160,25 @@ class FabricNet:
         scale = self.options.rate_scale
         for link in self.fabric.links:
             net.addLink(self.node_name(link.leaf.switch), self.node_name(link.spine.switch),
-                        port1=link.leaf.port, port2=link.spine.port, cls=TCLink,
+                        port1=link.leaf.port, port2=link.spine.port, cls=link_cls,
                         bw=link.capacity_mbps * scale)
         for host in self.fabric.hosts:
             for k, nic in enumerate(host.nics):
                 net.addLink(self.node_name(host.name), self.node_name(nic.leaf), port1=k,
                             port2=nic.port, intfName1=self.nic_intf(host.name, nic),
-                            cls=TCLink, bw=nic.capacity_mbps * scale)
+                            cls=link_cls, bw=nic.capacity_mbps * scale)
         net.build()
         if self.options.fabric_mtu != 1500:
             for link in self.fabric.links:
                 for end in (link.leaf, link.spine):
-                    self.switch(end.switch).cmd(
-                        f"ip link set {self.switch_intf(end.switch, end.port)} "
-                        f"mtu {self.options.fabric_mtu}")
+                    intf = self.switch_intf(end.switch, end.port)
+                    names = [intf]
+                    if self.spliced:  # a veth takes what its peer sends only up to its own MTU
+                        from topologies.splicedlink import middle_name
+
+                        names.append(middle_name(intf))
+                    for name in names:
+                        self.switch(end.switch).cmd(f"ip link set {name} mtu {self.options.fabric_mtu}")
         for host in self.fabric.hosts:
             self._configure_host(host.name)
         for sw in net.switches:
@@ -231,22 +255,34 @@ class FabricNet:
             return False
 
     def set_link(self, link: Link, up: bool) -> None:
-        """Cut or restore a leaf-spine link: the spine end goes admin down, the leaf loses carrier."""
+        """Cut or restore a leaf-spine link: the spine end goes admin down, the leaf loses
+        carrier (on BMv2: both ends lose carrier, topologies.splicedlink)."""
         assert self.net is not None
-        intf = self.switch_intf(link.spine.switch, link.spine.port)
-        self.switch(link.spine.switch).cmd(f"ip link set {intf} {'up' if up else 'down'}")
+        if self.spliced:
+            from topologies.splicedlink import set_middles
+
+            set_middles(self.switch_intf(link.leaf.switch, link.leaf.port),
+                        self.switch_intf(link.spine.switch, link.spine.port), up)
+            return
+        self.switch(link.spine.switch).set_port_up(link.spine.port, up)
 
     def set_nic(self, host: str, nic: str, up: bool) -> None:
         """Cut or restore a host's last-hop link: the leaf end goes admin down, the NIC loses carrier.
 
-        The host side keeps its addresses and routes, as with a pulled cable.
+        The host side keeps its addresses and routes, as with a pulled cable (on BMv2
+        both ends lose carrier and stay admin up, topologies.splicedlink).
         """
         h = self.fabric.host(host)
         matches = [n for n in h.nics if n.name == nic]
         if not matches:
             raise FabricNetError(f"host {host} has no NIC {nic!r} (has {[n.name for n in h.nics]})")
-        intf = self.switch_intf(matches[0].leaf, matches[0].port)
-        self.switch(matches[0].leaf).cmd(f"ip link set {intf} {'up' if up else 'down'}")
+        if self.spliced:
+            from topologies.splicedlink import set_middles
+
+            set_middles(self.nic_intf(host, matches[0]),
+                        self.switch_intf(matches[0].leaf, matches[0].port), up)
+            return
+        self.switch(matches[0].leaf).set_port_up(matches[0].port, up)
 
 
 def _interfaces() -> Iterator[str]:
@@ -263,7 +299,11 @@ def leftover_cleanup(prefix: str, fabric: Fabric) -> list[str]:
     Only names ``<prefix><switch>-eth<port>`` of this fabric are touched, never
     other networks' (unlike ``mn -c``). Returns the names deleted.
     """
+    from topologies.splicedlink import middle_name
+
     mine = {f"{prefix}{sw.name}-eth{p}" for sw in fabric.switches for p in fabric.ports(sw.name)}
+    mine |= {middle_name(name) for name in mine}
+    mine |= {middle_name(f"{prefix}{h.name}-{n.name}") for h in fabric.hosts for n in h.nics}
     removed = []
     for name in _interfaces():
         if name in mine:

@@ -4,7 +4,8 @@ Each node gets its own gRPC port and device ID (taken from class counters unless
 given), starts the target on its Mininet interfaces (port numbers are Mininet's),
 waits until P4Runtime answers a CapabilitiesRequest and stops the process on
 `stop()`. `TARGET=bmv2` in the environment (or `target="bmv2"`) starts BMv2's
-`simple_switch_grpc` instead, when it is installed. Processes that are still running
+`simple_switch_grpc` instead (``bmv2.process``), with its own Thrift port, when it is
+installed; otherwise `start()` raises TargetError naming what is missing. Processes that are still running
 when the Python process exits (Ctrl-C, a failed test) are terminated by an atexit hook.
 """
 
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -75,6 +75,7 @@ class P4RuntimeSwitch(Switch):
         grpc_port: int | None = None,
         device_id: int | None = None,
         cpu_port: int = 255,
+        thrift_port: int | None = None,
         target: str | None = None,
         log_dir: str | None = None,
         log_level: str = "info",
@@ -92,6 +93,8 @@ class P4RuntimeSwitch(Switch):
         self.grpc_port = grpc_port
         self.device_id = device_id
         self.cpu_port = cpu_port
+        self.thrift_port = thrift_port
+        """BMv2's Thrift port (simple_switch_CLI); None: a free one at start."""
         self.target = (target or os.environ.get("TARGET") or "softswitch").lower()
         if self.target not in ("softswitch", "bmv2"):
             raise TargetError(f"{name}: unknown TARGET {self.target!r} (softswitch or bmv2)")
@@ -121,20 +124,50 @@ class P4RuntimeSwitch(Switch):
     def command(self) -> list[str]:
         """The target's command line."""
         if self.target == "bmv2":
-            exe = shutil.which("simple_switch_grpc")
-            if exe is None:
-                raise TargetError(f"{self.name}: TARGET=bmv2 but simple_switch_grpc is not installed")
-            json = self.program if self.program and self.program.endswith(".json") else None
-            cmd = [exe, "--device-id", str(self.device_id), *self.interface_options()]
-            cmd += [json] if json else ["--no-p4"]
-            cmd += ["--", "--grpc-server-addr", self.grpc_address, "--cpu-port", str(self.cpu_port)]
-            return cmd
+            return self.bmv2_command()
         cmd = [sys.executable, "-m", "softswitch.runner"]
         cmd += [self.program] if self.program else ["--no-p4"]
         cmd += ["--device-id", str(self.device_id), "--grpc-addr", self.grpc_address,
                 "--cpu-port", str(self.cpu_port), "--name", self.name, "--log-level", self.log_level,
                 *self.interface_options()]
         return cmd
+
+    def bmv2_command(self) -> list[str]:
+        """simple_switch_grpc on this node's interfaces, its own Thrift port and device id,
+        started without a program: the controller pushes p4c's JSON over P4Runtime."""
+        from bmv2 import tools
+        from bmv2.process import Bmv2Options, command, free_ports
+
+        if self.program:
+            raise TargetError(f"{self.name}: on BMv2 the controller pushes the program over "
+                              "P4Runtime; start the switch without one")
+        try:
+            exe = tools.require(tools.SWITCH, purpose=f"{self.name}: TARGET=bmv2")
+        except tools.MissingToolError as e:
+            raise TargetError(str(e)) from None
+        if self.thrift_port is None:
+            self.thrift_port = free_ports(1)[0]
+        ports = []
+        for port, intf in sorted(self.intfs.items()):
+            if intf.name != "lo" and port != self.cpu_port:
+                ports.append((port, intf.name))
+        level = {"debug": "debug", "info": "warn"}.get(self.log_level, self.log_level)
+        return command(Bmv2Options(grpc_address=self.grpc_address, thrift_port=self.thrift_port,
+                                   device_id=self.device_id, cpu_port=self.cpu_port,
+                                   interfaces=tuple(ports), log_level=level,
+                                   executable=exe[tools.SWITCH.name]))
+
+    def set_port_up(self, port: int, up: bool) -> None:
+        """Take a data port's interface administratively down or up (a cut link's end).
+
+        Not for BMv2: BMv2 1.15.5 forwards on none of its ports while one of its
+        interfaces is administratively down, so the fabric cuts BMv2's links in
+        the middle instead (topologies.splicedlink).
+        """
+        if self.target == "bmv2":
+            raise TargetError(f"{self.name}: BMv2's interfaces are never taken down "
+                              "(cut the link in the middle: topologies.splicedlink)")
+        self.cmd(f"ip link set {self.intfs[port].name} {'up' if up else 'down'}")
 
     def start(self, controllers) -> None:
         """Start the target and wait until it answers P4Runtime."""

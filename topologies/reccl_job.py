@@ -39,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--nics", required=True, help="this rank's NIC addresses, comma-separated")
     p.add_argument("--elements", type=int, default=32768, help="float32 elements per collective")
     p.add_argument("--duration", type=float, required=True)
+    p.add_argument("--start-on-stdin", action="store_true",
+                   help="after connecting, print a ready line and wait for the start time "
+                        "(seconds since the epoch) on standard input; the duration counts from it")
     p.add_argument("--interval", type=float, default=0.0,
                    help="least seconds between the starts of two collectives (caps the load)")
     args = p.parse_args(argv)
@@ -52,6 +55,19 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     n, w = args.elements, args.world
     m = max(1, n // w)
+    if args.start_on_stdin:
+        try:
+            comm.barrier()  # every rank connected: the first collective costs no set-up time
+        except ReCCLError as e:
+            print(json.dumps({"error": str(e)}), flush=True)
+            return 1
+        print(json.dumps({"ready": True}), flush=True)
+        try:
+            start_at = float(sys.stdin.readline())
+        except ValueError:
+            print(json.dumps({"error": "no start time on standard input"}), flush=True)
+            return 1
+        time.sleep(max(0.0, start_at - time.time()))
     end = time.time() + args.duration
     it = ok = wrong = 0
     try:

@@ -1,4 +1,4 @@
-"""``syncmesh``: run one switch's daemon, check or generate a fabric description."""
+"""``syncmesh``: run one switch's daemon, make its certificates, check or generate a fabric."""
 
 from __future__ import annotations
 
@@ -15,12 +15,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fabricmodel import FabricError, dump, leaf_spine, load
+from sglb.config import DRE_PERIOD_SHIFT, DRE_PERIOD_SHIFT_MAX, Feedback, dre_period_shift_for
 
-from . import logs
+from . import certs, logs
+from .certs import CertError, TlsFiles
 from .config import CoreConfig
 from .daemon import Daemon, DaemonOptions
+from .incarnation import IncarnationError
 from .portwatch import PortWatcher, mininet_names
-from .service import TlsFiles
+from .service import Credentials, Insecure
 from .sglb_mapping import SGLB_TABLES, Identity, switch_mac
 
 if TYPE_CHECKING:  # finsy loads slowly: only `run --p4runtime` imports the driver
@@ -38,24 +41,41 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run the daemon of one switch")
     run.add_argument("fabric", type=Path, help="fabric description (YAML or JSON)")
     run.add_argument("switch", help="name of this daemon's switch in the fabric")
-    run.add_argument("--token-file", type=Path,
-                     help=f"file holding the shared secret (default: ${TOKEN_ENV})")
+    ident = run.add_argument_group("identity (mutual TLS unless --insecure)")
+    ident.add_argument("--certs", type=Path, metavar="DIR",
+                       help="directory written by `syncmesh certs`: ca.pem, <switch>.pem, "
+                            "<switch>.key")
+    ident.add_argument("--tls-ca", type=Path, help="instead of --certs: the fabric CA (PEM)")
+    ident.add_argument("--tls-cert", type=Path, help="instead of --certs: this switch's "
+                       "certificate")
+    ident.add_argument("--tls-key", type=Path, help="instead of --certs: this switch's key")
+    ident.add_argument("--insecure", action="store_true",
+                       help="plaintext, a shared token and claimed names (testing only; "
+                            "logs a warning)")
+    ident.add_argument("--token-file", type=Path,
+                       help=f"with --insecure: file holding the shared secret (default: "
+                            f"${TOKEN_ENV})")
+    run.add_argument("--state-dir", type=Path, default=_default_state_dir(),
+                     help="where the last incarnation is kept, so that a restart is always "
+                          "newer (default: %(default)s)")
     run.add_argument("--listen", help="host:port for SyncMesh (default: from the fabric)")
     run.add_argument("--metrics",
                      help="host:port of the metrics endpoint, port 0 for any free one, or "
                           "'off' (default: the switch's metrics address in the fabric)")
-    run.add_argument("--tls-ca", type=Path, help="mutual TLS: CA certificate (PEM)")
-    run.add_argument("--tls-cert", type=Path, help="mutual TLS: this daemon's certificate")
-    run.add_argument("--tls-key", type=Path, help="mutual TLS: this daemon's private key")
     run.add_argument("--mode", choices=("glb", "ecmp"), default="glb",
                      help="leaf load balancing written to the switch")
     run.add_argument("--keepalive", type=float, default=CoreConfig.keepalive_interval)
     run.add_argument("--dead-interval", type=float, default=CoreConfig.dead_interval)
     run.add_argument("--profile-period", type=float, default=CoreConfig.profile_period)
     run.add_argument("--profile-threshold", type=int, default=CoreConfig.profile_threshold)
+    run.add_argument("--max-skew", type=float, default=CoreConfig.max_skew,
+                     help="largest clock difference between daemons, s (default: %(default)s)")
     run.add_argument("--watch-ports", action="store_true",
                      help="follow the carrier of the switch's interfaces <switch>-eth<port> "
                           "through netlink (software switches that do not report it)")
+    run.add_argument("--intf-prefix", default="",
+                     help="with --watch-ports: prefix of those interface names (Mininet "
+                          "node prefix)")
     run.add_argument("--netns", help="network namespace of those interfaces")
     p4rt = run.add_argument_group("switch programming over P4Runtime")
     p4rt.add_argument("--p4runtime", nargs="?", const="fabric", metavar="HOST:PORT",
@@ -73,14 +93,57 @@ def _parser() -> argparse.ArgumentParser:
                       help="exit when the switch stays unreachable this long, at start or "
                            "later (default: 30; 0: retry for ever)")
     p4rt.add_argument("--counter-interval", type=float, default=DaemonOptions.counter_interval,
-                      metavar="SECONDS", help="how often port counters are read (default: 0.5)")
+                      metavar="SECONDS", help="how often a spine reads its port counters "
+                                              "(default: %(default)s)")
+    p4rt.add_argument("--leaf-counter-interval", type=float,
+                      default=DaemonOptions.leaf_counter_interval, metavar="SECONDS",
+                      help="how often a leaf reads them (metrics only; default: %(default)s)")
     p4rt.add_argument("--flowlet-gap-us", type=int, default=Identity.flowlet_gap_us,
                       help="idle time after which a flow may change path (us)")
+    p4rt.add_argument("--dre-period-shift", type=int, metavar="N",
+                      help="sglb.p4's DRE_PERIOD_SHIFT (period 2^N us) to compile the pipeline "
+                           "with (default: from the fabric's slowest link)")
+    p4rt.add_argument("--notice-copies", type=int, default=Identity.notice_copies,
+                      help="copies of every failure notice a spine sends to each leaf "
+                           "(default: %(default)s)")
+    fb = run.add_argument_group("leaves' in-band feedback (sglb.config.Feedback)")
+    fb.add_argument("--no-feedback", action="store_true",
+                    help="no in-band feedback: leaves use the profiles only")
+    fb.add_argument("--tag-frame-max", type=int, default=Feedback.tag_frame_max,
+                    help="frames longer than this once tagged go untagged (default: "
+                         "%(default)s)")
+    fb.add_argument("--feedback-fresh-us", type=int, default=Feedback.fresh_us,
+                    help="feedback at most this old replaces the profile (default: %(default)s)")
+    fb.add_argument("--feedback-stale-us", type=int, default=Feedback.stale_us,
+                    help="older feedback only raises the level; unknown beyond this "
+                         "(default: %(default)s)")
+    fb.add_argument("--unknown-level", type=int, default=Feedback.unknown_level,
+                    help="floor of the remote level without fresh feedback (default: "
+                         "%(default)s)")
+    fb.add_argument("--gap-margin-us", type=int, default=Feedback.gap_margin_us,
+                    help="added to a measured delay skew before a flowlet moves (default: "
+                         "%(default)s)")
+    fb.add_argument("--gap-unknown-us", type=int, default=Feedback.gap_unknown_us,
+                    help="idle time a flowlet needs where path delays are unknown (default: "
+                         "%(default)s)")
     p4rt.add_argument("--inject-port-status", action="store_true",
                       help="send port-status packets as PacketOut (BMv2; softswitch injects "
                            "them itself)")
+    p4rt.add_argument("--target", choices=("softswitch", "bmv2"), default="softswitch",
+                      help="the switch's target: softswitch (default) takes the program's "
+                           "source; bmv2 takes p4c-bm2-ss's JSON (compiled here, needs p4c) "
+                           "and implies --inject-port-status")
     run.add_argument("--log-level", default="info",
                      choices=("debug", "info", "warning", "error"))
+
+    cert = sub.add_parser("certs", help="make the fabric CA and every switch's key + certificate")
+    cert.add_argument("--fabric", type=Path, required=True, help="fabric description")
+    cert.add_argument("--out", type=Path, required=True, metavar="DIR",
+                      help="directory to write (existing files are kept)")
+    cert.add_argument("--days", type=int, default=certs.DEFAULT_DAYS,
+                      help="validity (default: %(default)s)")
+    cert.add_argument("--switch", action="append", dest="switches", metavar="NAME",
+                      help="only this switch (repeatable; default: all)")
 
     check = sub.add_parser("check", help="validate a fabric description and summarise it")
     check.add_argument("fabric", type=Path)
@@ -97,30 +160,51 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _default_state_dir() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "syncmesh"
+
+
 def _token(args: argparse.Namespace) -> str:
     if args.token_file:
         try:
             token = args.token_file.read_text().strip()
         except OSError as e:
-            raise SystemExit(f"syncmesh: error: cannot read token file {args.token_file}: "
-                             f"{e.strerror}") from None
+            raise _Refused(f"cannot read token file {args.token_file}: {e.strerror}") from None
     else:
         token = os.environ.get(TOKEN_ENV, "").strip()
     if not token:
-        raise SystemExit(f"syncmesh: error: no shared token (use --token-file or ${TOKEN_ENV})")
+        raise _Refused(f"--insecure needs the shared token (use --token-file or ${TOKEN_ENV})")
     return token
 
 
-def _tls(args: argparse.Namespace) -> TlsFiles | None:
+def _credentials(args: argparse.Namespace) -> Credentials:
+    """Mutual TLS from --certs or the three --tls-* files; plaintext only with --insecure."""
     given = [args.tls_ca, args.tls_cert, args.tls_key]
-    if not any(given):
-        return None
-    if not all(given):
-        raise SystemExit("syncmesh: error: mutual TLS needs --tls-ca, --tls-cert and --tls-key")
-    for path in given:
-        if not path.is_file():
-            raise SystemExit(f"syncmesh: error: TLS file not found: {path}")
-    return TlsFiles(args.tls_ca, args.tls_cert, args.tls_key)
+    if args.insecure:
+        if args.certs or any(given):
+            raise _Refused("--insecure: give either --insecure or TLS files, not both")
+        return Insecure(_token(args), args.switch)
+    if args.token_file:
+        raise _Refused("--token-file: only --insecure uses a token (TLS certificates identify "
+                       "the daemons)")
+    if args.certs:
+        if any(given):
+            raise _Refused("--certs: give either --certs or --tls-ca/--tls-cert/--tls-key")
+        files = TlsFiles.in_dir(args.certs, args.switch)
+    elif all(given):
+        files = TlsFiles(args.tls_ca, args.tls_cert, args.tls_key)
+    elif any(given):
+        raise _Refused("mutual TLS needs --tls-ca, --tls-cert and --tls-key")
+    else:
+        raise _Refused("TLS is on by default: give --certs DIR (made by `syncmesh certs "
+                       "--fabric FILE --out DIR`) or --tls-ca/--tls-cert/--tls-key; "
+                       "--insecure runs plaintext")
+    try:
+        certs.check(files, args.switch)
+    except CertError as e:
+        raise _Refused(str(e)) from None
+    return files
 
 
 class _Refused(Exception):
@@ -131,7 +215,35 @@ def _one_line(text: object) -> str:
     return " ".join(str(text).split())
 
 
-def _pipeline(path: Path, out_dir: Path) -> PipelineFiles:
+def _bmv2_pipeline(path: Path, out_dir: Path, defines: dict[str, str]) -> PipelineFiles:
+    """The program compiled by p4c for BMv2; p4c's first error or the missing tool in one line."""
+    from finsy.proto import p4i
+    from google.protobuf import text_format
+
+    from bmv2.compiler import P4cError
+    from bmv2.tools import MissingToolError
+
+    from .p4runtime_driver import compile_pipeline
+
+    if not path.is_file():
+        raise _Refused(f"--pipeline: no such file: {path}")
+    try:
+        files = compile_pipeline(path, out_dir, defines, target="bmv2")
+    except (MissingToolError, P4cError) as e:
+        raise _Refused(f"--pipeline: {_one_line(e)}") from None
+    info = text_format.Parse(files.p4info.read_text(), p4i.P4Info())
+    _check_sglb(path, {t.preamble.name.rsplit(".", 1)[-1] for t in info.tables})
+    return files
+
+
+def _check_sglb(path: Path, tables: set[str]) -> None:
+    missing = sorted(SGLB_TABLES - tables)
+    if missing:
+        raise _Refused(f"--pipeline: {path} is not an SGLB program: no table "
+                       f"{', '.join(missing)}")
+
+
+def _pipeline(path: Path, out_dir: Path, defines: dict[str, str]) -> PipelineFiles:
     """Check and compile the program to push; every problem becomes one located line."""
     from softswitch.frontend import P4Error, compile_file
     from softswitch.p4info import p4info_from_program
@@ -143,7 +255,7 @@ def _pipeline(path: Path, out_dir: Path) -> PipelineFiles:
         raise _Refused(f"--pipeline: no such file: {path}")
     try:
         compile_file(str(path))  # the front end locates errors in the file itself
-        files = compile_pipeline(path, out_dir)
+        files = compile_pipeline(path, out_dir, defines)
         info = p4info_from_program(load_program(files.device_config.read_bytes()))  # cached
     except P4Error as e:
         errors = [d for d in e.diagnostics if d.severity == "error"] or e.diagnostics
@@ -153,11 +265,7 @@ def _pipeline(path: Path, out_dir: Path) -> PipelineFiles:
                        f"{more}") from None
     except Exception as e:  # noqa: BLE001 - any failure to build it is a bad pipeline file
         raise _Refused(f"--pipeline: {path}: {_one_line(e)}") from None
-    tables = {t.preamble.name.rsplit(".", 1)[-1] for t in info.tables}
-    missing = sorted(SGLB_TABLES - tables)
-    if missing:
-        raise _Refused(f"--pipeline: {path} is not an SGLB program: no table "
-                       f"{', '.join(missing)}")
+    _check_sglb(path, {t.preamble.name.rsplit(".", 1)[-1] for t in info.tables})
     return files
 
 
@@ -176,12 +284,44 @@ def _driver(args: argparse.Namespace, fabric, work: Path) -> P4RuntimeDriver:
         raise _Refused(f"--election-id: must be in 1..2^128-1, got {args.election_id}")
     if not 0 <= args.flowlet_gap_us < 2**32:
         raise _Refused(f"--flowlet-gap-us: must be in 0..2^32-1, got {args.flowlet_gap_us}")
-    pipeline = _pipeline(args.pipeline, work)
-    return P4RuntimeDriver(args.switch, address, device_id,
-                           Identity(switch_mac(sw.id), args.flowlet_gap_us), pipeline,
+    identity = _identity(args, fabric)
+    defines = ({} if identity.dre_period_shift == DRE_PERIOD_SHIFT
+               else {"DRE_PERIOD_SHIFT": str(identity.dre_period_shift)})
+    bmv2 = args.target == "bmv2"
+    pipeline = (_bmv2_pipeline if bmv2 else _pipeline)(args.pipeline, work, defines)
+    return P4RuntimeDriver(args.switch, address, device_id, identity, pipeline,
                            sorted(fabric.ports(args.switch)),
-                           inject_port_status=args.inject_port_status,
+                           inject_port_status=args.inject_port_status or bmv2,
                            election_id=args.election_id)
+
+
+_FEEDBACK_FLAGS = {  # Feedback field: (flag, argparse dest)
+    "tag_frame_max": ("--tag-frame-max", "tag_frame_max"),
+    "fresh_us": ("--feedback-fresh-us", "feedback_fresh_us"),
+    "stale_us": ("--feedback-stale-us", "feedback_stale_us"),
+    "unknown_level": ("--unknown-level", "unknown_level"),
+    "gap_margin_us": ("--gap-margin-us", "gap_margin_us"),
+    "gap_unknown_us": ("--gap-unknown-us", "gap_unknown_us"),
+}
+
+
+def _identity(args: argparse.Namespace, fabric) -> Identity:
+    """The switch's set_switch constants from the options (each checked, one error line)."""
+    shift = args.dre_period_shift
+    if shift is None:
+        shift = dre_period_shift_for(min(lk.capacity_mbps for lk in fabric.links))
+    elif not 0 <= shift <= DRE_PERIOD_SHIFT_MAX:
+        raise _Refused(f"--dre-period-shift: must be in 0..{DRE_PERIOD_SHIFT_MAX}, got {shift}")
+    values = {name: getattr(args, dest) for name, (_, dest) in _FEEDBACK_FLAGS.items()}
+    try:
+        feedback = Feedback(enabled=not args.no_feedback, **values)
+    except ValueError as e:  # name the flag(s) the message is about
+        flags = [flag for name, (flag, _) in _FEEDBACK_FLAGS.items() if f" {name} " in f"{e} "]
+        raise _Refused(f"{'/'.join(flags) or '--feedback'}: {_one_line(e)}") from None
+    if not 1 <= args.notice_copies <= 16:
+        raise _Refused(f"--notice-copies: must be in 1..16, got {args.notice_copies}")
+    return Identity(switch_mac(fabric.switch(args.switch).id), args.flowlet_gap_us,
+                    feedback=feedback, notice_copies=args.notice_copies, dre_period_shift=shift)
 
 
 async def _run(daemon: Daemon) -> str | None:
@@ -221,6 +361,15 @@ def main(argv: list[str] | None = None) -> int:
     except FabricError as e:
         print(f"syncmesh: error: {e}", file=sys.stderr)
         return 2
+    if args.command == "certs":
+        try:
+            created = certs.generate(fabric, args.out, args.days, args.switches)
+        except (CertError, OSError) as e:
+            print(f"syncmesh: error: {e}", file=sys.stderr)
+            return 2
+        print(f"{args.out}: {len(created)} file(s) written"
+              + "".join(f"\n  {p.name}" for p in created))
+        return 0
     if args.command == "check":
         print(f"{args.fabric}: fabric {fabric.name!r}: {len(fabric.leaves)} leaves, "
               f"{len(fabric.spines)} spines, {len(fabric.links)} links "
@@ -234,7 +383,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = CoreConfig(keepalive_interval=args.keepalive, dead_interval=args.dead_interval,
                             profile_period=args.profile_period,
-                            profile_threshold=args.profile_threshold, glb=args.mode == "glb")
+                            profile_threshold=args.profile_threshold, glb=args.mode == "glb",
+                            max_skew=args.max_skew)
     except ValueError as e:
         print(f"syncmesh: error: {e}", file=sys.stderr)
         return 2
@@ -248,19 +398,29 @@ def main(argv: list[str] | None = None) -> int:
         print(f"syncmesh: error: --switch-budget: must be >= 0, got {args.switch_budget:g}",
               file=sys.stderr)
         return 2
-    if not args.counter_interval > 0:
-        print(f"syncmesh: error: --counter-interval: must be > 0, got {args.counter_interval:g}",
-              file=sys.stderr)
+    for flag, value in (("--counter-interval", args.counter_interval),
+                        ("--leaf-counter-interval", args.leaf_counter_interval)):
+        if not value > 0:
+            print(f"syncmesh: error: {flag}: must be > 0, got {value:g}", file=sys.stderr)
+            return 2
+    try:
+        credentials = _credentials(args)
+    except _Refused as e:
+        print(f"syncmesh: error: {e}", file=sys.stderr)
         return 2
-    options = DaemonOptions(token=_token(args), listen=args.listen,
+    options = DaemonOptions(credentials=credentials, listen=args.listen,
                             metrics=None if args.metrics == "off" else args.metrics,
-                            tls=_tls(args), switch_budget=args.switch_budget or None,
-                            counter_interval=args.counter_interval)
+                            state_file=args.state_dir / f"{fabric.name}-{args.switch}.incarnation",
+                            switch_budget=args.switch_budget or None,
+                            counter_interval=args.counter_interval,
+                            leaf_counter_interval=args.leaf_counter_interval)
     if args.p4runtime is None:
         given = [flag for flag, used in (
             ("--device-id", args.device_id is not None), ("--election-id", args.election_id != 10),
             ("--pipeline", args.pipeline != DEFAULT_PIPELINE),
-            ("--inject-port-status", args.inject_port_status)) if used]
+            ("--dre-period-shift", args.dre_period_shift is not None),
+            ("--inject-port-status", args.inject_port_status),
+            ("--target", args.target != "softswitch")) if used]
         if given:
             print(f"syncmesh: error: {given[0]} needs --p4runtime", file=sys.stderr)
             return 2
@@ -278,13 +438,14 @@ def main(argv: list[str] | None = None) -> int:
         logs.setup(args.switch, getattr(logging, args.log_level.upper()))
         port_source = None
         if args.watch_ports:
-            watcher = PortWatcher(mininet_names(fabric, args.switch), args.netns)
-            port_source = watcher.changes
-        daemon = Daemon(fabric, args.switch, options, config, driver=driver,
-                        port_source=port_source)
+            interfaces = {f"{args.intf_prefix}{name}": port
+                          for name, port in mininet_names(fabric, args.switch).items()}
+            port_source = PortWatcher(interfaces, args.netns).changes
         try:
+            daemon = Daemon(fabric, args.switch, options, config, driver=driver,
+                            port_source=port_source)
             failure = asyncio.run(_run(daemon))
-        except OSError as e:
+        except (OSError, IncarnationError) as e:
             print(f"syncmesh: error: {e}", file=sys.stderr)
             return 1
     if failure:

@@ -1,36 +1,40 @@
 """SyncMesh decision logic: events in, actions out, no I/O, an explicit clock.
 
-Every input method takes ``now`` (seconds, from whatever clock the caller
-runs: the daemon's wall clock, a test's counter or the simulator's virtual
-time) and returns a list of actions for a thin I/O layer to carry out:
+Every input method takes ``now`` (seconds of the wall clock in the daemon,
+of a virtual clock in tests and the simulator) and returns a list of actions
+for a thin I/O layer to carry out:
 
-* ``Send(peer, message)``: a SyncMesh message to one peer;
+* ``Send(peer, message)``: a SyncMesh message to one peer, on its session;
+* ``Disconnect(peer)``: end the peer's session (it went silent), so that
+  the next one starts with a Hello and a full resync;
 * ``Program(ops)``: switch state that changed (``syncmesh.switchops``);
 * ``PortStatusOut(port, up, seq)``: a port-status packet for targets that
   need the controller to inject it (BMv2);
 * ``Event(name, fields)``: something worth a log line.
 
-A peer's message is validated whole before anything changes; a bad one
-raises ``Rejected`` and leaves the state as it was.
+Messages from peers come with the peer's name as the session established
+it (its certificate); ``syncmesh.admission`` checks each whole message
+before anything changes, and a bad one raises ``Rejected`` with the state
+left as it was.
 """
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fabricmodel import Fabric, Role
+from fabricmodel import Fabric, Link, Role
 from sglb.config import quantise
 
+from .admission import Admission, Rejected
 from .config import CoreConfig
 from .linkstate import ZERO, LinkStateTable, PortState, Version
-from .messages import FullState, Hello, HelloReply, LinkNotice, Message, ProfileUpdate
+from .messages import Hello, LinkNotice, Message, ProfileUpdate, ResyncChunk
 from .paths import downlinks, leaf_paths, path_capacity, path_live, peers_of, uplinks
 from .peers import PeerTable
-from .profiles import Profile, ProfilePublisher, ProfileStore, RateMeter
+from .profiles import ProfilePublisher, ProfileStore, RateMeter
 from .switchops import (
     NOTICE_GROUP,
     HostRoute,
@@ -46,9 +50,8 @@ from .switchops import (
     SwitchOp,
 )
 
-
-class Rejected(Exception):
-    """A peer's message that breaks the protocol; the state was left unchanged."""
+__all__ = ["Action", "CoreStats", "Disconnect", "Event", "PortStatusOut", "Program",
+           "Rejected", "Send", "SyncMeshCore"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,13 @@ class Send:
 
     peer: str
     message: Message
+
+
+@dataclass(frozen=True)
+class Disconnect:
+    """End ``peer``'s session."""
+
+    peer: str
 
 
 @dataclass(frozen=True)
@@ -87,7 +97,7 @@ class Event:
         return dict(self.fields).get(key, default)
 
 
-Action = Send | Program | PortStatusOut | Event
+Action = Send | Disconnect | Program | PortStatusOut | Event
 
 
 def _event(name: str, **fields: Any) -> Event:
@@ -104,7 +114,12 @@ class CoreStats:
     notices_stale: int = 0
     profiles_accepted: int = 0
     profiles_stale: int = 0
+    profiles_gap: int = 0
+    """Deltas whose base version was not held (ignored until the next whole profile)."""
     resyncs: int = 0
+    resync_chunks: int = 0
+    stalls: int = 0
+    """Ticks that found this daemon had not run for longer than a keepalive interval."""
     convergence: deque[float] = field(default_factory=lambda: deque(maxlen=1024))
     """Seconds from a remote link change being seen to it being accepted here."""
 
@@ -124,18 +139,17 @@ class SyncMeshCore:
         self.fabric = fabric
         self.me = me
         self.incarnation = incarnation
-        self.config = config or CoreConfig()
+        self.config = cfg = config or CoreConfig()
         self.port_status_out = port_status_out
         self.is_leaf = self.switch.role is Role.LEAF
         self.peer_names = peers_of(fabric, me)
-        self.peers = PeerTable(self.peer_names, self.config.keepalive_interval,
-                               self.config.dead_interval)
+        self.peers = PeerTable(self.peer_names, cfg.keepalive_interval, cfg.dead_interval)
         self.links = LinkStateTable(fabric)
-        self.store = ProfileStore()
+        self.admission = Admission(fabric, me, cfg, self.links, self.peers)
+        self.store = ProfileStore(cfg.max_level, cfg.profile_stale_after, cfg.profile_age_step)
         self.publisher = None if self.is_leaf else ProfilePublisher(
-            me, incarnation, self.config.level_bits, self.config.profile_threshold,
-            self.config.profile_period)
-        self.meter = RateMeter()
+            me, incarnation, cfg.level_bits, cfg.profile_threshold, cfg.profile_period)
+        self.meter = RateMeter(cfg.rate_decay)
         self.ports = fabric.ports(me)
         self.rate_mbps: dict[int, float] = {}
         self.utilisation: dict[int, float] = {}
@@ -143,18 +157,28 @@ class SyncMeshCore:
         self.seq = 0
         self.stats = CoreStats()
         self.programmed: dict[tuple, SwitchOp] = {}
+        self.view: dict[str, bool] = {lk.name: lk.up for lk in fabric.links}
+        """Every link's state as this daemon believes it."""
+        self.view_changed_at: dict[str, float] = {}
+        """When (this daemon's clock) its belief about a link last changed."""
+        self._now = 0.0
+        self._last_tick: float | None = None
         self._paths = leaf_paths(fabric, me) if self.is_leaf else {}
         self._leaf_ids = {s.name: s.id for s in fabric.leaves}
-        self._spines = {s.name for s in fabric.spines}
+        self._bundles = () if self.is_leaf else tuple(
+            (leaf.id, downlinks(fabric, me, leaf.name)) for leaf in fabric.leaves)
+        self._static_ops = self._static()
 
     # -- local inputs --------------------------------------------------------
 
     def start(self, now: float) -> list[Action]:
-        """Initial switch state and the first Hellos."""
+        """Initial switch state and timers."""
+        self._now = now
         return self._reprogram() + self.tick(now)
 
     def on_port_status(self, changes: Mapping[int, bool], now: float) -> list[Action]:
         """Ports of this switch went down (False) or up (True), as seen by the switch."""
+        self._now = now
         actions: list[Action] = []
         states = []
         for port, up in sorted(changes.items()):
@@ -166,6 +190,9 @@ class SyncMeshCore:
             if info.kind == "host":
                 actions.append(_event("host_port_up" if up else "host_port_down", port=port,
                                       host=info.peer))
+                if self.port_status_out:  # the program tracks host ports' liveness too
+                    self.seq += 1
+                    actions.append(PortStatusOut(port, up, self.seq))
                 continue
             rec = self.links.get(self.me, port)
             if rec.up == up and rec.epoch.incarnation == self.incarnation:
@@ -179,13 +206,15 @@ class SyncMeshCore:
             if self.port_status_out:
                 actions.append(PortStatusOut(port, up, self.seq))
         if states:
-            notice = LinkNotice(self.me, tuple(states))
-            actions += [Send(p, notice) for p in self.peer_names]
+            self._note_view((self.links.link_of(self.me, st.port) for st in states), now)
+            notice = LinkNotice(tuple(states))
+            actions += [Send(p, notice) for p in self.peers.up()]
             actions += self._reprogram()
         return actions
 
     def on_counters(self, tx_bytes: Mapping[int, int], now: float) -> list[Action]:
         """Cumulative transmitted bytes per port, read from the switch."""
+        self._now = now
         for port, rate in self.meter.update(tx_bytes, now).items():
             info = self.ports.get(port)
             if info is None:
@@ -205,94 +234,142 @@ class SyncMeshCore:
                 cap = sum(lk.capacity_mbps for lk in live)
                 levels[leaf.id] = quantise(load / cap, self.config.level_bits)
         if levels:
-            self.publisher.observe(levels)
+            self.publisher.observe(levels, now)
         return self._publish(now)
 
     def tick(self, now: float) -> list[Action]:
-        """Timers: keepalives, peer timeouts, the profile period."""
-        actions: list[Action] = [Send(name, Hello(self.me, self.incarnation, seq))
-                                 for name, seq in self.peers.hellos_due(now)]
-        dropped = False
+        """Timers: keepalives, peer timeouts, the profile period, profile ageing."""
+        self._now = now
+        actions: list[Action] = []
+        if self._last_tick is not None and now - self._last_tick > self.config.keepalive_interval:
+            # this daemon did not run: the peers' messages wait unread, not their fault
+            self.stats.stalls += 1
+            self.peers.forgive(now - self._last_tick, now)
+            actions.append(_event("stalled", seconds=round(now - self._last_tick, 3)))
+        self._last_tick = now
+        actions += [Send(name, Hello(self.incarnation, seq))
+                    for name, seq in self.peers.hellos_due(now)]
         for name in self.peers.expire(now):
-            actions.append(_event("peer_down", peer=name))
-            # a silent spine's profile is stale: fall back to local congestion only
-            dropped |= self.store.drop(name)
-        if dropped:
+            actions += [_event("peer_down", peer=name, why="silent"), Disconnect(name)]
+        if self.store.ageing(now):
             actions += self._reprogram()
         return actions + self._publish(now)
 
-    def on_send_failed(self, peer: str, now: float) -> list[Action]:
-        """A message to ``peer`` was lost: treat the session as down so the next contact resyncs."""
-        del now
-        if self.peers.mark_unreachable(peer):
-            return [_event("peer_unreachable", peer=peer)]
+    def on_session_open(self, peer: str, now: float) -> list[Action]:
+        """A session with ``peer`` opened: it starts with our Hello."""
+        self.admission.check_peer(peer)
+        self._now = now
+        return [Send(peer, Hello(self.incarnation, self.peers.next_hello(peer, now)))]
+
+    def on_peer_lost(self, peer: str, now: float) -> list[Action]:
+        """``peer``'s session ended (closed, failed, or a message to it could not be sent)."""
+        self._now = now
+        if self.peers.lost(peer):
+            return [_event("peer_down", peer=peer, why="session ended")]
         return []
 
-    # -- peer inputs ---------------------------------------------------------
+    # -- peer inputs (``peer``: the session's authenticated switch) --------------
 
-    def on_hello(self, msg: Hello, now: float) -> tuple[HelloReply, list[Action]]:
-        """A peer's Hello: answer it; a (re)joined peer also gets our full state."""
-        self._check_peer(msg.sender, "sender")
-        self._check_incarnation(msg.incarnation, "incarnation")
-        return HelloReply(self.me, self.incarnation), self._heard(msg.sender, msg.incarnation, now)
+    def on_message(self, peer: str, msg: Message, now: float) -> list[Action]:
+        """Any message from ``peer``."""
+        if isinstance(msg, Hello):
+            return self.on_hello(peer, msg, now)
+        if isinstance(msg, LinkNotice):
+            return self.on_notice(peer, msg, now)
+        if isinstance(msg, ProfileUpdate):
+            return self.on_profile(peer, msg, now)
+        return self.on_resync(peer, msg, now)
 
-    def on_hello_reply(self, peer: str, msg: HelloReply, now: float) -> list[Action]:
-        """The answer to our Hello to ``peer``."""
-        if msg.responder != peer:
-            raise Rejected(f"responder: expected {peer!r}, got {msg.responder!r}")
-        self._check_incarnation(msg.incarnation, "incarnation")
-        return self._heard(peer, msg.incarnation, now)
+    def on_hello(self, peer: str, msg: Hello, now: float) -> list[Action]:
+        """A peer's Hello: a (re)joining peer gets our full state."""
+        self.admission.check_hello(peer, msg, now)
+        self._now = now
+        if not self.peers.hello(peer, msg.incarnation, now):
+            return []
+        self.stats.resyncs += 1
+        return [_event("peer_up", peer=peer, incarnation=msg.incarnation),
+                *self._resync_for(peer)]
 
-    def on_notice(self, msg: LinkNotice, now: float) -> tuple[bool, list[Action]]:
-        """Link-end states from a peer; returns whether anything changed."""
-        self._check_peer(msg.sender, "sender")
+    def on_notice(self, peer: str, msg: LinkNotice, now: float) -> list[Action]:
+        """Link-end states from a peer."""
+        session = self.admission.session(peer)
         if not msg.states:
-            raise Rejected("states: empty notice")
-        self._check_states(msg.states, "states")
-        self.peers.touch(msg.sender, now)
-        actions = self._merge_ports(msg.sender, msg.states, now)
-        return bool(actions), actions
+            raise Rejected("notice.states: empty notice")
+        self.admission.check_states(peer, session, msg.states, now, "notice.states")
+        self._now = now
+        self.peers.touch(peer, now)
+        return self._merge_ports(peer, msg.states, now)
 
-    def on_profile(self, msg: ProfileUpdate, now: float) -> tuple[bool, list[Action]]:
-        """A spine's congestion profile; returns whether it was news."""
-        self._check_peer(msg.sender, "sender")
-        self._check_profile(msg.sender, msg.profile, "profile")
-        self.peers.touch(msg.sender, now)
-        return self._merge_profile(msg.profile)
+    def on_profile(self, peer: str, msg: ProfileUpdate, now: float) -> list[Action]:
+        """A spine's congestion profile, whole or a delta."""
+        session = self.admission.session(peer)
+        self.admission.check_profile(peer, session, msg.profile, msg.delta, "profile")
+        self._now = now
+        self.peers.touch(peer, now)
+        if msg.delta:
+            applied = self.store.apply_delta(msg.profile, now)
+            if applied is None:
+                self.stats.profiles_gap += 1
+                return [_event("profile_gap", origin=peer, version=tuple(msg.profile.version))]
+        else:
+            applied = self.store.merge(msg.profile, now)
+        if not applied:
+            self.stats.profiles_stale += 1
+            return []
+        self.stats.profiles_accepted += 1
+        return self._reprogram()
 
-    def on_resync(self, msg: FullState, now: float) -> tuple[FullState, list[Action]]:
-        """A (re)joining peer's full state: merge it and answer with ours."""
-        self._check_full_state(msg)
-        actions = self._heard(msg.sender, msg.incarnation, now, send_state=False)
-        return self.full_state(), actions + self._merge_full_state(msg, now)
-
-    def on_resync_reply(self, peer: str, msg: FullState, now: float) -> list[Action]:
-        """The full state a peer answered our resync with."""
-        if msg.sender != peer:
-            raise Rejected(f"sender: expected {peer!r}, got {msg.sender!r}")
-        self._check_full_state(msg)
-        return (self._heard(peer, msg.incarnation, now, send_state=False)
-                + self._merge_full_state(msg, now))
+    def on_resync(self, peer: str, msg: ResyncChunk, now: float) -> list[Action]:
+        """One chunk of a (re)joining peer's full state."""
+        session = self.admission.session(peer)
+        self.admission.check_states(peer, session, msg.ports, now, "resync.ports")
+        if msg.profile is not None:
+            self.admission.check_profile(peer, session, msg.profile, False, "resync.profile")
+        self._now = now
+        self.peers.touch(peer, now)
+        self.stats.resync_chunks += 1
+        actions = self._merge_ports(peer, msg.ports, now) if msg.ports else []
+        if msg.profile is not None and self.store.merge(msg.profile, now):
+            self.stats.profiles_accepted += 1
+            actions += self._reprogram()
+        if msg.last:
+            actions.append(_event("resynced", peer=peer))
+        return actions
 
     # -- views ---------------------------------------------------------------
 
-    def full_state(self) -> FullState:
-        """What we send a (re)joining peer: every known link-end record and our profile."""
-        ports = tuple(st for st in self.links.states() if st.epoch > ZERO)
-        latest = self.publisher.latest() if self.publisher else None
-        return FullState(self.me, self.incarnation, ports, (latest,) if latest else ())
-
     def link_view(self) -> dict[str, bool]:
         """Every link's state as this switch believes it, by link name."""
-        return {lk.name: self.links.link_up(lk) for lk in self.fabric.links}
+        return dict(self.view)
 
     def remote_level(self, spine: str, dst_leaf: int) -> int:
-        """The remote congestion level reported by ``spine`` toward ``dst_leaf`` (0: none)."""
-        prof = self.store.get(spine)
-        return prof.as_dict().get(dst_leaf, 0) if prof else 0
+        """The remote congestion level to use for ``spine``'s path toward ``dst_leaf``."""
+        return self.store.level(spine, dst_leaf, self._now)
 
     def desired(self) -> dict[tuple, SwitchOp]:
         """The complete switch state this daemon wants now, by key."""
+        ops: list[SwitchOp] = list(self._static_ops)
+        link_up = self.links.link_up
+        if self.is_leaf:
+            for dst, paths in self._paths.items():
+                did = self._leaf_ids[dst]
+                for p in paths:
+                    live = path_live(p, link_up)
+                    cap = path_capacity(p, link_up) if live else 0.0
+                    ops.append(PathEntry(did, p.index, p.port, live, cap))
+                    ops.append(RemoteCongestion(did, p.index, self.remote_level(p.spine, did)))
+        else:
+            first_live: list[int] = []
+            for leaf_id, bundle in self._bundles:
+                live_ports = tuple(lk.spine.port for lk in bundle if link_up(lk))
+                ops.append(SpineRoute(leaf_id, live_ports))
+                first_live += live_ports[:1]
+            # notices go to every leaf this spine still reaches, once each
+            ops.append(MulticastGroup(NOTICE_GROUP, tuple(first_live)))
+        return {op.key: op for op in ops}
+
+    def _static(self) -> tuple[SwitchOp, ...]:
+        """The part of the switch state that depends on the fabric alone."""
         fab = self.fabric
         ops: list[SwitchOp] = []
         fabric_ports = sorted(p for p, info in self.ports.items() if info.kind == "fabric")
@@ -312,82 +389,67 @@ class SyncMeshCore:
                 for nic in host.nics:
                     if nic.leaf == self.me:
                         ops.append(HostRoute(str(nic.ip), nic.port, nic.mac))
-            for dst, paths in self._paths.items():
-                did = self._leaf_ids[dst]
-                for p in paths:
-                    live = path_live(p, self.links.link_up)
-                    cap = path_capacity(fab, p, self.links.link_up) if live else 0.0
-                    ops.append(PathEntry(did, p.index, p.port, live, cap))
-                    ops.append(RemoteCongestion(did, p.index, self.remote_level(p.spine, did)))
         else:
-            first_live: list[int] = []
-            for leaf in fab.leaves:
-                live_ports = tuple(lk.spine.port for lk in downlinks(fab, self.me, leaf.name)
-                                   if self.links.link_up(lk))
-                ops.append(SpineRoute(leaf.id, live_ports))
-                first_live += live_ports[:1]
-                bundle = [lk.spine.port for lk in downlinks(fab, self.me, leaf.name)]
-                ops += [PortPeer(p, leaf.id, tuple(q for q in bundle if q != p)) for p in bundle]
-            # notices go to every leaf this spine still reaches, once each
-            ops.append(MulticastGroup(NOTICE_GROUP, tuple(first_live)))
-        return {op.key: op for op in ops}
+            for _, bundle in self._bundles:
+                ports = [lk.spine.port for lk in bundle]
+                ops += [PortPeer(lk.spine.port, self._leaf_ids[lk.leaf.switch],
+                                 tuple(q for q in ports if q != lk.spine.port)) for lk in bundle]
+        return tuple(ops)
 
     # -- internals -----------------------------------------------------------
 
-    def _heard(self, peer: str, incarnation: int, now: float,
-               send_state: bool = True) -> list[Action]:
-        if not self.peers.heard_from(peer, incarnation, now):
-            return []
-        self.stats.resyncs += 1
-        actions: list[Action] = [_event("peer_up", peer=peer, incarnation=incarnation)]
-        if send_state:
-            actions.append(Send(peer, self.full_state()))
-        return actions
+    def _resync_for(self, peer: str) -> list[Action]:
+        """Our full state for ``peer``, in chunks: what we may speak for and it does not own."""
+        may = self.admission.may_speak
+        ports = [st for st in self.links.states()
+                 if st.epoch > ZERO and st.switch != peer and may(self.me, st.switch, st.port)]
+        latest = self.publisher.latest() if self.publisher else None
+        size = self.config.resync_chunk
+        chunks = [tuple(ports[i:i + size]) for i in range(0, len(ports), size)] or [()]
+        return [Send(peer, ResyncChunk(c, latest if i == 0 else None, i == len(chunks) - 1))
+                for i, c in enumerate(chunks)]
 
     def _merge_ports(self, sender: str, states: Iterable[PortState], now: float) -> list[Action]:
         accepted = []
         for st in states:
             if self.links.merge(st):
                 accepted.append(st)
-                if st.switch != self.me and st.detected_at > 0:
+                if st.detected_at > 0:
                     self.stats.convergence.append(max(0.0, now - st.detected_at))
             else:
                 self.stats.notices_stale += 1
         if not accepted:
             return []
         self.stats.notices_accepted += len(accepted)
+        self._note_view((self.links.link_of(st.switch, st.port) for st in accepted), now)
         actions: list[Action] = [
             _event("link_state", origin=st.switch, port=st.port, up=st.up, epoch=tuple(st.epoch),
                    via=sender) for st in accepted]
-        if not self.is_leaf:
-            # spines relay news to the leaves, so a leaf's notice reaches every leaf in 2 hops
-            origins = {st.switch for st in accepted}
-            notice = LinkNotice(self.me, tuple(accepted))
-            actions += [Send(p, notice) for p in self.peer_names
-                        if p != sender and p not in origins]
+        # relay what we may speak for (our links' ends) to the other peers, never to the owner:
+        # a leaf's news reaches every leaf in two hops (through each spine it is linked to), a
+        # spine's news every other spine (through each leaf on a link of both)
+        mine = [st for st in accepted if self.admission.may_speak(self.me, st.switch, st.port)]
+        for p in self.peers.up():
+            relay = tuple(st for st in mine if st.switch != p)
+            if p != sender and relay:
+                actions.append(Send(p, LinkNotice(relay)))
         return actions + self._reprogram()
 
-    def _merge_profile(self, profile: Profile) -> tuple[bool, list[Action]]:
-        if not self.store.merge(profile):
-            self.stats.profiles_stale += 1
-            return False, []
-        self.stats.profiles_accepted += 1
-        return True, self._reprogram()
-
-    def _merge_full_state(self, msg: FullState, now: float) -> list[Action]:
-        actions = self._merge_ports(msg.sender, msg.ports, now)
-        for prof in msg.profiles:
-            actions += self._merge_profile(prof)[1]
-        return actions
+    def _note_view(self, links: Iterable[Link], now: float) -> None:
+        for lk in links:
+            up = self.links.link_up(lk)
+            if self.view[lk.name] != up:
+                self.view[lk.name] = up
+                self.view_changed_at[lk.name] = now
 
     def _publish(self, now: float) -> list[Action]:
         if self.publisher is None:
             return []
-        prof = self.publisher.due(now)
-        if prof is None:
+        pub = self.publisher.due(now)
+        if pub is None:
             return []
-        update = ProfileUpdate(self.me, prof)
-        return [Send(p, update) for p in self.peer_names]
+        update = ProfileUpdate(pub.profile, pub.delta)
+        return [Send(p, update) for p in self.peers.up()]
 
     def _reprogram(self) -> list[Action]:
         new = self.desired()
@@ -402,53 +464,3 @@ class SyncMeshCore:
                                       dst_leaf=op.dst_leaf, index=op.index, port=op.port))
         self.programmed = new
         return ([Program(changed)] if changed else []) + actions
-
-    # -- validation (raises Rejected before anything changes) ---------------
-
-    def _check_peer(self, name: str, where: str) -> None:
-        if name not in self.peers.peers:
-            if any(s.name == name for s in self.fabric.switches):
-                raise Rejected(f"{where}: {name!r} is not a peer of {self.me!r}")
-            raise Rejected(f"{where}: unknown switch {name!r}")
-
-    @staticmethod
-    def _check_incarnation(incarnation: int, where: str) -> None:
-        if incarnation <= 0:
-            raise Rejected(f"{where}: must be positive, got {incarnation}")
-
-    def _check_states(self, states: Iterable[PortState], where: str) -> None:
-        for i, st in enumerate(states):
-            if not self.links.knows(st.switch, st.port):
-                raise Rejected(f"{where}[{i}]: {st.switch}:{st.port} is not a fabric link end")
-            self._check_incarnation(st.epoch.incarnation, f"{where}[{i}].epoch.incarnation")
-            if not math.isfinite(st.detected_at) or st.detected_at < 0:
-                raise Rejected(f"{where}[{i}].detected_at: bad time {st.detected_at}")
-
-    def _check_profile(self, sender: str, prof: Profile, where: str) -> None:
-        if prof.origin != sender:
-            raise Rejected(f"{where}.origin: {prof.origin!r} is not the sender {sender!r}")
-        if prof.origin not in self._spines:
-            raise Rejected(f"{where}.origin: only spines publish profiles, {prof.origin!r} "
-                           "is a leaf")
-        self._check_incarnation(prof.version.incarnation, f"{where}.version.incarnation")
-        if prof.bits != self.config.level_bits:
-            raise Rejected(f"{where}.bits: {prof.bits} differs from this daemon's "
-                           f"{self.config.level_bits}")
-        leaf_ids = set(self._leaf_ids.values())
-        seen = set()
-        for i, (dst, level) in enumerate(prof.levels):
-            if dst not in leaf_ids:
-                raise Rejected(f"{where}.entries[{i}].dst_leaf: no leaf with id {dst}")
-            if dst in seen:
-                raise Rejected(f"{where}.entries[{i}].dst_leaf: leaf {dst} listed twice")
-            seen.add(dst)
-            if not 0 <= level <= self.config.max_level:
-                raise Rejected(f"{where}.entries[{i}].level: {level} out of range "
-                               f"0..{self.config.max_level}")
-
-    def _check_full_state(self, msg: FullState) -> None:
-        self._check_peer(msg.sender, "sender")
-        self._check_incarnation(msg.incarnation, "incarnation")
-        self._check_states(msg.ports, "ports")
-        for i, prof in enumerate(msg.profiles):
-            self._check_profile(msg.sender, prof, f"profiles[{i}]")

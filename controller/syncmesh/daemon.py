@@ -1,4 +1,4 @@
-"""The SyncMesh daemon: the I/O around ``SyncMeshCore`` (gRPC peers, switch, metrics, logs)."""
+"""The SyncMesh daemon: the I/O around ``SyncMeshCore`` (peer sessions, switch, metrics, logs)."""
 
 from __future__ import annotations
 
@@ -6,53 +6,53 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import grpc
 
-from fabricmodel import Fabric
+from fabricmodel import Fabric, Role
 
 from . import wire
+from .admission import Rejected
 from .config import CoreConfig
-from .core import Action, Event, PortStatusOut, Program, Rejected, Send, SyncMeshCore
+from .core import Action, Disconnect, Event, PortStatusOut, Program, Send, SyncMeshCore
 from .driver import SwitchDriver
+from .incarnation import IncarnationFile, from_clock
 from .logs import SwitchLog
-from .messages import FullState, Hello, LinkNotice, ProfileUpdate
+from .messages import Hello, LinkNotice, Message, ProfileUpdate, ResyncChunk
 from .metrics import MetricsServer, TransportStats, render
-from .service import PeerChannel, TlsFiles, make_server, token_ok
+from .service import Credentials, Insecure, PeerChannel, Refused, make_server, peer_name
+from .sessions import PeerSession
+from .switchops import RemoteCongestion, SwitchOp
 
-_DECODERS = {
-    "SayHello": wire.decode_hello,
-    "Notify": wire.decode_notice,
-    "UpdateProfile": wire.decode_profile_update,
-    "Resync": wire.decode_full_state,
-}
-_METHOD_OF = {Hello: "SayHello", LinkNotice: "Notify", ProfileUpdate: "UpdateProfile",
-              FullState: "Resync"}
-_KIND = {"SayHello": "hello", "Notify": "notice", "UpdateProfile": "profile", "Resync": "resync"}
-_WARN_EVENTS = {"peer_down", "path_down", "port_down", "unknown_port", "host_port_down"}
+_KIND = {Hello: "hello", LinkNotice: "notice", ProfileUpdate: "profile", ResyncChunk: "resync"}
+_WARN_EVENTS = {"peer_down", "path_down", "port_down", "unknown_port", "host_port_down",
+                "stalled", "profile_gap"}
 
 
 @dataclass(frozen=True)
 class DaemonOptions:
     """How one daemon runs (the decision logic's own tunables are in ``CoreConfig``)."""
 
-    token: str
-    """Shared secret every peer presents in the call metadata."""
+    credentials: Credentials
+    """Mutual TLS files (``certs.TlsFiles``), or ``service.Insecure`` (plaintext, token)."""
     listen: str | None = None
     """host:port to serve SyncMesh on; default: the switch's address in the fabric file."""
     metrics: str | None = None
     """host:port of the metrics endpoint (port 0: any free port); None: no endpoint."""
-    tls: TlsFiles | None = None
-    """Mutual TLS between peers (on top of the token) when set."""
-    tick_interval: float = 0.05
+    state_file: Path | None = None
+    """Where the last incarnation is kept (a restart is always newer); None: the clock alone."""
+    tick_interval: float = 0.02
     """How often the core's timers run."""
-    counter_interval: float = 0.5
-    """How often port counters are read from the switch."""
+    counter_interval: float = 0.01
+    """How often a spine reads its port counters (its profile follows them)."""
+    leaf_counter_interval: float = 0.25
+    """How often a leaf reads its port counters (only its metrics use them)."""
     send_queue: int = 1024
-    """Messages queued per peer before new ones are dropped (a resync repairs the loss)."""
-    rpc_timeout: float = 2.0
+    """Messages queued per peer; a full queue ends the session (the next one resyncs)."""
     switch_budget: float | None = None
     """Give up (``Daemon.failed``) when the switch stays unreachable this long (s); None: never."""
 
@@ -64,27 +64,40 @@ class Daemon:
                  config: CoreConfig | None = None, driver: SwitchDriver | None = None,
                  clock: Callable[[], float] = time.time, incarnation: int | None = None,
                  port_source: Callable[[], AsyncIterator[dict[int, bool]]] | None = None):
-        if not options.token:
-            raise ValueError("a shared token is required")
+        if isinstance(options.credentials, Insecure) and not options.credentials.token:
+            raise ValueError("an insecure daemon needs the shared token")
         self.fabric = fabric
         self.options = options
         self.clock = clock
         self.driver = driver
         self.port_source = port_source
         """Where port carrier changes come from when not from the driver (e.g. netlink)."""
-        self.core = SyncMeshCore(fabric, switch, incarnation or time.time_ns(), config,
+        if incarnation is None:
+            incarnation = (IncarnationFile(options.state_file).next(clock())
+                           if options.state_file else from_clock(clock()))
+        self.core = SyncMeshCore(fabric, switch, incarnation, config,
                                  port_status_out=driver is not None)
         self.name = switch
         self.log = SwitchLog(switch)
         self.transport = TransportStats()
         self.listen = options.listen or fabric.switch(switch).syncmesh
+        self.limits = wire.limits_for(fabric)
+        self.max_message = wire.max_message_bytes(fabric)
+        self._keepalive_ms = max(200, int(self.core.config.keepalive_interval * 1000))
         self._server: grpc.aio.Server | None = None
         self._metrics: MetricsServer | None = None
         self._channels: dict[str, PeerChannel] = {}
-        self._queues: dict[str, asyncio.Queue] = {}
-        self._unreachable: set[str] = set()
-        self._tasks: list[asyncio.Task] = []
-        self._switch_ops: asyncio.Queue = asyncio.Queue()
+        self._sessions: dict[str, PeerSession] = {}
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._switch_ops: asyncio.Queue[Program | PortStatusOut] = asyncio.Queue()
+        self._logged_rejections: set[str] = set()
+        self.remote_written: dict[tuple[int, int], tuple[int, float]] = {}
+        """(dst leaf, path) -> (level, when the switch write holding it completed)."""
+        self.congested_since: dict[tuple[int, int], float] = {}
+        """(dst leaf, path) written with a level in the top two, since when."""
+        self.switch_writes = 0
+        self.switch_ready = False
+        """True once the switch session is up and reconciled with the desired state."""
         self.metrics_port: int | None = None
         self.failed = asyncio.Event()
         """Set when the daemon cannot go on (``failure`` says why): the switch stayed away."""
@@ -93,8 +106,14 @@ class Daemon:
     # -- lifecycle -----------------------------------------------------------
 
     async def start(self) -> None:
-        """Serve, connect to peers and the switch, run the timers."""
-        self._server = make_server(self._rpc, self.listen, self.options.tls)
+        """Serve, dial the peers this switch dials, connect to the switch, run the timers."""
+        creds = self.options.credentials
+        if isinstance(creds, Insecure):
+            self.log.event("insecure", logging.WARNING,
+                           detail="plaintext SyncMesh: the token travels in clear and peers' "
+                                  "names are claimed, not proven")
+        self._server = make_server(self._serve, self.listen, creds, self.max_message,
+                                   self._keepalive_ms)
         await self._server.start()
         if self.options.metrics:
             host, _, port = self.options.metrics.rpartition(":")
@@ -105,14 +124,9 @@ class Daemon:
                 await self._server.stop(grace=None)
                 raise OSError(f"cannot serve metrics on {self.options.metrics}: "
                               f"{e.strerror or e}") from None
-        for peer in self.core.peer_names:
-            self._channels[peer] = PeerChannel(self.fabric.switch(peer).syncmesh,
-                                               self.options.token, self.options.tls,
-                                               self.options.rpc_timeout)
-            self._queues[peer] = asyncio.Queue(self.options.send_queue)
-            self._spawn(self._sender(peer), f"send-{peer}")
         self.log.event("started", incarnation=self.core.incarnation, listen=self.listen,
                        metrics=self.metrics_port, peers=",".join(self.core.peer_names),
+                       tls=not isinstance(creds, Insecure), max_message=self.max_message,
                        switch_driver=type(self.driver).__name__ if self.driver else "none")
         self._spawn(self._switch_writer(), "switch-writer")
         if self.driver is not None:
@@ -121,9 +135,16 @@ class Daemon:
             self._spawn(self._watch_ports(), "port-watch")
         self.execute(self.core.start(self.clock()))
         self._spawn(self._ticker(), "ticker")
+        for peer in self.core.peer_names:
+            if self._dials(peer):
+                self._channels[peer] = PeerChannel(self.fabric.switch(peer).syncmesh, peer, creds,
+                                                   self.max_message, self._keepalive_ms)
+                self._spawn(self._dial(peer), f"dial-{peer}")
 
     async def stop(self) -> None:
-        """Stop timers, server, channels and the switch session; the switch keeps its entries."""
+        """Stop timers, sessions, server and the switch session; the switch keeps its entries."""
+        for session in list(self._sessions.values()):
+            session.close("daemon stopping")
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -138,8 +159,12 @@ class Daemon:
             await ch.close()
         self.log.event("stopped")
 
-    def _spawn(self, coro, name: str) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
         self._tasks.append(asyncio.get_running_loop().create_task(coro, name=f"{self.name}:{name}"))
+
+    def _dials(self, peer: str) -> bool:
+        """One stream per pair: the leaf opens it to the spine."""
+        return self.core.is_leaf and self.fabric.switch(peer).role is Role.SPINE
 
     # -- local inputs (from the switch driver, or injected when there is none) --
 
@@ -153,7 +178,7 @@ class Daemon:
 
     def metrics_page(self) -> str:
         """The Prometheus text page."""
-        return render(self.core, self.transport)
+        return render(self.core, self.transport, self)
 
     # -- actions -------------------------------------------------------------
 
@@ -161,73 +186,149 @@ class Daemon:
         """Carry out the core's actions without blocking the caller."""
         for a in actions:
             if isinstance(a, Send):
-                q = self._queues.get(a.peer)
-                if q is None:
-                    continue
-                try:
-                    q.put_nowait(a.message)
-                except asyncio.QueueFull:
+                session = self._sessions.get(a.peer)
+                if session is not None and not session.closed and not session.send(a.message):
                     self.transport.dropped += 1
+                    self.log.event("send_queue_full", logging.WARNING, peer=a.peer)
+            elif isinstance(a, Disconnect):
+                session = self._sessions.get(a.peer)
+                if session is not None:
+                    session.close("peer silent")
             elif isinstance(a, Program | PortStatusOut):
                 self._switch_ops.put_nowait(a)
             elif isinstance(a, Event):
                 level = logging.WARNING if a.name in _WARN_EVENTS else logging.INFO
                 self.log.event(a.name, level, **dict(a.fields))
 
-    async def _sender(self, peer: str) -> None:
-        queue = self._queues[peer]
+    # -- peer sessions ---------------------------------------------------------
+
+    async def _dial(self, peer: str) -> None:
+        """Keep a session open to ``peer``; back off while it cannot be reached."""
         channel = self._channels[peer]
+        delay = 0.1
         while True:
-            msg = await queue.get()
-            method = _METHOD_OF[type(msg)]
-            payload = wire.encode(msg)
+            call = channel.session()
+            opened = time.monotonic()
+            session = PeerSession(peer, call, self._on_bytes, self._on_sent,
+                                  self.options.send_queue)
             try:
-                reply = await channel.call(method, payload)
+                # the session counts from when the peer answers (its Hello comes first), so
+                # a stream still waiting for an unreachable peer never displaces a live one
+                await call.wait_for_connection()
+                await self._run_session(session)
             except grpc.aio.AioRpcError as e:
-                self.transport.send_errors[peer] += 1
-                if peer not in self._unreachable or e.code() in (
-                        grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.INVALID_ARGUMENT):
-                    self.log.event("send_failed", logging.WARNING, peer=peer, method=method,
-                                   code=e.code().name, detail=e.details())
-                self._unreachable.add(peer)
-                # the session is treated as down: what is queued would be stale, and the
-                # full resync at the next contact carries everything anyway
-                while not queue.empty():
-                    queue.get_nowait()
-                    self.transport.dropped += 1
-                self.execute(self.core.on_send_failed(peer, self.clock()))
-                continue
-            if peer in self._unreachable:
-                self._unreachable.discard(peer)
-                self.log.event("peer_reachable", peer=peer)
-            kind = _KIND[method]
-            self.transport.sent[kind] += 1
-            self.transport.sent_bytes[kind] += len(payload)
-            self.transport.received_bytes[f"{kind}_reply"] += len(reply)
-            try:
-                if method == "SayHello":
-                    r = wire.decode_hello_reply(reply)
-                    self.execute(self.core.on_hello_reply(peer, r, self.clock()))
-                elif method == "Resync":
-                    r2 = wire.decode_full_state(reply)
-                    self.execute(self.core.on_resync_reply(peer, r2, self.clock()))
-            except (wire.Malformed, Rejected) as e:
-                self.transport.rejected["invalid"] += 1
-                self.log.event("reply_rejected", logging.WARNING, peer=peer, method=method,
-                               reason=str(e))
+                session.close(f"{e.code().name}: {e.details()}")
+            finally:
+                call.cancel()
+            if session.received:
+                delay = 0.1
+            if time.monotonic() - opened < delay:
+                await asyncio.sleep(delay)
+            delay = min(delay * 2, 1.0)
+
+    async def _serve(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> None:
+        """A peer opened a Session stream to us: who it is decides everything, before any read."""
+        try:
+            peer = peer_name(context, self.options.credentials)
+        except Refused as e:
+            self._reject(f"client {context.peer()}", "unauthenticated", str(e))
+            await context.abort(e.code, str(e))
+        if peer not in self.core.peers.peers:
+            detail = f"{peer!r} is not a SyncMesh peer of {self.name!r}"
+            self._reject(peer, "not_a_peer", detail)
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, detail)
+        session = PeerSession(peer, context, self._on_bytes, self._on_sent,
+                              self.options.send_queue)
+        await self._run_session(session)
+        if session.why.startswith("first message"):
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, session.why)
+
+    async def _run_session(self, session: PeerSession) -> None:
+        peer = session.peer
+        old = self._sessions.get(peer)
+        if old is not None:  # a new stream replaces the old one: what was in flight is lost
+            old.close("replaced by a new session")
+            self.execute(self.core.on_peer_lost(peer, self.clock()))
+        self._sessions[peer] = session
+        self.transport.sessions[peer] += 1
+        try:
+            self.execute(self.core.on_session_open(peer, self.clock()))
+            await session.run()
+        finally:
+            if self._sessions.get(peer) is session:
+                del self._sessions[peer]
+                self.execute(self.core.on_peer_lost(peer, self.clock()))
+            self.log.event("session_closed", peer=peer, why=session.why)
+
+    def _on_bytes(self, session: PeerSession, data: bytes) -> None:
+        peer = session.peer
+        try:
+            msg = wire.decode(data, peer, self.limits)
+        except wire.Malformed as e:
+            self._reject(peer, "malformed", str(e))
+            return
+        if session.received == 1 and not isinstance(msg, Hello):
+            self._reject(peer, "no_session", f"first message is a {_KIND[type(msg)]}, "
+                                             "not a Hello")
+            session.close("first message was not a Hello")
+            return
+        kind = _KIND[type(msg)]
+        try:
+            actions = self.core.on_message(peer, msg, self.clock())
+        except Rejected as e:
+            self._reject(peer, e.reason, str(e), kind)
+            return
+        self.transport.received[kind] += 1
+        self.transport.received_bytes[kind] += len(data)
+        self.execute(actions)
+
+    def _on_sent(self, msg: Message, size: int) -> None:
+        kind = _KIND[type(msg)]
+        self.transport.sent[kind] += 1
+        self.transport.sent_bytes[kind] += size
+
+    def _reject(self, who: str, reason: str, detail: str, kind: str = "") -> None:
+        """Count a refused stream or message; log the first one of each peer."""
+        self.transport.rejected[reason] += 1
+        self.transport.rejected_by_peer[who, reason] += 1
+        level = logging.DEBUG if who in self._logged_rejections else logging.WARNING
+        self._logged_rejections.add(who)
+        self.log.event("rejected", level, peer=who, reason=reason, message=kind or None,
+                       detail=detail, note="first from this peer; later ones are counted in "
+                                           "syncmesh_rejected_total" if level > 10 else None)
+
+    # -- the switch ------------------------------------------------------------
 
     async def _switch_writer(self) -> None:
         while True:
-            item = await self._switch_ops.get()
-            if self.driver is None:
-                continue  # no switch attached: the desired state is only kept in the core
-            try:
+            items = [await self._switch_ops.get()]
+            while not self._switch_ops.empty():  # what piled up goes in one write
+                items.append(self._switch_ops.get_nowait())
+            ops: dict[tuple, SwitchOp] = {}
+            for item in items:
                 if isinstance(item, Program):
-                    await self.driver.apply(item.ops)
-                else:
-                    await self.driver.send_port_status(item.port, item.up, item.seq)
+                    ops.update((op.key, op) for op in item.ops)
+            outs = [item for item in items if isinstance(item, PortStatusOut)]
+            try:
+                if ops and self.driver is not None:
+                    await self.driver.apply(list(ops.values()))
+                    self.switch_writes += 1
+                for out in outs:
+                    if self.driver is not None:
+                        await self.driver.send_port_status(out.port, out.up, out.seq)
             except Exception as e:  # the driver's own supervisor reconnects and reconciles
                 self.log.event("switch_write_failed", logging.WARNING, error=repr(e))
+                continue
+            now = self.clock()
+            high = self.core.config.max_level - 1
+            for op in ops.values():
+                if isinstance(op, RemoteCongestion):
+                    key = (op.dst_leaf, op.index)
+                    self.remote_written[key] = (op.level, now)
+                    if op.level < high:
+                        self.congested_since.pop(key, None)
+                    else:
+                        self.congested_since.setdefault(key, now)
 
     async def _switch_session(self) -> None:
         """Connect, reconcile, then follow counters and port events; back off on failure."""
@@ -239,6 +340,7 @@ class Daemon:
             try:
                 async with self.driver.session():
                     await self.driver.reconcile(self.core.desired())
+                    self.switch_ready = True
                     self.log.event("switch_connected")
                     delay = 0.5
                     outage_since = None
@@ -247,6 +349,7 @@ class Daemon:
                         async for changes in self.driver.port_events():
                             self.port_status(changes)
                     finally:
+                        self.switch_ready = False
                         poll.cancel()
             except asyncio.CancelledError:
                 raise
@@ -285,55 +388,18 @@ class Daemon:
             delay = min(delay * 2, 10.0)
 
     async def _poll_counters(self) -> None:
+        """Read counters on a fixed period (a slow read delays the next, never piles up)."""
         assert self.driver is not None
+        period = (self.options.leaf_counter_interval if self.core.is_leaf
+                  else self.options.counter_interval)
+        loop = asyncio.get_running_loop()
+        next_at = loop.time()
         while True:
             self.counters(await self.driver.read_tx_bytes())
-            await asyncio.sleep(self.options.counter_interval)
+            next_at = max(next_at + period, loop.time())
+            await asyncio.sleep(next_at - loop.time())
 
     async def _ticker(self) -> None:
         while True:
             await asyncio.sleep(self.options.tick_interval)
             self.execute(self.core.tick(self.clock()))
-
-    # -- incoming RPCs ---------------------------------------------------------
-
-    async def _rpc(self, method: str, request: bytes, context: grpc.aio.ServicerContext) -> bytes:
-        kind = _KIND[method]
-        if not token_ok(context, self.options.token):
-            self.transport.rejected["unauthenticated"] += 1
-            self.log.event("rejected", logging.WARNING, reason="unauthenticated", method=method,
-                           client=context.peer())
-            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong token")
-        try:
-            msg = _DECODERS[method](request)
-        except wire.Malformed as e:
-            self.transport.rejected["malformed"] += 1
-            self.log.event("rejected", logging.WARNING, reason="malformed", method=method,
-                           client=context.peer(), detail=str(e))
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed: {e}")
-        now = self.clock()
-        try:
-            if isinstance(msg, Hello):
-                reply, actions = self.core.on_hello(msg, now)
-                out = wire.encode(reply)
-            elif isinstance(msg, LinkNotice):
-                changed, actions = self.core.on_notice(msg, now)
-                out = wire.encode_ack(changed)
-            elif isinstance(msg, ProfileUpdate):
-                changed, actions = self.core.on_profile(msg, now)
-                out = wire.encode_ack(changed)
-            else:
-                assert isinstance(msg, FullState)  # the one decoder left: Resync
-                state, actions = self.core.on_resync(msg, now)
-                out = wire.encode(state)
-        except Rejected as e:
-            self.transport.rejected["invalid"] += 1
-            self.log.event("rejected", logging.WARNING, reason="invalid", method=method,
-                           client=context.peer(), detail=str(e))
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
-        self.transport.received[kind] += 1
-        self.transport.received_bytes[kind] += len(request)
-        self.transport.sent_bytes[f"{kind}_reply"] += len(out)
-        self.execute(actions)
-        return out
-

@@ -1,4 +1,8 @@
-"""SyncMesh messages as plain data (the wire form is in ``syncmesh.wire``)."""
+"""SyncMesh messages as plain data (the wire form is in ``syncmesh.wire``).
+
+No message names its sender: the receiver knows who is speaking from the
+session (the peer's certificate), never from a field the sender fills in.
+"""
 
 from __future__ import annotations
 
@@ -10,45 +14,37 @@ from .profiles import Profile
 
 @dataclass(frozen=True)
 class Hello:
-    """Session set-up and keepalive."""
+    """Opens a session (the first message each way) and keeps it alive."""
 
-    sender: str
     incarnation: int
     seq: int
 
 
 @dataclass(frozen=True)
-class HelloReply:
-    """Answer to a Hello: proves the responder alive and names its incarnation."""
-
-    responder: str
-    incarnation: int
-
-
-@dataclass(frozen=True)
 class LinkNotice:
-    """Link-end state changes, original or relayed."""
+    """Link-end states, the sender's own or relayed from its links' other ends."""
 
-    sender: str
     states: tuple[PortState, ...]
 
 
 @dataclass(frozen=True)
 class ProfileUpdate:
-    """A spine's new congestion profile."""
+    """The sending spine's congestion profile, whole or only the entries that changed."""
 
-    sender: str
     profile: Profile
+    delta: bool = False
+    """True: ``profile.levels`` holds only what changed since version seq - 1."""
 
 
 @dataclass(frozen=True)
-class FullState:
-    """All that a (re)joining peer needs: link-end records and profiles."""
+class ResyncChunk:
+    """Part of the full state sent to a (re)joining peer."""
 
-    sender: str
-    incarnation: int
     ports: tuple[PortState, ...]
-    profiles: tuple[Profile, ...]
+    profile: Profile | None = None
+    """The sender's own full profile (spines, in the first chunk)."""
+    last: bool = True
+    """The last chunk of this resync."""
 
 
-Message = Hello | HelloReply | LinkNotice | ProfileUpdate | FullState
+Message = Hello | LinkNotice | ProfileUpdate | ResyncChunk

@@ -7,9 +7,17 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from .admission import REASONS
 from .core import SyncMeshCore
 from .peers import PeerStatus
+from .switchops import RemoteCongestion
+
+if TYPE_CHECKING:
+    from .daemon import Daemon
+
+REJECT_REASONS = ("unauthenticated", "not_a_peer", "malformed", *REASONS)
 
 CONVERGENCE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
@@ -23,10 +31,13 @@ class TransportStats:
     received: Counter = field(default_factory=Counter)
     received_bytes: Counter = field(default_factory=Counter)
     rejected: Counter = field(default_factory=Counter)
-    """By reason: unauthenticated, malformed, invalid."""
-    send_errors: Counter = field(default_factory=Counter)
+    """By reason (``REJECT_REASONS``)."""
+    rejected_by_peer: Counter = field(default_factory=Counter)
+    """By (peer or client, reason)."""
+    sessions: Counter = field(default_factory=Counter)
+    """Session streams opened, by peer."""
     dropped: int = 0
-    """Messages dropped because a peer's send queue was full."""
+    """Messages not queued because a peer's send queue was full (the session then ends)."""
 
 
 def _labels(**labels: object) -> str:
@@ -61,7 +72,7 @@ def _number(v: float) -> str:
     return repr(float(v))
 
 
-def render(core: SyncMeshCore, transport: TransportStats) -> str:
+def render(core: SyncMeshCore, transport: TransportStats, daemon: Daemon | None = None) -> str:
     """The metrics page of one daemon."""
     w = _Writer(core.me)
     w.family("syncmesh_info", "gauge", "Static facts about this daemon (value is always 1).")
@@ -105,6 +116,56 @@ def render(core: SyncMeshCore, transport: TransportStats) -> str:
     w.family("syncmesh_link_up", "gauge", "1 if this daemon believes the link is up.")
     for name, up in core.link_view().items():
         w.sample("syncmesh_link_up", int(up), link=name)
+    w.family("syncmesh_link_changed_seconds", "gauge",
+             "When (Unix time, this daemon's clock) its belief about the link last changed.")
+    for name, at in sorted(core.view_changed_at.items()):
+        w.sample("syncmesh_link_changed_seconds", at, link=name)
+
+    if core.is_leaf:
+        w.family("syncmesh_remote_level", "gauge",
+                 "Remote congestion level this leaf uses per destination leaf and path "
+                 "(the spine's profile, aged when stale; the top level when unknown).")
+        w.family("syncmesh_remote_level_written_seconds", "gauge",
+                 "When (Unix time) the switch write carrying that level completed.")
+        w.family("syncmesh_remote_congested_since_seconds", "gauge",
+                 "For paths written with a level in the top two: when (Unix time) the write "
+                 "that brought them there completed.")
+        written = daemon.remote_written if daemon is not None else {}
+        since = daemon.congested_since if daemon is not None else {}
+        for op in sorted((op for op in core.programmed.values()
+                          if isinstance(op, RemoteCongestion)), key=lambda o: o.key):
+            w.sample("syncmesh_remote_level", op.level, dst_leaf=op.dst_leaf, path=op.index)
+            level_at = written.get((op.dst_leaf, op.index))
+            if level_at is not None and level_at[0] == op.level:
+                w.sample("syncmesh_remote_level_written_seconds", level_at[1],
+                         dst_leaf=op.dst_leaf, path=op.index)
+            if (op.dst_leaf, op.index) in since:
+                w.sample("syncmesh_remote_congested_since_seconds",
+                         since[op.dst_leaf, op.index], dst_leaf=op.dst_leaf, path=op.index)
+    pub = core.publisher
+    sent = pub.last_sent if pub is not None else None
+    if pub is not None and sent is not None:
+        w.family("syncmesh_profile_level", "gauge",
+                 "This spine's published congestion level toward each destination leaf.")
+        w.family("syncmesh_profile_level_changed_seconds", "gauge",
+                 "When (Unix time) that published level last changed.")
+        w.family("syncmesh_profile_congested_since_seconds", "gauge",
+                 "For destinations published with a level in the top two: since when.")
+        for dst, level in sorted(sent.items()):
+            w.sample("syncmesh_profile_level", level, dst_leaf=dst)
+            if dst in pub.changed_at:
+                w.sample("syncmesh_profile_level_changed_seconds", pub.changed_at[dst],
+                         dst_leaf=dst)
+            if dst in pub.congested_since:
+                w.sample("syncmesh_profile_congested_since_seconds", pub.congested_since[dst],
+                         dst_leaf=dst)
+    if daemon is not None:
+        w.family("syncmesh_switch_ready", "gauge",
+                 "1 while the switch session is up and its entries reconciled.")
+        w.sample("syncmesh_switch_ready", int(daemon.switch_ready))
+        w.family("syncmesh_switch_writes_total", "counter",
+                 "P4Runtime write batches (one per change, what piled up merged).")
+        w.sample("syncmesh_switch_writes_total", daemon.switch_writes)
 
     st = core.stats
     w.family("syncmesh_failovers_total", "counter", "Paths of this switch that went from live to dead.")
@@ -115,8 +176,15 @@ def render(core: SyncMeshCore, transport: TransportStats) -> str:
     w.family("syncmesh_profiles_total", "counter", "Profiles received, by result.")
     w.sample("syncmesh_profiles_total", st.profiles_accepted, result="accepted")
     w.sample("syncmesh_profiles_total", st.profiles_stale, result="stale")
+    w.sample("syncmesh_profiles_total", st.profiles_gap, result="gap")
     w.family("syncmesh_resyncs_total", "counter", "Peer (re)joins that triggered a full resync.")
     w.sample("syncmesh_resyncs_total", st.resyncs)
+    w.family("syncmesh_resync_chunks_total", "counter", "Resync chunks received and merged.")
+    w.sample("syncmesh_resync_chunks_total", st.resync_chunks)
+    w.family("syncmesh_stalls_total", "counter",
+             "Times this daemon found it had not run for more than a keepalive interval "
+             "(that time is not held against the peers).")
+    w.sample("syncmesh_stalls_total", st.stalls)
 
     w.family("syncmesh_convergence_seconds", "histogram",
              "Time from a remote switch seeing a link change to this daemon accepting it "
@@ -141,13 +209,18 @@ def render(core: SyncMeshCore, transport: TransportStats) -> str:
         for kind in sorted(counter):
             w.sample(name, counter[kind], type=kind)
     w.family("syncmesh_rejected_total", "counter",
-             "Messages refused (unauthenticated, malformed, invalid); state unchanged.")
-    for reason in ("unauthenticated", "malformed", "invalid"):
+             "Streams and messages refused, by reason; the state is unchanged.")
+    for reason in REJECT_REASONS:
         w.sample("syncmesh_rejected_total", transport.rejected[reason], reason=reason)
-    w.family("syncmesh_send_errors_total", "counter", "Sends that failed, by peer.")
-    for peer in sorted(transport.send_errors):
-        w.sample("syncmesh_send_errors_total", transport.send_errors[peer], peer=peer)
-    w.family("syncmesh_dropped_total", "counter", "Messages dropped on a full peer queue.")
+    w.family("syncmesh_rejected_by_peer_total", "counter",
+             "Streams and messages refused, by peer (or client address) and reason.")
+    for (who, reason), n in sorted(transport.rejected_by_peer.items()):
+        w.sample("syncmesh_rejected_by_peer_total", n, peer=who, reason=reason)
+    w.family("syncmesh_sessions_total", "counter", "Session streams opened, by peer.")
+    for peer in sorted(transport.sessions):
+        w.sample("syncmesh_sessions_total", transport.sessions[peer], peer=peer)
+    w.family("syncmesh_dropped_total", "counter",
+             "Messages not queued on a full peer queue (that session was ended).")
     w.sample("syncmesh_dropped_total", transport.dropped)
     return "\n".join(w.lines) + "\n"
 

@@ -46,13 +46,16 @@ from .sglb_mapping import (
     TableWrite,
     punted_notice,
 )
+from .sglb_tna_mapping import TNA_TABLES, writeback_frames
 from .switchops import OpKey, SwitchOp
 
 log = logging.getLogger("syncmesh.p4runtime")
 
 PACKET_OUT_PIPELINE = 0  # packet_out.op: run the pipeline as if from the CPU port
 KEYLESS_TABLES = ("switch_config", "uplinks")
-TX_COUNTER = "SglbEgress.port_tx"
+TX_COUNTERS = {"v1model": "SglbEgress.port_tx", "tna": "pipe.SglbEgress.port_tx"}
+"""The egress byte counter per program (bf-p4c names TNA objects after the pipe)."""
+TX_COUNTER = TX_COUNTERS["v1model"]
 
 
 class Failure(enum.Enum):
@@ -123,10 +126,32 @@ class PipelineFiles:
     """The target's ``p4_device_config`` bytes."""
 
 
+TARGETS = ("softswitch", "bmv2")
+"""Switch targets whose device config ``compile_pipeline`` makes."""
+
+
 def compile_pipeline(program: Path, out_dir: Path | None = None,
-                     defines: Mapping[str, str] | None = None) -> PipelineFiles:
-    """Compile ``program`` with the software target's front end into P4Info + device config
-    (``defines``: -D macros, e.g. sglb.p4's DRE_PERIOD_SHIFT)."""
+                     defines: Mapping[str, str] | None = None,
+                     target: str = "softswitch") -> PipelineFiles:
+    """Compile ``program`` into P4Info + the target's device config: softswitch's (the
+    program's source, compiled by its front end) or BMv2's (p4c-bm2-ss's JSON, through
+    ``bmv2.compiler``, which raises MissingToolError / P4cError). ``defines``: -D macros,
+    e.g. sglb.p4's DRE_PERIOD_SHIFT, given to either compiler."""
+    if target not in TARGETS:
+        raise ValueError(f"unknown target {target!r} (softswitch or bmv2)")
+    if target == "bmv2":
+        import shutil
+
+        from bmv2.compiler import compile_program
+
+        compiled = compile_program(program, defines=defines)
+        if out_dir is None:
+            return PipelineFiles(compiled.p4info, compiled.json)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        files = PipelineFiles(out_dir / compiled.p4info.name, out_dir / compiled.json.name)
+        shutil.copyfile(compiled.p4info, files.p4info)
+        shutil.copyfile(compiled.json, files.device_config)
+        return files
     from softswitch.p4info import p4info_from_program, p4info_text
     from softswitch.p4runtime.pipeline_loader import (
         device_config_from_file,
@@ -170,6 +195,7 @@ def to_finsy(e: Entity) -> Any:
         match=fy.Match(dict(e.match)) if e.match else None,
         action=fy.Action(e.action, **dict(e.params)),
         is_default_action=e.is_default,
+        priority=e.priority,
     )
 
 
@@ -194,7 +220,8 @@ def from_finsy(entry: object, schema: fy.P4Schema) -> Entity | None:
         fields = schema.tables[entry.table_id].match_fields
         match = tuple((fields[k].name, v) for k, v in entry.match.items())
     params = tuple((k, int(v)) for k, v in (action.args or {}).items())
-    return TableWrite(_suffix(entry.table_id), match, _suffix(action.name), params)
+    return TableWrite(_suffix(entry.table_id), match, _suffix(action.name), params,
+                      entry.priority or 0)
 
 
 class P4RuntimeDriver:
@@ -219,6 +246,8 @@ class P4RuntimeDriver:
         self._log = SwitchLog(name, log)
         self.writes = 0
         """Entities written since start (inserts, modifies, deletes)."""
+        self.write_requests = 0
+        """Write RPCs sent since start (one per plan)."""
 
     @property
     def connected(self) -> bool:
@@ -308,8 +337,9 @@ class P4RuntimeDriver:
     async def read_entities(self) -> list[Entity]:
         """Everything the program's tables and multicast groups hold, as mapping entities."""
         sw = self._sw()
+        tables = TNA_TABLES if self.book.identity.program == "tna" else SGLB_TABLES
         requests: list[fy.P4TableEntry | fy.P4MulticastGroupEntry] = [
-            fy.P4TableEntry(t) for t in sorted(SGLB_TABLES) if t not in KEYLESS_TABLES]
+            fy.P4TableEntry(t) for t in sorted(tables) if t not in KEYLESS_TABLES]
         requests += [fy.P4TableEntry(t, is_default_action=True) for t in KEYLESS_TABLES]
         requests.append(fy.P4MulticastGroupEntry())
         out: list[Entity] = []
@@ -336,28 +366,40 @@ class P4RuntimeDriver:
             await self._write_plan(self.book.plan(self._desired))
 
     async def _write_plan(self, plan: Plan) -> None:
+        if self.book.identity.program == "tna":
+            await self._send_writebacks(plan)
         if plan.empty:
             self.book.commit(plan)
             return
         sw = self._sw()
+        # one WriteRequest per change: the plan never touches one entity twice, so the
+        # order the switch applies its updates in does not matter (P4Runtime spec 12.1)
+        updates = ([-to_finsy(e) for e in plan.delete] + [+to_finsy(e) for e in plan.insert]
+                   + [~to_finsy(e) for e in plan.modify])
         try:
-            if plan.delete:
-                await sw.delete([to_finsy(e) for e in plan.delete])
-            if plan.insert:
-                await sw.insert([to_finsy(e) for e in plan.insert])
-            if plan.modify:
-                await sw.modify([to_finsy(e) for e in plan.modify])
+            await sw.write(updates)
+            self.write_requests += 1
         except fy.P4ClientError as e:
             # what was written is unknown now: the next reconcile reads it back
             raise DriverError(f"{self.name}: write refused: {e}", Failure.REFUSED, e) from None
         self.writes += len(plan.delete) + len(plan.insert) + len(plan.modify)
         self.book.commit(plan)
 
+    async def _send_writebacks(self, plan: Plan) -> None:
+        """Tofino program: confirm newly written-back epochs with PacketOuts (it keeps
+        them in registers, not in dst_profile)."""
+        frames = writeback_frames(self.book.writebacks, dict(plan.writebacks),
+                                  self.book.identity.switch_mac)
+        if frames:
+            await self._sw().write([fy.P4PacketOut(f, op=PACKET_OUT_PIPELINE, reserved=0,
+                                                   egress_port=0) for f in frames])
+
     async def read_tx_bytes(self) -> dict[int, int]:
         """Cumulative bytes sent per fabric port (``SglbEgress.port_tx``)."""
         sw = self._sw()
         out: dict[int, int] = {}
-        requests = [fy.P4CounterEntry(TX_COUNTER, index=p) for p in self.ports]
+        counter = TX_COUNTERS[self.book.identity.program]
+        requests = [fy.P4CounterEntry(counter, index=p) for p in self.ports]
         async for c in switch_read(sw, requests):
             if c.index is not None:
                 out[c.index] = c.byte_count

@@ -23,6 +23,8 @@ class Path:
     uplink: Link
     downlinks: tuple[Link, ...]
     """The spine's links to the destination leaf (empty: the spine cannot reach it)."""
+    siblings: tuple[Link, ...] = ()
+    """The source leaf's links to the same spine (this uplink included)."""
 
     @property
     def port(self) -> int:
@@ -49,8 +51,10 @@ def downlinks(fabric: Fabric, spine: str, leaf: str) -> tuple[Link, ...]:
 def leaf_paths(fabric: Fabric, leaf: str) -> dict[str, tuple[Path, ...]]:
     """Every other leaf's candidate paths from ``leaf``."""
     ups = uplinks(fabric, leaf)
+    siblings = {sp: tuple(fabric.links_between(leaf, sp)) for sp in {u.spine.switch for u in ups}}
     return {
-        dst.name: tuple(Path(dst.name, i, up, downlinks(fabric, up.spine.switch, dst.name))
+        dst.name: tuple(Path(dst.name, i, up, downlinks(fabric, up.spine.switch, dst.name),
+                             siblings[up.spine.switch])
                         for i, up in enumerate(ups))
         for dst in fabric.leaves if dst.name != leaf
     }
@@ -61,7 +65,7 @@ def path_live(path: Path, link_up: Callable[[Link], bool]) -> bool:
     return link_up(path.uplink) and any(link_up(lk) for lk in path.downlinks)
 
 
-def path_capacity(fabric: Fabric, path: Path, link_up: Callable[[Link], bool]) -> float:
+def path_capacity(path: Path, link_up: Callable[[Link], bool]) -> float:
     """Mbit/s the path can carry: its uplink, or its share of the spine's live links onward.
 
     The spine's live capacity to the destination is shared by the source
@@ -69,8 +73,7 @@ def path_capacity(fabric: Fabric, path: Path, link_up: Callable[[Link], bool]) -
     links to the destination leaves each of those paths half the capacity.
     """
     onward = sum(lk.capacity_mbps for lk in path.downlinks if link_up(lk))
-    siblings = sum(1 for lk in fabric.links_between(path.uplink.leaf.switch, path.spine)
-                   if link_up(lk)) or 1
+    siblings = sum(1 for lk in path.siblings if link_up(lk)) or 1
     return min(path.uplink.capacity_mbps, onward / siblings)
 
 

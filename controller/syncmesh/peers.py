@@ -22,6 +22,7 @@ class Peer:
     name: str
     status: PeerStatus = PeerStatus.UNKNOWN
     incarnation: int = 0
+    """The newest incarnation this peer opened a session with (0: never heard)."""
     last_heard: float = -math.inf
     last_hello_sent: float = -math.inf
     hello_seq: int = 0
@@ -36,18 +37,12 @@ class PeerTable:
         self.keepalive_interval = keepalive_interval
         self.dead_interval = dead_interval
 
-    def heard_from(self, name: str, incarnation: int, now: float) -> bool:
-        """A message carrying the peer's incarnation arrived; True if it (re)joined.
-
-        (Re)joined means: first contact, back after being declared down, or a
-        new incarnation (the daemon restarted). Each calls for a full resync.
-        """
+    def hello(self, name: str, incarnation: int, now: float) -> bool:
+        """A Hello from the peer (its incarnation not older than the one known); True if it
+        (re)joined: first contact, back after being down, or a new incarnation (a restart).
+        Each calls for a full resync."""
         peer = self.peers[name]
         joined = peer.status is not PeerStatus.UP or incarnation != peer.incarnation
-        if joined and incarnation < peer.incarnation:
-            # a late message from before the peer restarted: alive, but no news
-            joined = peer.status is not PeerStatus.UP
-            incarnation = peer.incarnation
         peer.incarnation = incarnation
         peer.last_heard = max(peer.last_heard, now)
         if joined:
@@ -61,23 +56,40 @@ class PeerTable:
         if peer.status is PeerStatus.UP:
             peer.last_heard = max(peer.last_heard, now)
 
-    def mark_unreachable(self, name: str) -> bool:
-        """A send to the peer failed: down until it answers again; True if it was up."""
+    def session_incarnation(self, name: str) -> int | None:
+        """The incarnation of the peer's open session, None when it is not up."""
+        peer = self.peers[name]
+        return peer.incarnation if peer.status is PeerStatus.UP else None
+
+    def lost(self, name: str) -> bool:
+        """The session ended (stream closed or failed): down; True if it was up."""
         peer = self.peers[name]
         if peer.status is PeerStatus.UP:
             peer.status = PeerStatus.DOWN
             return True
         return False
 
+    def forgive(self, stall: float, now: float) -> None:
+        """This daemon did not run for ``stall`` seconds: what the peers sent meanwhile is
+        still unread, so that time does not count against them."""
+        for peer in self.peers.values():
+            if peer.status is PeerStatus.UP:
+                peer.last_heard = min(now, peer.last_heard + stall)
+
     def hellos_due(self, now: float) -> list[tuple[str, int]]:
-        """Peers to send a Hello to now, with the sequence number to use."""
+        """Up peers to send a keepalive Hello to now, with the sequence number to use."""
         due = []
         for peer in self.peers.values():
-            if now - peer.last_hello_sent >= self.keepalive_interval:
-                peer.last_hello_sent = now
-                peer.hello_seq += 1
-                due.append((peer.name, peer.hello_seq))
+            if peer.status is PeerStatus.UP and now - peer.last_hello_sent >= self.keepalive_interval:
+                due.append((peer.name, self.next_hello(peer.name, now)))
         return due
+
+    def next_hello(self, name: str, now: float) -> int:
+        """Record a Hello sent to the peer now (also the one opening a session); its seq."""
+        peer = self.peers[name]
+        peer.last_hello_sent = now
+        peer.hello_seq += 1
+        return peer.hello_seq
 
     def expire(self, now: float) -> list[str]:
         """Declare down the up peers not heard from within the dead interval."""

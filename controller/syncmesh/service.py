@@ -1,74 +1,75 @@
-"""gRPC plumbing of the SyncMesh service: authentication, raw-bytes handlers, peer channels.
+"""gRPC plumbing of the SyncMesh service: credentials, peer identity, the session stream.
 
-Handlers receive the raw request bytes so that a message that does not even
-parse is still seen, logged and counted by the daemon (rather than failing
-inside gRPC's deserialiser). The proto is ``proto/syncmesh.proto``.
+One bidirectional stream (``Session``) per pair of peers carries raw
+``Envelope`` bytes both ways, so that bytes that do not even parse are still
+seen, counted and logged by the daemon. Who is at the other end is decided
+when the stream opens, before a single message is read:
+
+* mutual TLS (the default): the client's certificate, signed by the fabric
+  CA, names its switch (``peer_name``); the client checks the server's
+  certificate against the switch it dialled (the TLS target name);
+* ``--insecure``: plaintext, the shared token and a claimed switch name in
+  the metadata; membership is checked, identity is only claimed.
+
+gRPC refuses a message longer than the fabric's limit from its length prefix,
+without reading it (``grpc.max_receive_message_length``).
 """
 
 from __future__ import annotations
 
 import hmac
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import grpc
 
-SERVICE = "syncmesh.v1.SyncMesh"
-METHODS = ("SayHello", "Notify", "UpdateProfile", "Resync")
+from .certs import TlsFiles
+
+SERVICE = "syncmesh.v2.SyncMesh"
+METHOD = f"/{SERVICE}/Session"
 TOKEN_KEY = "x-syncmesh-token"
-MAX_MESSAGE = 64 << 20
-"""A full state of a 1,024-leaf fabric is a few MB: above gRPC's 4 MB default."""
-TLS_SERVER_NAME = "syncmesh"
-"""Name peers' certificates must carry (subject alt name DNS:syncmesh) under mutual TLS."""
+SWITCH_KEY = "x-syncmesh-switch"
 
 
 @dataclass(frozen=True)
-class TlsFiles:
-    """PEM files for mutual TLS: the fabric's CA, this daemon's certificate and key."""
+class Insecure:
+    """Plaintext, with a shared token and the claimed switch name in the metadata."""
 
-    ca: Path
-    cert: Path
-    key: Path
-
-    def read(self) -> tuple[bytes, bytes, bytes]:
-        """The three files' contents (ca, cert, key)."""
-        return self.ca.read_bytes(), self.cert.read_bytes(), self.key.read_bytes()
+    token: str
+    """The fabric's shared secret."""
+    switch: str
+    """This daemon's switch, sent as claimed identity."""
 
 
-def token_ok(context: grpc.aio.ServicerContext, token: str) -> bool:
-    """True if the call's metadata carries the shared secret (constant-time compare)."""
-    for key, value in context.invocation_metadata() or ():
-        if key == TOKEN_KEY:
-            given = value.encode() if isinstance(value, str) else value
-            return hmac.compare_digest(given, token.encode())
-    return False
+Credentials = TlsFiles | Insecure
 
 
-RawHandler = Callable[[str, bytes, grpc.aio.ServicerContext], Awaitable[bytes]]
+def _options(max_message: int, keepalive_ms: int) -> list[tuple[str, int]]:
+    return [("grpc.max_receive_message_length", max_message),
+            ("grpc.max_send_message_length", max_message),
+            # the transport's own liveness (HTTP/2 pings, gRPC's threads): a dead
+            # connection is noticed even while this process's event loop is busy
+            ("grpc.keepalive_time_ms", keepalive_ms),
+            ("grpc.keepalive_timeout_ms", 2 * keepalive_ms),
+            ("grpc.keepalive_permit_without_calls", 1),
+            ("grpc.http2.max_pings_without_data", 0),
+            ("grpc.http2.min_ping_interval_without_data_ms", keepalive_ms // 2)]
 
 
-def make_server(handler: RawHandler, address: str, tls: TlsFiles | None = None) -> grpc.aio.Server:
-    """A gRPC server whose every SyncMesh method goes to ``handler(method, bytes, context)``."""
-
-    def bind(method: str):
-        async def call(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
-            return await handler(method, request, context)
-        return grpc.unary_unary_rpc_method_handler(call)  # no (de)serialisers: raw bytes
-
+def make_server(handler: grpc.StreamStreamMultiCallable, address: str, creds: Credentials,
+                max_message: int, keepalive_ms: int = 1000) -> grpc.aio.Server:
+    """A gRPC server whose Session streams go to ``handler(request_iterator, context)``."""
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0),
-                                      ("grpc.max_receive_message_length", MAX_MESSAGE),
-                                      ("grpc.max_send_message_length", MAX_MESSAGE)])
+                                      *_options(max_message, keepalive_ms)])
+    method = grpc.stream_stream_rpc_method_handler(handler)  # no (de)serialisers: raw bytes
     server.add_generic_rpc_handlers(
-        (grpc.method_handlers_generic_handler(SERVICE, {m: bind(m) for m in METHODS}),))
+        (grpc.method_handlers_generic_handler(SERVICE, {"Session": method}),))
     try:
-        if tls is None:
+        if isinstance(creds, Insecure):
             bound = server.add_insecure_port(address)
         else:
-            ca, cert, key = tls.read()
-            creds = grpc.ssl_server_credentials([(key, cert)], root_certificates=ca,
-                                                require_client_auth=True)
-            bound = server.add_secure_port(address, creds)
+            ca, cert, key = creds.read()
+            bound = server.add_secure_port(address, grpc.ssl_server_credentials(
+                [(key, cert)], root_certificates=ca, require_client_auth=True))
     except RuntimeError:  # grpc reports a failed bind this way
         bound = 0
     if bound == 0:
@@ -76,36 +77,63 @@ def make_server(handler: RawHandler, address: str, tls: TlsFiles | None = None) 
     return server
 
 
-class PeerChannel:
-    """A client channel to one peer daemon, sending raw message bytes."""
+class Refused(Exception):
+    """A stream whose opener is not a fabric member (``code`` is the gRPC status to answer)."""
 
-    def __init__(self, address: str, token: str, tls: TlsFiles | None = None,
-                 timeout: float = 2.0):
+    def __init__(self, detail: str, code: grpc.StatusCode):
+        super().__init__(detail)
+        self.code = code
+
+
+def peer_name(context: grpc.aio.ServicerContext, creds: Credentials) -> str:
+    """Who opened this stream: the switch its certificate names (or, insecure, claims)."""
+    if isinstance(creds, Insecure):
+        metadata = dict(context.invocation_metadata() or ())
+        given = metadata.get(TOKEN_KEY, "")
+        given_b = given.encode() if isinstance(given, str) else given
+        if not hmac.compare_digest(given_b, creds.token.encode()):
+            raise Refused("missing or wrong token", grpc.StatusCode.UNAUTHENTICATED)
+        name = metadata.get(SWITCH_KEY, "")
+        if not name:
+            raise Refused(f"no {SWITCH_KEY} in the metadata", grpc.StatusCode.UNAUTHENTICATED)
+        return str(name)
+    auth = context.auth_context() or {}
+    names = auth.get("peer_dns") or auth.get("x509_subject_alternative_name") or []
+    if len(names) != 1:
+        raise Refused(f"the client certificate must name exactly one switch, it names "
+                      f"{len(names)}", grpc.StatusCode.UNAUTHENTICATED)
+    return names[0].decode(errors="replace")
+
+
+class PeerChannel:
+    """The client side: a channel to one peer daemon that opens Session streams."""
+
+    def __init__(self, address: str, peer: str, creds: Credentials, max_message: int,
+                 keepalive_ms: int = 1000):
         self.address = address
-        self.timeout = timeout
-        self._metadata = ((TOKEN_KEY, token),)
+        self.peer = peer
         # reconnect quickly after a peer restarts (gRPC's default backoff grows to 2 minutes)
         options = [("grpc.initial_reconnect_backoff_ms", 100),
                    ("grpc.min_reconnect_backoff_ms", 100),
                    ("grpc.max_reconnect_backoff_ms", 1000),
-                   ("grpc.max_receive_message_length", MAX_MESSAGE),
-                   ("grpc.max_send_message_length", MAX_MESSAGE)]
-        if tls is None:
+                   *_options(max_message, keepalive_ms)]
+        if isinstance(creds, Insecure):
             self._channel = grpc.aio.insecure_channel(address, options=options)
+            self._metadata: tuple[tuple[str, str], ...] = (
+                (TOKEN_KEY, creds.token), (SWITCH_KEY, creds.switch))
         else:
-            ca, cert, key = tls.read()
-            creds = grpc.ssl_channel_credentials(root_certificates=ca, private_key=key,
-                                                 certificate_chain=cert)
+            ca, cert, key = creds.read()
+            tls = grpc.ssl_channel_credentials(root_certificates=ca, private_key=key,
+                                               certificate_chain=cert)
+            # the server must prove it is the switch we mean to reach
             self._channel = grpc.aio.secure_channel(
-                address, creds,
-                options=options + [("grpc.ssl_target_name_override", TLS_SERVER_NAME)])
-        self._calls = {m: self._channel.unary_unary(f"/{SERVICE}/{m}") for m in METHODS}
+                address, tls, options=[*options, ("grpc.ssl_target_name_override", peer)])
+            self._metadata = ()
+        self._open = self._channel.stream_stream(METHOD)
 
-    async def call(self, method: str, payload: bytes) -> bytes:
-        """One unary call; raises grpc.aio.AioRpcError on failure."""
-        # wait_for_ready: ride out a reconnect instead of failing at once
-        return await self._calls[method](payload, metadata=self._metadata, timeout=self.timeout,
-                                         wait_for_ready=True)
+    def session(self, wait: bool = True) -> grpc.aio.StreamStreamCall:
+        """Open a Session stream (``wait``: until the peer can be reached)."""
+        return self._open(metadata=self._metadata, wait_for_ready=wait)
 
     async def close(self) -> None:
         """Close the channel."""

@@ -70,6 +70,9 @@ from .switchops import (
     SwitchOp,
 )
 
+PROGRAMS = ("v1model", "tna")
+"""The SGLB programs the mapping covers: p4src/sglb.p4 and p4src/tna/sglb.p4."""
+
 
 class MappingError(ValueError):
     """A desired state sglb.p4 cannot hold (too many paths, bundles wider than two, ...)."""
@@ -87,6 +90,9 @@ class Identity:
     """In-band feedback and delay-skew settings (sglb.config.Feedback)."""
     max_paths: int = MAX_PATHS
     """MAX_PATHS the switch's program was compiled with."""
+    program: str = "v1model"
+    """The switch's program: "v1model" (p4src/sglb.p4) or "tna" (p4src/tna/sglb.p4,
+    mapped by ``syncmesh.sglb_tna_mapping``)."""
     notice_copies: int = NOTICE_COPIES
     """Copies of every notice a spine sends to each leaf (1..16)."""
     dre_period_shift: int = DRE_PERIOD_SHIFT
@@ -94,12 +100,15 @@ class Identity:
 
     def __post_init__(self) -> None:
         check_max_paths(self.max_paths)
+        if self.program not in PROGRAMS:
+            raise ValueError(f"program must be one of {', '.join(PROGRAMS)}, got {self.program!r}")
         if not 1 <= self.notice_copies <= 16:
             raise ValueError(f"notice_copies must be within 1..16, got {self.notice_copies}")
 
 
 MatchValue = int | tuple[int, int]
-"""A key field's value: an int (exact) or (value, prefix length) (lpm)."""
+"""A key field's value: an int (exact), (value, prefix length) (lpm), (value, mask)
+(ternary) or (low, high) (range); the table's P4Info says which."""
 
 EntityKey = tuple[object, ...]
 """Where an entity sits on the switch: (table, match) or ("mcast", group id)."""
@@ -114,6 +123,8 @@ class TableWrite:
     """(key field, value) with value an int (exact) or (int, prefix length) (lpm)."""
     action: str
     params: tuple[tuple[str, int], ...]
+    priority: int = 0
+    """P4Runtime priority of a ternary / range entry (0 for exact and lpm tables)."""
 
     @property
     def is_default(self) -> bool:
@@ -432,7 +443,9 @@ class SwitchBook:
     def adopt(self, read_back: list[Entity]) -> None:
         """Trust the switch: remember exactly what it holds, the written-back epochs
         included (read from its dst_profile entries, each path's spine from its
-        spine_paths entries)."""
+        spine_paths entries; the Tofino program holds them in registers, which are
+        not read back: none are remembered, and the data plane keeps its notices
+        in force until the control plane confirms them again)."""
         self.held = {entity_key(e): e for e in read_back}
         spine_of: dict[int, int] = {}
         for e in read_back:
@@ -455,7 +468,12 @@ class SwitchBook:
     def plan(self, desired: Mapping[OpKey, SwitchOp]) -> Plan:
         """The writes that bring the switch to ``desired``."""
         wb = confirmed_writebacks(desired, self.seen, self.writebacks)
-        plan = reconcile(entities(desired, self.identity, wb), list(self.held.values()))
+        if self.identity.program == "tna":
+            from .sglb_tna_mapping import TNA_TABLES, tna_entities
+            plan = reconcile(tna_entities(desired, self.identity), list(self.held.values()),
+                             TNA_TABLES)
+        else:
+            plan = reconcile(entities(desired, self.identity, wb), list(self.held.values()))
         return dataclasses.replace(plan, writebacks=tuple(sorted(wb.items())))
 
     def commit(self, plan: Plan) -> None:

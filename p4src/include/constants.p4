@@ -1,7 +1,7 @@
 /* constants.p4: sizes, codes and wire constants of the SGLB program.
  *
- * Architecture-neutral (no v1model names): a TNA program can include it with
- * headers.p4 and share the wire formats. Every size can be overridden with -D
+ * Architecture-neutral (no v1model names): p4src/tna/sglb.p4 includes it with
+ * headers.p4 and shares the wire formats. Every size can be overridden with -D
  * at compile time (e.g. a smaller FLOWLET_ENTRIES for tests); MAX_PATHS is a
  * compile-time choice of 8, 16 or 64 (paths.p4 expands the per-path steps). */
 

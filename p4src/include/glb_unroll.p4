@@ -5,7 +5,7 @@
  * `dre_bytes`, `dre_time` and the per-path registers `notice_I`, `fb_I`,
  * `owd_I`. `I` is a literal path index; `##` builds the per-path names.
  *
- * Tofino rules kept by the per-path registers (docs/sglb.md, "Towards TNA"):
+ * Tofino rules kept by the per-path registers (docs/sglb.md, "The Tofino program"):
  * each of notice_I, fb_I, owd_I is at most 32 bits wide and accessed once per
  * packet (a read, or one read-modify-write), with constant shifts only. */
 

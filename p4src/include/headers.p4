@@ -1,5 +1,6 @@
-/* headers.p4: wire headers of the SGLB program, architecture-neutral so that
- * a TNA program can include it (metadata.p4 holds the v1model metadata).
+/* headers.p4: wire headers of the SGLB programs, architecture-neutral: both
+ * p4src/sglb.p4 and p4src/tna/sglb.p4 include it (metadata.p4 holds the
+ * v1model metadata).
  * The custom headers (packet_out/packet_in, port-status, notice, probe, tag)
  * have scapy layers in sglb/headers.py; docs/sglb.md draws their layouts. */
 

@@ -10,12 +10,27 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from .errors import SwitchError
 from .match import Exact, Lpm, MatchValue, Optional, Range, Ternary
 
 PRIORITY_KINDS = frozenset({"ternary", "range", "optional"})
+_VALUE = itemgetter(1)  # the value of an Exact or Lpm match value (see match.py)
+
+
+def _values(key: tuple) -> tuple:
+    """The lookup values of an exact or lpm key (the prefix's value for the lpm field)."""
+    return tuple(map(_VALUE, key))
+
+
+def _values1(key: tuple) -> tuple:
+    return (key[0][1],)  # _values of a one-field key, without the generic loop
+
+
+def _values2(key: tuple) -> tuple:
+    return (key[0][1], key[1][1])
 
 
 @dataclass(frozen=True)
@@ -35,7 +50,7 @@ class ActionSpec:
     params: tuple[tuple[str, int], ...]
 
 
-@dataclass
+@dataclass(slots=True)
 class Entry:
     """A table entry; `key` is the canonical tuple of match values."""
 
@@ -222,6 +237,7 @@ class Table:
             )
         else:
             self.mode = "list"
+        self._values = {1: _values1, 2: _values2}.get(len(self.match_keys), _values)
         self._exact: dict[tuple, Entry] = {}
         self._lpm: dict[int, dict[tuple, Entry]] = {}
         self._lpm_lens: list[int] = []
@@ -398,19 +414,50 @@ class Table:
     def add_canonical(self, key: tuple, action: str, args: tuple, priority: int = 0) -> int:
         """add() of a direct entry for a caller that validated it: `key` is canonical (as
         canonical_key returns it) and the action's scope and the args' widths were checked
-        (the P4Runtime server does so per the spec); saves validating twice per entry."""
+        (the P4Runtime server does so per the spec); saves validating twice per entry.
+        Written out in one function: it runs for every entry a controller inserts."""
         if self.is_const:
             raise SwitchError("PERMISSION_DENIED", f"{self.name}: table has const entries")
         if self.profile is not None:
             raise SwitchError("INVALID_ARGUMENT", f"{self.name}: entries name a member or group")
-        ident = (key, priority) if self.needs_priority else (key, 0)
+        if not self.needs_priority:
+            priority = 0
+        ident = (key, priority)
         if ident in self._by_key:
             raise SwitchError("ALREADY_EXISTS", f"{self.name}: an entry with this key exists")
-        if len(self.entries) >= self.size:
+        entries = self.entries
+        if len(entries) >= self.size:
             raise SwitchError("RESOURCE_EXHAUSTED", f"{self.name}: table full ({self.size} entries)")
-        spec = self.resolve_action_name(action)
-        entry = Entry(0, key, spec.name, tuple(args), ident[1], fn=self.action_fns.get(spec.name))
-        return self._store(entry, ident)
+        spec = self.action_specs.get(action) or self.resolve_action_name(action)
+        name = spec.name
+        handle = self._next_handle
+        self._next_handle = handle + 1
+        entry = Entry(handle, key, name, tuple(args), priority, None, None, 0, 0, None,
+                      self.action_fns.get(name))
+        mode = self.mode
+        bucket = self._lpm.get(key[self._lpm_index][2]) if mode == "lpm" else None  # prefix_len
+        if bucket is not None:
+            bucket[self._values(key)] = entry
+        elif mode == "exact":
+            self._exact[self._values(key)] = entry
+        else:
+            if mode == "list":
+                entry.tests = self._tests(key)
+            self._insert(entry)
+        self._by_key[ident] = handle
+        entries[handle] = entry
+        return handle
+
+    def modify_canonical(self, handle: int, action: str, args: tuple) -> None:
+        """modify() of a direct entry for a caller that validated the action and args
+        (see add_canonical); counters are kept."""
+        if self.is_const:
+            raise SwitchError("PERMISSION_DENIED", f"{self.name}: table has const entries")
+        if self.profile is not None:
+            raise SwitchError("INVALID_ARGUMENT", f"{self.name}: entries name a member or group")
+        entry = self.get(handle)
+        name = (self.action_specs.get(action) or self.resolve_action_name(action)).name
+        entry.action, entry.args, entry.fn = name, tuple(args), self.action_fns.get(name)
 
     def find_canonical(self, key: tuple, priority: int = 0) -> int | None:
         """find() for a key already canonical (see add_canonical)."""
@@ -419,7 +466,8 @@ class Table:
     def _store(self, entry: Entry, ident: tuple) -> int:
         entry.handle = self._next_handle
         self._next_handle += 1
-        entry.tests = self._tests(entry.key)
+        if self.mode == "list":
+            entry.tests = self._tests(entry.key)
         self._insert(entry)
         self._by_key[ident] = entry.handle
         self.entries[entry.handle] = entry
@@ -456,15 +504,15 @@ class Table:
 
     def _insert(self, entry: Entry) -> None:
         if self.mode == "exact":
-            self._exact[tuple(mv.value for mv in entry.key)] = entry
+            self._exact[self._values(entry.key)] = entry
         elif self.mode == "lpm":
-            plen = entry.key[self._lpm_index].prefix_len
+            plen = entry.key[self._lpm_index][2]  # Lpm.prefix_len
             bucket = self._lpm.get(plen)
             if bucket is None:
                 bucket = self._lpm[plen] = {}
                 self._lpm_lens = sorted(self._lpm, reverse=True)
                 self._lpm_masks = [self._plen_mask(p) for p in self._lpm_lens]
-            bucket[tuple(mv.value for mv in entry.key)] = entry
+            bucket[self._values(entry.key)] = entry
         else:
             order = (-entry.priority, entry.handle)
             pos = bisect.bisect(self._list_order, order)
@@ -477,11 +525,11 @@ class Table:
 
     def _remove(self, entry: Entry) -> None:
         if self.mode == "exact":
-            del self._exact[tuple(mv.value for mv in entry.key)]
+            del self._exact[self._values(entry.key)]
         elif self.mode == "lpm":
             plen = entry.key[self._lpm_index].prefix_len
             bucket = self._lpm[plen]
-            del bucket[tuple(mv.value for mv in entry.key)]
+            del bucket[self._values(entry.key)]
             if not bucket:
                 del self._lpm[plen]
                 self._lpm_lens = sorted(self._lpm, reverse=True)

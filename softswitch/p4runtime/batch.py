@@ -22,20 +22,25 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 import grpc
 from finsy.proto import p4r, rpc_status
 from google.protobuf import any_pb2
 
-from softswitch.p4runtime.codec import entry_to_proto, match_keys
+from softswitch.engine.tables import Entry
+from softswitch.p4runtime.codec import entry_proto, match_keys
+from softswitch.p4runtime.entry_plans import plan_for
 from softswitch.p4runtime.errors import P4RuntimeError, code_number
 from softswitch.p4runtime.pipeline import Pipeline, switch_call
 from softswitch.p4runtime.reads import read_entity
+from softswitch.p4runtime.schema import TableSchema
 
 log = logging.getLogger("softswitch.p4runtime")
 
 Update = p4r.Update
+INSERT, MODIFY, DELETE = Update.INSERT, Update.MODIFY, Update.DELETE
 
 REPORT_BUDGET = 6000
 """Bytes of serialised google.rpc.Status the server sends (below gRPC's 8 KiB limit
@@ -46,6 +51,10 @@ _OK_COST = 2 + 2 + len(_ERROR_URL)  # details entry: tag, length, Any(type_url)
 _FAILED_COST = _OK_COST + 4  # Any.value: Error{canonical_code}
 ALWAYS_REPORTED = (REPORT_BUDGET - 100) // _FAILED_COST
 """Batches up to this size are reported update by update whatever fails (151)."""
+
+UPDATES_PER_LOCK = 16
+"""Updates applied per acquisition of the engine lock: each stays atomic for packets,
+which wait at most for that many (tens of microseconds)."""
 
 
 @dataclass
@@ -89,88 +98,105 @@ def apply_batch(p: Pipeline, updates: Sequence[p4r.Update],
                 guard) -> BatchOutcome:
     """Apply every update (CONTINUE_ON_ERROR); undo them all if the report would not fit.
 
-    `guard` is the lock that makes each update atomic with respect to packets; the
-    caller holds the lock that keeps other Writes and pipeline changes out.
+    `guard` is the lock that makes each update atomic with respect to packets, taken
+    once for up to `UPDATES_PER_LOCK` updates; the caller holds the lock that keeps
+    other Writes and pipeline changes out.
     """
-    undo = _UndoLog() if len(updates) > ALWAYS_REPORTED else None
-    results: list[P4RuntimeError | None] = []
-    for u in updates:
+    n = len(updates)
+    undo = _UndoLog() if n > ALWAYS_REPORTED else None
+    results: list[P4RuntimeError | None] = [None] * n
+    failed = False
+    pending = iter(updates)
+    i = 0
+    while i < n:
         with guard:
-            try:
-                inverse = undo.inverse(p, u) if undo is not None else None
-                apply(p, u)
-            except P4RuntimeError as exc:
-                results.append(exc)
-                continue
-            except Exception as exc:  # a server bug: reported for this update, not fatal
-                log.exception("rpc=Write update_failed_internally")
-                results.append(P4RuntimeError(grpc.StatusCode.INTERNAL, f"internal error: {exc}"))
-                continue
-            results.append(None)
-            if undo is not None:
-                undo.push(inverse)
+            for u in islice(pending, UPDATES_PER_LOCK):
+                try:
+                    if undo is not None and u.type != INSERT:  # an INSERT's inverse needs nothing
+                        undo.before(p, i, u)
+                    apply(p, u)
+                except P4RuntimeError as exc:
+                    results[i] = exc
+                    failed = True
+                except Exception as exc:  # a server bug: reported for this update, not fatal
+                    log.exception("rpc=Write update_failed_internally")
+                    results[i] = P4RuntimeError(grpc.StatusCode.INTERNAL, f"internal error: {exc}")
+                    failed = True
+                i += 1
     outcome = BatchOutcome(results)
-    failures = outcome.failures
-    if not failures or undo is None or error_report(results) is not None:
+    if not failed or undo is None or error_report(results) is not None:
         return outcome
+    failures = outcome.failures
     first = next(i for i, r in enumerate(results) if r is not None)
-    undone = undo.rollback(p, apply, guard)
+    undone = undo.rollback(p, updates, results, apply, guard)
     if undone is not None:
         outcome.aborted = undone
         return outcome
     outcome.aborted = P4RuntimeError(
         grpc.StatusCode.ABORTED,
-        f"batch of {len(updates)} updates aborted, nothing applied: update {first} failed "
-        f"({failures[0]}); {len(failures)} of {len(updates)} failed in all. A per-update error "
+        f"batch of {n} updates aborted, nothing applied: update {first} failed "
+        f"({failures[0]}); {len(failures)} of {n} failed in all. A per-update error "
         f"report of more than {ALWAYS_REPORTED} updates does not fit in gRPC's metadata limit, "
         "so a larger batch is applied all or nothing")
     return outcome
 
 
-class _Inserted:
-    """An applied INSERT: its inverse (a DELETE) is built only if the batch is undone."""
+@dataclass(slots=True)
+class _EntrySnapshot:
+    """A table entry as it was before an update, made into an Entity only if the batch is
+    undone: building the message for every MODIFY or DELETE of a large batch cost four
+    times the update itself, and most batches are never undone."""
 
-    __slots__ = ("update",)
+    table: TableSchema
+    entry: Entry  # a copy: a MODIFY changes the engine's entry in place
+    metadata: bytes | None
+    meter_cfg: p4r.MeterConfig | None  # stored configs are replaced, never changed
+    counters: tuple[int, int] | None
 
-    def __init__(self, update: p4r.Update) -> None:
-        self.update = update
+    def entity(self, p: Pipeline) -> p4r.Entity:
+        return p4r.Entity(table_entry=entry_proto(p, self.table, self.entry, self.metadata,
+                                                  self.meter_cfg, self.counters))
 
 
 class _UndoLog:
-    """Inverses of the applied updates of a batch, computed before each is applied."""
+    """What undoes the applied updates of a batch. An applied INSERT is undone by deleting
+    its entity, which needs nothing recorded; a MODIFY or DELETE by the prior state of its
+    entity, read before it is applied."""
 
     def __init__(self) -> None:
-        # an Update to apply, or an INSERT whose DELETE is built only if it is needed
-        self._inverses: list[p4r.Update | _Inserted | None] = []
+        # update index -> (whether it deletes, prior state), or None
+        self._restore: dict[int, tuple[bool, p4r.Entity | _EntrySnapshot] | None] = {}
 
-    def push(self, inverse: p4r.Update | _Inserted | None) -> None:
-        self._inverses.append(inverse)
+    def before(self, p: Pipeline, index: int, u: p4r.Update) -> None:
+        """Record what restores the state update `index` (a MODIFY or DELETE) is about to
+        change (None: it changes nothing, as a MODIFY or DELETE of a missing entity fails)."""
+        deleting = u.type == DELETE
+        prior = _prior_state(p, u.entity, deleting=deleting)
+        self._restore[index] = None if prior is None else (deleting, prior)
 
-    def inverse(self, p: Pipeline, u: p4r.Update) -> p4r.Update | _Inserted | None:
-        """What restores the state `u` is about to change (None: it changes nothing)."""
-        if u.type == Update.INSERT:
-            return _Inserted(u)
-        prior = _prior_state(p, u.entity, deleting=u.type == Update.DELETE)
-        if prior is None:
-            return None  # MODIFY/DELETE of a missing entity fails without changing anything
-        return Update(type=Update.INSERT if u.type == Update.DELETE else Update.MODIFY,
-                      entity=prior)
-
-    def rollback(self, p: Pipeline, apply, guard) -> P4RuntimeError | None:
-        """Apply the inverses, last first; an error (INTERNAL) if one could not be applied."""
+    def rollback(self, p: Pipeline, updates: Sequence[p4r.Update],
+                 results: list[P4RuntimeError | None], apply, guard) -> P4RuntimeError | None:
+        """Undo the applied updates, last first; an error (INTERNAL) if one could not be undone."""
         broken = 0
-        for inverse in reversed(self._inverses):
-            if inverse is None:
-                continue
-            if isinstance(inverse, _Inserted):
-                inverse = Update(type=Update.DELETE, entity=inverse.update.entity)
+        for index in range(len(updates) - 1, -1, -1):
+            if results[index] is not None:
+                continue  # it failed: it changed nothing
+            if index in self._restore:
+                recorded = self._restore[index]
+                if recorded is None:
+                    continue
+                deleted, prior = recorded
+                entity = prior.entity(p) if isinstance(prior, _EntrySnapshot) else prior
+                inverse = Update(type=INSERT if deleted else MODIFY, entity=entity)
+            else:  # an applied INSERT
+                inverse = Update(type=DELETE, entity=updates[index].entity)
             with guard:
                 try:
                     apply(p, inverse)
                 except Exception:
                     log.exception("rpc=Write undo_failed update=%s", inverse)
                     broken += 1
-        self._inverses.clear()
+        self._restore.clear()
         if broken:
             return P4RuntimeError(grpc.StatusCode.INTERNAL,
                                   f"a failed batch could not be undone ({broken} updates); "
@@ -178,7 +204,8 @@ class _UndoLog:
         return None
 
 
-def _prior_state(p: Pipeline, ent: p4r.Entity, deleting: bool) -> p4r.Entity | None:
+def _prior_state(p: Pipeline, ent: p4r.Entity,
+                 deleting: bool) -> p4r.Entity | _EntrySnapshot | None:
     """The current state of the entity an update names (by its key), or None if absent.
 
     A deleted table entry is restored with its direct counter values.
@@ -192,6 +219,9 @@ def _prior_state(p: Pipeline, ent: p4r.Entity, deleting: bool) -> p4r.Entity | N
         found = _prior_table_entry(p, e.table_entry, False)
         if found is None:
             return None
+        meter_cfg = (found.meter_cfg if isinstance(found, _EntrySnapshot)
+                     else found.table_entry.meter_config
+                     if found.table_entry.HasField("meter_config") else None)
         key = p4r.TableEntry(table_id=e.table_entry.table_id, match=e.table_entry.match,
                              priority=e.table_entry.priority)
         if kind == "direct_counter_entry":
@@ -201,8 +231,8 @@ def _prior_state(p: Pipeline, ent: p4r.Entity, deleting: bool) -> p4r.Entity | N
             return p4r.Entity(direct_counter_entry=p4r.DirectCounterEntry(
                 table_entry=key, data=p4r.CounterData(packet_count=pk, byte_count=by)))
         out = p4r.DirectMeterEntry(table_entry=key)
-        if found.table_entry.HasField("meter_config"):
-            out.config.CopyFrom(found.table_entry.meter_config)
+        if meter_cfg is not None:
+            out.config.CopyFrom(meter_cfg)
         return p4r.Entity(direct_meter_entry=out)
     if kind is None:
         return None
@@ -214,20 +244,35 @@ def _prior_state(p: Pipeline, ent: p4r.Entity, deleting: bool) -> p4r.Entity | N
 
 def _handle(p: Pipeline, key: p4r.TableEntry) -> int | None:
     t = p.schema.table(key.table_id)
-    keys, _ = match_keys(t, key.match)
-    return switch_call(p.switch.table_find, t.name, keys, key.priority)
+    _, canonical = match_keys(t, key.match)  # validated: the engine need not check it again
+    return p.switch.table(t.name).find_canonical(canonical, key.priority)
 
 
-def _prior_table_entry(p: Pipeline, e: p4r.TableEntry, with_counter: bool) -> p4r.Entity | None:
+def _prior_table_entry(p: Pipeline, e: p4r.TableEntry,
+                       with_counter: bool) -> p4r.Entity | _EntrySnapshot | None:
     if e.is_default_action:
         query = p4r.Entity(table_entry=p4r.TableEntry(table_id=e.table_id, is_default_action=True))
         return next(iter(read_entity(p, query)), None)
-    t = p.schema.table(e.table_id)
-    handle = _handle(p, e)
+    tid = e.table_id
+    t = p.schema.table(tid)
+    plan = p.table_plans[tid] if tid in p.table_plans else plan_for(p, tid)
+    key = plan.decode_key(e.match) if plan is not None else None
+    if plan is not None and key is not None:  # the usual key, decoded as the short path does
+        table = plan.table
+        handle = table.find_canonical(key, e.priority)
+    else:
+        table = p.switch.table(t.name)
+        handle = _handle(p, e)
     if handle is None:
         return None
-    entry = p.switch.table(t.name).get(handle)
-    return p4r.Entity(table_entry=entry_to_proto(p, t, entry, with_counter))
+    entry = table.get(handle)
+    counters = None
+    if with_counter and p.schema.direct_resource(t, "direct_counters") is not None:
+        counters = p.switch.direct_counter_read(t.name, handle)
+    copy = Entry(handle, entry.key, entry.action, entry.args, entry.priority, entry.member,
+                 entry.group)
+    return _EntrySnapshot(t, copy, p.entry_metadata.get((tid, handle)),
+                          p.direct_meter_cfg.get((tid, handle)), counters)
 
 
 def _key_query(kind: str, e: Any) -> p4r.Entity | None:

@@ -195,6 +195,18 @@ def check_action_in_table(t: TableSchema, action_id: int, default: bool, schema=
 
 def entry_to_proto(p: Pipeline, t: TableSchema, entry, with_counter: bool) -> p4r.TableEntry:
     """An engine table entry as a canonical P4Runtime TableEntry (wildcards omitted)."""
+    key = (t.info.preamble.id, entry.handle)
+    counters = None
+    if with_counter and p.schema.direct_resource(t, "direct_counters") is not None:
+        counters = p.switch.direct_counter_read(t.name, entry.handle)
+    return entry_proto(p, t, entry, p.entry_metadata.get(key), p.direct_meter_cfg.get(key),
+                       counters)
+
+
+def entry_proto(p: Pipeline, t: TableSchema, entry, metadata: bytes | None,
+                meter_cfg: p4r.MeterConfig | None,
+                counters: tuple[int, int] | None) -> p4r.TableEntry:
+    """entry_to_proto with the entry's controller data given (as it was at some moment)."""
     out = p4r.TableEntry(table_id=t.info.preamble.id, priority=entry.priority)
     for (fid, f), mv in zip(t.fields.items(), entry.key, strict=False):
         w = f.bitwidth
@@ -225,15 +237,13 @@ def entry_to_proto(p: Pipeline, t: TableSchema, entry, with_counter: bool) -> p4
         out.action.action_profile_group_id = entry.group
     elif entry.action is not None:
         out.action.action.CopyFrom(action_proto(p, entry.action, entry.args))
-    key = (t.info.preamble.id, entry.handle)
-    if key in p.entry_metadata:
-        out.metadata = p.entry_metadata[key]
-    if key in p.direct_meter_cfg:
-        out.meter_config.CopyFrom(p.direct_meter_cfg[key])
-    if with_counter and p.schema.direct_resource(t, "direct_counters") is not None:
-        pk, by = p.switch.direct_counter_read(t.name, entry.handle)
-        out.counter_data.packet_count = pk
-        out.counter_data.byte_count = by
+    if metadata is not None:
+        out.metadata = metadata
+    if meter_cfg is not None:
+        out.meter_config.CopyFrom(meter_cfg)
+    if counters is not None:
+        out.counter_data.packet_count = counters[0]
+        out.counter_data.byte_count = counters[1]
     return out
 
 

@@ -6,14 +6,14 @@ Only the OpenConfig leaves that controllers use to follow ports are served:
 out-pkts, out-octets, in-discards, out-discards}`, with Get and a STREAM Subscribe to
 oper-status (ON_CHANGE: the current values, `sync_response`, then every change).
 finsy's Switch follows port state through exactly these. Everything else is
-UNIMPLEMENTED. The methods run on the P4Runtime server's event loop; a subscription
-holds no thread, and its queue is bounded (a subscriber that never reads loses the
-oldest changes, counted in `dropped`).
+UNIMPLEMENTED. The methods run in the P4Runtime server's threads; a subscription holds
+one while it is open, so subscriptions are bounded per peer host and in all (the
+server's stream limits), and its queue is bounded (a subscriber that never reads loses
+the oldest changes, counted in `dropped`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from collections import deque
@@ -21,6 +21,8 @@ from collections.abc import Callable
 
 import grpc
 from finsy.proto import gnmi, gnmi_grpc
+
+from softswitch.p4runtime.streams import Admission, peer_host
 
 _LEAVES = ("ifindex", "oper-status")
 _QUEUED = 1024  # port changes waiting for one subscriber
@@ -53,7 +55,8 @@ def _parse(prefix: gnmi.Path, path: gnmi.Path) -> tuple[str, str] | None:
 class GnmiService(gnmi_grpc.gNMIServicer):
     """Port state over gNMI."""
 
-    def __init__(self) -> None:
+    def __init__(self, admission: Admission | None = None) -> None:
+        self._admission = admission or Admission(256, 128, "gNMI subscriptions")
         self._ports: dict[int, str] = {}
         self._is_up: Callable[[int], bool] = lambda n: False
         self._counters: Callable[[int], dict[str, int]] = lambda n: {}
@@ -97,86 +100,97 @@ class GnmiService(gnmi_grpc.gNMIServicer):
             if not sub.push(gnmi.SubscribeResponse(update=note)):
                 self.dropped += 1
 
-    async def Capabilities(self, request, context):
+    def Capabilities(self, request, context):
         """gNMI Capabilities."""
         return gnmi.CapabilityResponse(supported_encodings=[gnmi.Encoding.PROTO], gNMI_version="0.7.0")
 
-    async def Get(self, request, context):
+    def Get(self, request, context):
         """gNMI Get of ifindex / oper-status leaves."""
         note = gnmi.Notification(timestamp=time.time_ns())
         for path in request.path:
             parsed = _parse(request.prefix, path)
             if parsed is None:
-                await context.abort(grpc.StatusCode.UNIMPLEMENTED, "only interfaces/interface/"
-                                    "state/{ifindex,oper-status,counters/*} are served")
+                context.abort(grpc.StatusCode.UNIMPLEMENTED, "only interfaces/interface/"
+                              "state/{ifindex,oper-status,counters/*} are served")
             name, leaf = parsed
             found = self._select(name)
             if not found and name != "*":
-                await context.abort(grpc.StatusCode.NOT_FOUND, f"no interface {name!r}")
+                context.abort(grpc.StatusCode.NOT_FOUND, f"no interface {name!r}")
             for n in found:
                 note.update.add(path=_iface_path(self._ports[n], leaf), val=self._value(n, leaf))
         return gnmi.GetResponse(notification=[note])
 
-    async def Set(self, request, context):
+    def Set(self, request, context):
         """Not served."""
-        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "gNMI Set is not supported")
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, "gNMI Set is not supported")
 
-    async def Subscribe(self, request_iterator, context):
+    def Subscribe(self, request_iterator, context):
         """STREAM/ON_CHANGE subscription to oper-status."""
-        first = await context.read()
-        if first is grpc.aio.EOF:
+        first = next(request_iterator, None)
+        if first is None:
             return
         sl = first.subscribe
         if sl.mode != gnmi.SubscriptionList.STREAM:
-            await context.abort(grpc.StatusCode.UNIMPLEMENTED, "only STREAM subscriptions are supported")
+            context.abort(grpc.StatusCode.UNIMPLEMENTED, "only STREAM subscriptions are supported")
         names: set[str] = set()
         initial = gnmi.Notification(timestamp=time.time_ns())
         for sub in sl.subscription:
             parsed = _parse(sl.prefix, sub.path)
             if parsed is None or parsed[1] != "oper-status":
-                await context.abort(grpc.StatusCode.UNIMPLEMENTED,
-                                    "only interface oper-status can be subscribed")
+                context.abort(grpc.StatusCode.UNIMPLEMENTED,
+                              "only interface oper-status can be subscribed")
             name, leaf = parsed
             for n in self._select(name):
                 names.add(self._ports[n])
                 initial.update.add(path=_iface_path(self._ports[n], leaf), val=self._value(n, leaf))
-        sub = _Subscriber(asyncio.get_running_loop(), names)
+        host = peer_host(context.peer())
+        refusal = self._admission.admit(host)
+        if refusal is not None:
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, refusal)
+        sub = _Subscriber(names)
         with self._lock:
             self._subs.append(sub)
         try:
-            await context.write(gnmi.SubscribeResponse(update=initial))
-            await context.write(gnmi.SubscribeResponse(sync_response=True))
-            while True:
-                await context.write(await sub.next())
+            if not context.add_callback(sub.close):  # the RPC ends: stop waiting for changes
+                return
+            yield gnmi.SubscribeResponse(update=initial)
+            yield gnmi.SubscribeResponse(sync_response=True)
+            while (msg := sub.next()) is not None:
+                yield msg
         finally:
             with self._lock:
                 self._subs.remove(sub)
+            self._admission.release(host)
 
 
 class _Subscriber:
-    """One subscription: port changes queued from any thread, written on the loop."""
+    """One subscription: port changes queued from any thread, written by its RPC's thread."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, names: set[str]) -> None:
+    def __init__(self, names: set[str]) -> None:
         self.names = names
-        self._loop = loop
         self._queue: deque = deque()
-        self._lock = threading.Lock()
-        self._ready = asyncio.Event()
+        self._ready = threading.Condition(threading.Lock())
+        self._closed = False
 
     def push(self, msg) -> bool:
         """Queue a change; when full the oldest is dropped (False)."""
-        with self._lock:
+        with self._ready:
             full = len(self._queue) >= _QUEUED
             if full:
                 self._queue.popleft()
             self._queue.append(msg)
-        self._loop.call_soon_threadsafe(self._ready.set)
+            self._ready.notify()
         return not full
 
-    async def next(self):
-        while True:
-            with self._lock:
-                if self._queue:
-                    return self._queue.popleft()
-                self._ready.clear()
-            await self._ready.wait()
+    def close(self) -> None:
+        """The subscription ended: `next` returns None from now on."""
+        with self._ready:
+            self._closed = True
+            self._ready.notify()
+
+    def next(self):
+        """The next change (waits for one), or None once the subscription is closed."""
+        with self._ready:
+            while not self._queue and not self._closed:
+                self._ready.wait()
+            return None if self._closed else self._queue.popleft()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from finsy.proto import p4i, p4r
 
@@ -37,6 +37,8 @@ class Pipeline:
     clone_sessions: dict[int, p4r.CloneSessionEntry] = field(default_factory=dict)
     digest_entries: dict[int, p4r.DigestEntry] = field(default_factory=dict)
     digests: DigestBatcher = field(default_factory=DigestBatcher)
+    # entry_plans.TablePlan (or None) per table id, built on first use
+    table_plans: dict[int, Any] = field(default_factory=dict)
 
 
 def switch_call(fn: Callable, *args, **kwargs):

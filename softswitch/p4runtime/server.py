@@ -1,9 +1,12 @@
-"""gRPC P4Runtime service (p4.v1.P4Runtime) over a `Device`, on an asyncio gRPC server.
+"""gRPC P4Runtime service (p4.v1.P4Runtime) over a `Device`, on gRPC's thread-pool server.
 
-Every RPC is a coroutine on one event loop, so an open StreamChannel holds no thread
-and idle or slow clients can never starve the unary calls of the others. Work that
-may take long (compiling a config, a Read, a large Write batch) runs in a small thread
-pool; a small Write runs on the loop itself when no other batch holds the device.
+Every RPC gRPC admits gets a thread at once: the pool has as many threads as the server
+admits RPCs in progress (`ServerLimits.rpcs`; gRPC refuses more with RESOURCE_EXHAUSTED),
+created when needed. A StreamChannel holds its thread (and one reader thread) while it
+is open, so open streams are bounded per peer host and in all (spec 5.3), and however
+many are open, idle or slow, no unary call ever waits for a thread. The thread-pool
+server costs less per call than gRPC's asyncio server (measured: bench/bench_p4runtime.py,
+docs/softswitch-p4runtime.md), and each Write runs in its own thread, straight through.
 
 Per-request checks follow the spec: the device ID must be this device's (NOT_FOUND),
 the role must be one of the device's roles (only the default role is served, spec
@@ -11,16 +14,14 @@ the role must be one of the device's roles (only the default role is served, spe
 stream), Write and SetForwardingPipelineConfig need the primary's election ID
 (PERMISSION_DENIED), and a Write batch with failures ends with UNKNOWN plus one
 p4.v1.Error per update (spec 12.3; batch.py for batches whose report cannot fit).
-Streams are limited per peer host and in all (spec 5.3: RESOURCE_EXHAUSTED), and
-each has a bounded outgoing queue whose drops are counted (`P4RuntimeService.stats`).
+Each stream has a bounded outgoing queue whose drops are counted (`P4RuntimeService.stats`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from concurrent import futures
 from dataclasses import dataclass
 
@@ -32,13 +33,14 @@ from softswitch.p4runtime.batch import error_report
 from softswitch.p4runtime.device import Device
 from softswitch.p4runtime.errors import P4RuntimeError, code_number
 from softswitch.p4runtime.gnmi import GnmiService
-from softswitch.p4runtime.streams import Outbox, Stream, message_size, peer_host
+from softswitch.p4runtime.streams import Admission, Outbox, Stream, message_size, peer_host
 
 log = logging.getLogger("softswitch.p4runtime")
 
 API_VERSION = "1.5.0"
 _READ_CHUNK = 4096
 _MESSAGE_CAP = 600  # characters of a status message (grpc-message shares the metadata limit)
+_CONTINUE_ON_ERROR = p4r.WriteRequest.CONTINUE_ON_ERROR
 
 
 @dataclass(frozen=True)
@@ -46,19 +48,19 @@ class ServerLimits:
     """Bounds of the P4Runtime server (docs/softswitch-p4runtime.md)."""
 
     rpcs: int = 1024
-    """RPCs in progress at once (streams included); gRPC refuses more with RESOURCE_EXHAUSTED."""
+    """RPCs in progress at once (streams included); gRPC refuses more with RESOURCE_EXHAUSTED.
+    Also the most handler threads the server creates."""
     streams: int = 256
-    """Open StreamChannels in all; more are refused with RESOURCE_EXHAUSTED (spec 5.3)."""
+    """Open StreamChannels in all; more are refused with RESOURCE_EXHAUSTED (spec 5.3).
+    The same bound applies to gNMI subscriptions."""
     streams_per_host: int = 128
-    """Open StreamChannels from one peer address."""
+    """Open StreamChannels (and gNMI subscriptions) from one peer address."""
     queued_messages: int = 1024
     """PacketIn / DigestList / StreamError messages waiting to be sent on one stream."""
     queued_bytes: int = 8 << 20
     """Bytes of those messages on one stream."""
-    workers: int = 4
-    """Threads for compiling configs, Reads and large Write batches."""
-    inline_updates: int = 256
-    """Write batches up to this size run on the event loop when the device is free."""
+    compiles: int = 2
+    """Device configs compiled at once; further SetForwardingPipelineConfig calls wait."""
 
 
 def _election_id(msg) -> int | None:
@@ -76,23 +78,24 @@ def _cap(text: str) -> str:
 
 
 class P4RuntimeService(p4r_grpc.P4RuntimeServicer):
-    """The P4Runtime service of one device; its methods run on the server's event loop."""
+    """The P4Runtime service of one device; each RPC runs in a thread of the server's pool.
 
-    def __init__(self, device: Device, name: str, loop: asyncio.AbstractEventLoop,
-                 pool: futures.Executor, limits: ServerLimits) -> None:
+    `context.abort` raises, so it is always called outside the `try` that turns
+    P4RuntimeError (and server bugs) into the status to answer with.
+    """
+
+    def __init__(self, device: Device, name: str, limits: ServerLimits) -> None:
         self.device = device
         self.name = name
         self.limits = limits
-        self._loop = loop
-        self._pool = pool
-        self.arbitration = Arbitration()  # touched on the event loop only
+        self._lock = threading.Lock()  # arbitration and the primary snapshots
+        self.arbitration = Arbitration()
         self._primaries: tuple[Stream, ...] = ()  # snapshot read by the packet threads
-        self._primary_id: int | None = None
-        self._open_by_host: dict[str, int] = {}
-        self._open = 0
+        self._primary_id: int | None = None  # snapshot read by the Write path
+        self._admission = Admission(limits.streams, limits.streams_per_host)
+        self._compiles = threading.BoundedSemaphore(limits.compiles)
         self._stats_lock = threading.Lock()
-        self._stats = {"streams_refused": 0, "packet_in_dropped": 0, "digest_dropped": 0,
-                       "stream_error_dropped": 0}
+        self._stats = {"packet_in_dropped": 0, "digest_dropped": 0, "stream_error_dropped": 0}
         device.on_packet_in = self._deliver_to_primaries
         device.on_digest_list = self._deliver_to_primaries
 
@@ -100,7 +103,8 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):
         """Counters: open streams, refused streams, messages dropped on full stream queues."""
         with self._stats_lock:
             out = dict(self._stats)
-        out["streams_open"] = self._open
+        out["streams_open"] = self._admission.open
+        out["streams_refused"] = self._admission.refused
         return out
 
     def _count(self, key: str) -> int:
@@ -133,102 +137,108 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):
                 grpc.StatusCode.PERMISSION_DENIED, "request has no election id; only the primary may write"
             )
         if election_id != self._primary_id:  # kept current by _refresh_primaries
-            primary = self.arbitration.primary("")
+            with self._lock:
+                primary = self.arbitration.primary("")
             raise P4RuntimeError(
                 grpc.StatusCode.PERMISSION_DENIED,
                 f"election id {election_id} is not the primary's"
                 + (f" (primary is {primary[1]})" if primary else " (no primary connected)"),
             )
 
-    async def _device_call(self, fn, *args, inline: bool = False):
-        """Run device work: on the loop if small and the device is free, else in the pool."""
-        if inline and self.device.control.acquire(blocking=False):
-            try:
-                return fn(*args)
-            finally:
-                self.device.control.release()
-        return await self._loop.run_in_executor(self._pool, fn, *args)
-
-    async def _internal(self, context, rpc: str, exc: Exception) -> None:
+    def _internal(self, rpc: str, exc: Exception) -> P4RuntimeError:
         log.error("switch=%s rpc=%s failed_internally", self.name, rpc, exc_info=exc)
-        await context.abort(grpc.StatusCode.INTERNAL, _cap(f"internal error: {exc}"))
+        return P4RuntimeError(grpc.StatusCode.INTERNAL, f"internal error: {exc}")
 
     # ---- unary RPCs ------------------------------------------------------------------
 
-    async def Capabilities(self, request, context):
+    def Capabilities(self, request, context):
         """Capabilities (spec 17)."""
         return p4r.CapabilitiesResponse(p4runtime_api_version=API_VERSION)
 
-    async def Write(self, request, context):
+    def Write(self, request, context):
         """Write (spec 12); CONTINUE_ON_ERROR is the only atomicity served, as on BMv2."""
+        error = outcome = None
+        updates = request.updates
         try:
             self._check_device(request.device_id)
             self._check_role(request.role)
             self._check_primary(_election_id(request))
-            if request.atomicity != p4r.WriteRequest.CONTINUE_ON_ERROR:
+            if request.atomicity != _CONTINUE_ON_ERROR:
                 raise P4RuntimeError(
                     grpc.StatusCode.UNIMPLEMENTED,
                     "only CONTINUE_ON_ERROR atomicity is supported",
                 )
-            updates = request.updates
-            outcome = await self._device_call(self.device.write, updates,
-                                              inline=len(updates) <= self.limits.inline_updates)
+            outcome = self.device.write(updates)
         except P4RuntimeError as exc:
-            await context.abort(exc.code, _cap(exc.message))
+            error = exc
         except Exception as exc:  # a server bug: reported, never a crash
-            await self._internal(context, "Write", exc)
+            error = self._internal("Write", exc)
+        if error is not None:
+            context.abort(error.code, _cap(error.message))
         if outcome.aborted is not None:
             log.warning("switch=%s rpc=Write updates=%d aborted=%r", self.name, len(updates),
                         outcome.aborted.message[:200])
-            await context.abort(outcome.aborted.code, _cap(outcome.aborted.message))
+            context.abort(outcome.aborted.code, _cap(outcome.aborted.message))
         failures = outcome.failures
         if failures:
             log.info("switch=%s rpc=Write updates=%d failed=%d first_error=%r",
                      self.name, len(updates), len(failures), str(failures[0]))
-            await context.abort(
+            context.set_trailing_metadata(
+                (("grpc-status-details-bin", error_report(outcome.results)),))
+            context.abort(
                 grpc.StatusCode.UNKNOWN,
                 _cap(f"{len(failures)} of {len(updates)} updates failed; first: {failures[0]}"),
-                trailing_metadata=(("grpc-status-details-bin", error_report(outcome.results)),),
             )
         return p4r.WriteResponse()
 
-    async def Read(self, request, context) -> AsyncIterator[p4r.ReadResponse]:
+    def Read(self, request, context) -> Iterator[p4r.ReadResponse]:
         """Read (spec 13) with wildcards."""
+        error = None
         try:
             self._check_device(request.device_id)
             self._check_role(request.role)
-            entities = await self._device_call(self.device.read, request.entities)
+            entities = self.device.read(request.entities)
         except P4RuntimeError as exc:
-            await context.abort(exc.code, _cap(exc.message))
+            error = exc
         except Exception as exc:
-            await self._internal(context, "Read", exc)
+            error = self._internal("Read", exc)
+        if error is not None:
+            context.abort(error.code, _cap(error.message))
         for i in range(0, max(len(entities), 1), _READ_CHUNK):  # stay below message size limits
             yield p4r.ReadResponse(entities=entities[i:i + _READ_CHUNK])
 
-    async def SetForwardingPipelineConfig(self, request, context):
-        """SetForwardingPipelineConfig (spec 14): compiled in the pool, outside every lock."""
+    def SetForwardingPipelineConfig(self, request, context):
+        """SetForwardingPipelineConfig (spec 14): compiled outside every device lock, at most
+        `limits.compiles` at once."""
+        error = None
         try:
             self._check_device(request.device_id)
             self._check_role(request.role)
             self._check_primary(_election_id(request))
-            await self._device_call(self.device.set_pipeline, request.action, request.config)
+            with self._compiles:
+                self.device.set_pipeline(request.action, request.config)
         except P4RuntimeError as exc:
             log.info("switch=%s rpc=SetForwardingPipelineConfig error=%r", self.name, str(exc))
-            await context.abort(exc.code, _cap(exc.message))
+            error = exc
         except Exception as exc:
-            await self._internal(context, "SetForwardingPipelineConfig", exc)
+            error = self._internal("SetForwardingPipelineConfig", exc)
+        if error is not None:
+            context.abort(error.code, _cap(error.message))
         log.info("switch=%s rpc=SetForwardingPipelineConfig action=%s", self.name,
                  p4r.SetForwardingPipelineConfigRequest.Action.Name(request.action))
         return p4r.SetForwardingPipelineConfigResponse()
 
-    async def GetForwardingPipelineConfig(self, request, context):
+    def GetForwardingPipelineConfig(self, request, context):
         """GetForwardingPipelineConfig (spec 15) for every response type."""
         R = p4r.GetForwardingPipelineConfigRequest
+        error = None
         try:
             self._check_device(request.device_id)
             p = self.device.require_pipeline()
         except P4RuntimeError as exc:
-            await context.abort(exc.code, _cap(exc.message))
+            error = exc
+        if error is not None:
+            context.abort(error.code, _cap(error.message))
         cfg = p4r.ForwardingPipelineConfig()
         if p.cookie is not None:
             cfg.cookie.cookie = p.cookie
@@ -241,59 +251,51 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):
 
     # ---- stream ----------------------------------------------------------------------
 
-    async def StreamChannel(self, request_iterator, context):
-        """StreamChannel (spec 5 and 16): arbitration, PacketOut/PacketIn, digests."""
+    def StreamChannel(self, request_iterator, context):
+        """StreamChannel (spec 5 and 16): arbitration, PacketOut/PacketIn, digests.
+
+        This thread writes the stream's outbox; a reader thread of its own handles the
+        requests, so neither waits for the other.
+        """
         peer = context.peer()
         host = peer_host(peer)
-        refusal = self._admit(host)
+        refusal = self._admission.admit(host)
         if refusal is not None:
-            self._count("streams_refused")
             log.warning("switch=%s stream_refused peer=%s reason=%r", self.name, peer, refusal)
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, refusal)
-        stream = Stream(peer, host, Outbox(self._loop, self.limits.queued_messages,
-                                           self.limits.queued_bytes))
-        reader = asyncio.ensure_future(self._read_stream(stream, request_iterator))
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, refusal)
+        stream = Stream(peer, host, Outbox(self.limits.queued_messages, self.limits.queued_bytes))
         try:
+            if not context.add_callback(stream.outbox.close):  # the RPC ends: stop writing
+                return
+            threading.Thread(target=self._read_stream, args=(stream, request_iterator),
+                             daemon=True, name=f"p4rt-stream-{peer}").start()
             while True:
-                item = await stream.outbox.get()
+                item = stream.outbox.get()
                 if item is None:
                     break
                 if isinstance(item, P4RuntimeError):
-                    await context.abort(item.code, _cap(item.message))
-                await context.write(item)
+                    context.abort(item.code, _cap(item.message))
+                yield item
         finally:
-            reader.cancel()
-            self._open -= 1
-            self._open_by_host[host] -= 1
-            if not self._open_by_host[host]:
-                del self._open_by_host[host]
-            notices = self.arbitration.remove(stream)
-            self._refresh_primaries()
-            self._deliver_notices(notices)
+            self._admission.release(host)
+            with self._lock:
+                notices = self.arbitration.remove(stream)
+                self._refresh_primaries()
+                self._deliver_notices(notices)
             log.info("switch=%s stream_closed peer=%s dropped=%s", self.name, peer,
                      stream.outbox.dropped or 0)
 
-    def _admit(self, host: str) -> str | None:
-        lim = self.limits
-        if self._open >= lim.streams:
-            return f"{self._open} streams are open, the limit of this switch (spec 5.3)"
-        if self._open_by_host.get(host, 0) >= lim.streams_per_host:
-            return f"{lim.streams_per_host} streams are open from {host}, the limit per peer"
-        self._open += 1
-        self._open_by_host[host] = self._open_by_host.get(host, 0) + 1
-        return None
-
-    async def _read_stream(self, stream: Stream, requests) -> None:
+    def _read_stream(self, stream: Stream, requests) -> None:
         try:
-            async for req in requests:
+            for req in requests:
                 kind = req.WhichOneof("update")
                 try:
                     if kind == "arbitration":
                         self._on_arbitration(stream, req.arbitration)
                     elif kind == "packet":
-                        await self._on_packet_out(stream, req.packet)
+                        self._on_packet_out(stream, req.packet)
                     elif kind == "digest_ack":
-                        await self._on_digest_ack(stream, req.digest_ack)
+                        self._on_digest_ack(stream, req.digest_ack)
                     else:
                         raise P4RuntimeError(
                             grpc.StatusCode.UNIMPLEMENTED, f"stream message {kind} is not supported"
@@ -305,10 +307,8 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):
                     err = self._stream_error(exc, kind, req)
                     if not stream.outbox.put(err, message_size(err)):
                         self._count("stream_error_dropped")
-        except asyncio.CancelledError:
-            raise
-        except (grpc.RpcError, grpc.aio.AioRpcError):
-            pass
+        except grpc.RpcError:
+            pass  # the client went away or the server is stopping
         except Exception:  # a broken client must not take the server down
             log.exception("switch=%s stream_reader_failed peer=%s", self.name, stream.peer)
         finally:
@@ -338,15 +338,16 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):
                 "role.config is set, but this switch has no role configuration scheme (spec 5.2); "
                 "leave it unset for full pipeline access",
             )
-        notices = self.arbitration.update(stream, "", _election_id(upd))
-        self._refresh_primaries()
+        with self._lock:  # notices are queued in the order of the changes they describe
+            notices = self.arbitration.update(stream, "", _election_id(upd))
+            self._refresh_primaries()
+            self._deliver_notices(notices)
         log.info("switch=%s arbitration peer=%s election_id=%s", self.name, stream.peer,
                  _election_id(upd))
-        self._deliver_notices(notices)
 
     def _refresh_primaries(self) -> None:
-        """Snapshots of the primary after an arbitration change: its stream(s) for the
-        packet threads, its election id for the Write path (O(1) per request)."""
+        """Snapshots of the primary after an arbitration change (caller holds `_lock`): its
+        stream(s) for the packet threads, its election id for the Write path (O(1) per request)."""
         self._primaries = tuple(s for s in self.arbitration.streams()
                                 if self.arbitration.is_primary_stream(s))
         primary = self.arbitration.primary("")
@@ -374,76 +375,57 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):
                     log.warning("switch=%s stream_queue_full peer=%s %s=%d (the client does not "
                                 "read its stream fast enough)", self.name, s.peer, counter, n)
 
-    async def _on_packet_out(self, stream: Stream, pkt: p4r.PacketOut) -> None:
-        if self.arbitration.stream_role(stream) is None:
-            raise P4RuntimeError(grpc.StatusCode.FAILED_PRECONDITION, "PacketOut before arbitration")
-        if not self.arbitration.is_primary_stream(stream):
+    def _is_primary_stream(self, stream: Stream) -> bool:
+        return stream in self._primaries
+
+    def _on_packet_out(self, stream: Stream, pkt: p4r.PacketOut) -> None:
+        if not self._is_primary_stream(stream):
+            with self._lock:
+                arbitrated = self.arbitration.stream_role(stream) is not None
+            if not arbitrated:
+                raise P4RuntimeError(grpc.StatusCode.FAILED_PRECONDITION, "PacketOut before arbitration")
             raise P4RuntimeError(grpc.StatusCode.PERMISSION_DENIED, "only the primary may send PacketOut")
-        await self._engine_call(self.device.packet_out, pkt)
+        self.device.packet_out(pkt)
 
-    async def _on_digest_ack(self, stream: Stream, ack: p4r.DigestListAck) -> None:
-        if not self.arbitration.is_primary_stream(stream):
+    def _on_digest_ack(self, stream: Stream, ack: p4r.DigestListAck) -> None:
+        if not self._is_primary_stream(stream):
             raise P4RuntimeError(grpc.StatusCode.PERMISSION_DENIED, "only the primary may ack digests")
-        await self._engine_call(self.device.digest_ack, ack)
-
-    async def _engine_call(self, fn, *args):
-        """Run work that takes the engine lock: on the loop when it is free (the usual case:
-        packets hold it for microseconds), in the pool when a Read or a pipeline switch holds it."""
-        if self.device.lock.acquire(blocking=False):
-            try:
-                return fn(*args)
-            finally:
-                self.device.lock.release()
-        return await self._loop.run_in_executor(self._pool, fn, *args)
+        self.device.digest_ack(ack)
 
 
 class P4RuntimeServer:
-    """A running gRPC server for one device (P4Runtime and port-state gNMI) and its digest timer.
-
-    The server's event loop runs in its own thread; `start` and `stop` are called from
-    ordinary (synchronous) code.
-    """
+    """A running gRPC server for one device (P4Runtime and port-state gNMI) and its digest timer."""
 
     def __init__(self, device: Device, address: str = "127.0.0.1:9559", name: str = "softswitch",
-                 workers: int | None = None, limits: ServerLimits | None = None) -> None:
+                 limits: ServerLimits | None = None) -> None:
         self.device = device
         self.limits = limits or ServerLimits()
-        if workers is not None:
-            self.limits = ServerLimits(**{**self.limits.__dict__, "workers": workers})
-        self._pool = futures.ThreadPoolExecutor(self.limits.workers, thread_name_prefix="p4rt")
-        self._loop = asyncio.new_event_loop()
-        self._loop_thread = threading.Thread(target=self._loop.run_forever, daemon=True,
-                                             name=f"p4rt-loop-{name}")
-        self._loop_thread.start()
-        self.service = P4RuntimeService(device, name, self._loop, self._pool, self.limits)
-        self.gnmi = GnmiService()
-        self._server: grpc.aio.Server | None = None
-        self._stopped = False
+        # one thread for every RPC gRPC admits: none ever waits for a thread (threads are
+        # created on demand and reused)
+        self._pool = futures.ThreadPoolExecutor(self.limits.rpcs, thread_name_prefix="p4rt")
+        self.service = P4RuntimeService(device, name, self.limits)
+        self.gnmi = GnmiService(Admission(self.limits.streams, self.limits.streams_per_host,
+                                          "gNMI subscriptions"))
+        self._server = grpc.server(self._pool, options=[("grpc.so_reuseport", 0)],  # a busy port fails
+                                   maximum_concurrent_rpcs=self.limits.rpcs)
+        p4r_grpc.add_P4RuntimeServicer_to_server(self.service, self._server)
+        gnmi_grpc.add_gNMIServicer_to_server(self.gnmi, self._server)
         try:
-            self.port = self._call(self._bind(address))
+            self.port = self._server.add_insecure_port(address)
         except RuntimeError:
             self.port = 0
         if self.port == 0:
-            self._shutdown_loop()
+            self._pool.shutdown(wait=False)
             raise OSError(f"cannot listen on {address} (address in use or invalid)")
         host = address.rsplit(":", 1)[0]
         self.address = f"{host}:{self.port}"
+        self._stopped = False
         self._stop = threading.Event()
         self._timer = threading.Thread(target=self._digest_timer, daemon=True, name="p4rt-digests")
 
-    def _call(self, coro, timeout: float | None = 30):
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
-
-    async def _bind(self, address: str) -> int:
-        self._server = grpc.aio.server(options=[("grpc.so_reuseport", 0)],  # a busy port fails
-                                       maximum_concurrent_rpcs=self.limits.rpcs)
-        p4r_grpc.add_P4RuntimeServicer_to_server(self.service, self._server)
-        gnmi_grpc.add_gNMIServicer_to_server(self.gnmi, self._server)
-        return self._server.add_insecure_port(address)
-
     def start(self) -> P4RuntimeServer:
         """Start serving."""
-        self._call(self._server.start())
+        self._server.start()
         self._timer.start()
         return self
 
@@ -455,14 +437,9 @@ class P4RuntimeServer:
         self._stop.set()
         self.device.digests_pending.set()
         try:
-            self._call(self._server.stop(grace), timeout=grace + 30)
+            self._server.stop(grace).wait(grace + 30)
         finally:
-            self._shutdown_loop()
             self._pool.shutdown(wait=False, cancel_futures=True)
-
-    def _shutdown_loop(self) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._loop_thread.join(10)
 
     def _digest_timer(self) -> None:
         """Send digest lists when their max_timeout passes; sleeps while none is pending."""

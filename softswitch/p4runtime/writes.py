@@ -11,6 +11,7 @@ from finsy.proto import p4i, p4r
 
 from softswitch.p4runtime.codec import action_args, check_action_in_table, match_keys
 from softswitch.p4runtime.digests import DigestConfig
+from softswitch.p4runtime.entry_plans import plan_for
 from softswitch.p4runtime.errors import P4RuntimeError, decode_uint, invalid, not_found
 from softswitch.p4runtime.pipeline import Pipeline, copy_msg, switch_call
 from softswitch.p4runtime.schema import TableSchema
@@ -25,8 +26,14 @@ _OPS = (Update.INSERT, Update.MODIFY, Update.DELETE)
 def apply_update(p: Pipeline, update: p4r.Update) -> None:
     """Apply one Update (spec 12) to a pipeline, raising P4RuntimeError when it is refused."""
     entity = update.entity
-    kind = entity.WhichOneof("entity")
     op = update.type
+    table_id = entity.table_entry.table_id  # 0 (never a table's id) for other entities
+    if table_id and op in _OPS:
+        plans = p.table_plans
+        plan = plans[table_id] if table_id in plans else plan_for(p, table_id)
+        if plan is not None and plan.apply(op, entity.table_entry):
+            return
+    kind = entity.WhichOneof("entity")
     if op not in _OPS:
         raise invalid(f"update type {op} is not INSERT, MODIFY or DELETE")
     handler = _HANDLERS.get(kind)

@@ -377,6 +377,25 @@ def test_weights_follow_goodput_of_a_slower_rail():
     assert st0[0]["bytes_acked"] > 2.5 * st0[1]["bytes_acked"]
 
 
+def test_an_application_limited_pause_does_not_erase_what_goodput_learnt():
+    # after a bulk transfer, small messages leave the channels mostly idle: such intervals
+    # say how much the application offered, not what the rail carries (BBR's app-limited
+    # samples), so the slower rail keeps its lower weight
+    net = connected(make_topology([1, 1], 2), seed=13, rate=100e6, rail_rate={1: 20e6},
+                    opts=TransportOptions(chunk_size=64 << 10, channel_window=2 << 20,
+                                          min_window=256 << 10))
+    net.send(0, 1, 1, os.urandom(24_000_000))
+    assert net.run_until(lambda: net.inbox.get((1, 0)))
+    learnt = {c["channel"]: c["weight"] for c in net.t[0].channel_stats()}
+    assert learnt[1] < 0.5
+    for i in range(20):
+        net.send(0, 1, 2 + i, os.urandom(50_000))
+        net.step(net.now + 0.1)
+    assert len(net.inbox[(1, 0)]) == 21
+    after = {c["channel"]: c for c in net.t[0].channel_stats()}
+    assert after[1]["weight"] < 0.5 <= after[0]["weight"], after
+
+
 def test_receiver_window_bounds_what_is_in_flight():
     opts = TransportOptions(recv_window=8, chunk_size=500)
     seen = []

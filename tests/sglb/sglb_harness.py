@@ -1,6 +1,9 @@
 """Fixtures for the SGLB packet tests: the program compiled once per
 MAX_PATHS, switches configured as a leaf or a spine of a small fabric, a
-controllable clock, and a wired fabric of several in-process switches."""
+controllable clock, and a wired fabric of several switches.
+
+The switches run on the target ``--target`` selects (tests/p4target.py):
+softswitch in-process, or BMv2 with the program compiled by p4c."""
 
 from __future__ import annotations
 
@@ -9,7 +12,9 @@ import os
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import p4target
 import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
@@ -27,7 +32,13 @@ from sglb.config import (
     writeback,
 )
 from sglb.headers import port_status_frame
-from softswitch import Exact, Lpm, Switch, compile_file
+from softswitch import Exact, Lpm, compile_file
+
+if TYPE_CHECKING:
+    from bmv2.switch import Bmv2Switch
+    from softswitch import Switch as SoftSwitch
+
+    Switch = SoftSwitch | Bmv2Switch
 
 # SGLB_P4 points the packet tests at another build of the program (e.g. a
 # deliberately broken copy, to see that the tests catch it).
@@ -56,18 +67,32 @@ class Clock:
         return self.now
 
 
-@functools.cache
-def compiled(max_paths: int = MAX_PATHS, dre_period_shift: int | None = None):
-    """sglb.p4 compiled once per MAX_PATHS (and DRE_PERIOD_SHIFT) for the session."""
+def _defines(max_paths: int, dre_period_shift: int | None) -> dict[str, str] | None:
     defines = {} if max_paths == MAX_PATHS else {"MAX_PATHS": str(max_paths)}
     if dre_period_shift is not None:
         defines["DRE_PERIOD_SHIFT"] = str(dre_period_shift)
-    return compile_file(str(P4_PATH), defines=defines or None)
+    return defines or None
+
+
+@functools.cache
+def softswitch_compiled(max_paths: int = MAX_PATHS, dre_period_shift: int | None = None):
+    """sglb.p4 compiled by softswitch's front end whatever the target: the tests of
+    the program's surface (its ProgramInfo) read it."""
+    return compile_file(str(P4_PATH), defines=_defines(max_paths, dre_period_shift))
+
+
+@functools.cache
+def compiled(max_paths: int = MAX_PATHS, dre_period_shift: int | None = None):
+    """sglb.p4 compiled once per MAX_PATHS (and DRE_PERIOD_SHIFT) for the session,
+    for the selected target."""
+    if not p4target.on_bmv2():
+        return softswitch_compiled(max_paths, dre_period_shift)
+    return p4target.compile_program(P4_PATH, defines=_defines(max_paths, dre_period_shift))
 
 
 @pytest.fixture(scope="session")
 def program():
-    """sglb.p4 compiled with the default MAX_PATHS."""
+    """sglb.p4 compiled with the default MAX_PATHS (for the selected target)."""
     return compiled()
 
 
@@ -117,7 +142,7 @@ class Node:
 
 
 def make_switch(program, clock: Clock) -> Switch:
-    return Switch(program, cpu_port=CPU_PORT, clock=clock)
+    return p4target.make_switch(program, cpu_port=CPU_PORT, clock=clock)
 
 
 def configure_leaf(program, mode: LbMode = LbMode.SGLB, tolerance: int = 0,
@@ -203,7 +228,7 @@ def leaf(program) -> Node:
 
 
 class WiredFabric:
-    """Switches wired port to port, run in-process: a frame sent out of a wired
+    """Switches wired port to port, driven from the test: a frame sent out of a wired
     port arrives at the other end at once; what leaves on an unwired port is
     delivered (returned) as (switch name, port, frame)."""
 

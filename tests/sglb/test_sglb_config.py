@@ -19,6 +19,7 @@ from sglb_harness import (
     compiled,
     make_switch,
     out_ports,
+    softswitch_compiled,
     udp,
 )
 
@@ -51,7 +52,7 @@ def _p4_defines() -> dict[str, int]:
 
 def _action_params(max_paths: int, action: str) -> dict[str, int]:
     """{parameter: width} of an action of the compiled program, in declaration order."""
-    p4info = p4info_from_program_info(compiled(max_paths).info)
+    p4info = p4info_from_program_info(softswitch_compiled(max_paths).info)
     for a in p4info.actions:
         if a.preamble.name.split(".")[-1] == action:
             return {prm.name: prm.bitwidth for prm in a.params}

@@ -1,7 +1,7 @@
 """sglb.p4 is valid for stock p4c: ``p4c-bm2-ss p4src/sglb.p4`` compiles it with
 no extra flag (only -DMAX_PATHS to choose another width), and the P4Info p4c
 writes agrees with the software target's. Skipped when p4c-bm2-ss is not on
-PATH (the reference tools are optional: README, "Reference tools")."""
+PATH (the reference tools are optional: docs/bmv2.md)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import subprocess
 import pytest
 from google.protobuf import text_format
 from google.protobuf.json_format import MessageToDict
-from sglb_harness import P4_PATH, compiled
+from sglb_harness import P4_PATH, softswitch_compiled
 
 from sglb import config
 from softswitch.p4info import p4info_from_program_info
@@ -53,7 +53,7 @@ def _p4c(tmp_path, max_paths: int):
 @pytest.mark.parametrize("max_paths", WIDTHS)
 def test_p4c_compiles_and_p4info_agrees(tmp_path, max_paths):
     theirs = _canonical(_p4c(tmp_path, max_paths))
-    ours = _canonical(p4info_from_program_info(compiled(max_paths).info))
+    ours = _canonical(p4info_from_program_info(softswitch_compiled(max_paths).info))
     assert sorted(ours) == sorted(theirs)
     for kind in ours:
         assert ours[kind] == theirs[kind], kind

@@ -188,6 +188,34 @@ def test_primary_writes_with_fifty_clients_and_idle_streams_connected(server, co
         primary.close()
 
 
+def test_every_rpc_admitted_has_a_thread(config):
+    """With 8 RPCs admitted at once, 7 open streams (each holds its thread) leave one for
+    the primary's unary calls: they complete. With 8 streams open a unary call is refused
+    by gRPC (RESOURCE_EXHAUSTED), never left waiting for a thread."""
+    srv = start_server(rpcs=8)
+    idle = [idle_stream(srv.address) for _ in range(6)]
+    primary = Client(srv.address, election_id=1000)
+    try:
+        assert wait_for(lambda: srv.service.stats()["streams_open"] == 6)
+        assert primary.connect().arbitration.status.code == 0
+        primary.set_pipeline(*config)
+        primary.stub.Write(p4r.WriteRequest(device_id=1, election_id=u128(1000),
+                                            updates=[insert(lpm(config[0], 1))]), timeout=DEADLINE)
+        assert lpm_table(primary, config[0]) == {1: 1}
+        idle.append(idle_stream(srv.address))
+        assert wait_for(lambda: srv.service.stats()["streams_open"] == 8)
+        refused = rpc_error(lambda: primary.stub.Capabilities(p4r.CapabilitiesRequest(),
+                                                               timeout=DEADLINE))
+        assert refused.code() == SC.RESOURCE_EXHAUSTED
+    finally:
+        for channel, requests, call in idle:
+            requests.put(None)
+            call.cancel()
+            channel.close()
+        primary.close()
+        srv.stop(0)
+
+
 def test_streams_per_peer_are_limited():
     srv = start_server(streams_per_host=3)
     clients = [Client(srv.address, election_id=i) for i in range(1, 5)]
@@ -212,6 +240,52 @@ def test_streams_per_peer_are_limited():
     finally:
         for c in clients:
             c.close()
+        srv.stop(0)
+
+
+def gnmi_subscription(address: str):
+    """A gNMI STREAM subscription to every port's oper-status: its call and first reply."""
+    from finsy.proto import gnmi, gnmi_grpc
+
+    channel = grpc.insecure_channel(address)
+    path = gnmi.Path(elem=[gnmi.PathElem(name="interfaces"),
+                           gnmi.PathElem(name="interface", key={"name": "*"}),
+                           gnmi.PathElem(name="state"), gnmi.PathElem(name="oper-status")])
+    request = gnmi.SubscribeRequest(subscribe=gnmi.SubscriptionList(
+        mode=gnmi.SubscriptionList.STREAM, subscription=[gnmi.Subscription(path=path)]))
+    requests: queue.Queue = queue.Queue()
+    requests.put(request)
+    call = gnmi_grpc.gNMIStub(channel).Subscribe(iter(requests.get, None))
+    try:
+        first = next(call)
+    except grpc.RpcError as exc:
+        first = exc
+    return channel, requests, call, first
+
+
+def test_gnmi_subscriptions_are_limited_and_unary_calls_go_on():
+    srv = start_server(streams_per_host=2)
+    srv.gnmi.set_ports({1: "p1"}, lambda n: True)
+    subs = []
+    try:
+        subs = [gnmi_subscription(srv.address) for _ in range(3)]
+        assert [isinstance(first, grpc.RpcError) for *_rest, first in subs] == [False, False, True]
+        refused = subs[2][3]
+        assert refused.code() == SC.RESOURCE_EXHAUSTED
+        assert "2 gNMI subscriptions are open from 127.0.0.1" in refused.details()
+        # the open ones still get changes; unary calls are served
+        srv.gnmi.port_changed(1, False)
+        for _channel, _requests, call, _first in subs[:2]:
+            for msg in call:
+                if msg.HasField("update") and msg.update.update[0].val.string_val == "DOWN":
+                    break
+        stub = p4r_grpc.P4RuntimeStub(subs[0][0])
+        assert stub.Capabilities(p4r.CapabilitiesRequest(), timeout=DEADLINE).p4runtime_api_version
+    finally:
+        for channel, requests, call, _first in subs:
+            requests.put(None)
+            call.cancel()
+            channel.close()
         srv.stop(0)
 
 

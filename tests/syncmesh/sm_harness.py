@@ -1,11 +1,16 @@
-"""In-memory delivery between real SyncMesh cores, on a virtual clock (no sockets, no sleeps)."""
+"""In-memory delivery between real SyncMesh cores, on a virtual clock (no sockets, no sleeps).
+
+Every pair of peers has a session, opened at start; messages are delivered
+in order with the sender's name as the session's identity, as the daemon
+does. A core that is ``down`` neither sends nor receives; ``restart`` opens
+new sessions with its peers.
+"""
 
 from __future__ import annotations
 
 from collections import deque
 
-from syncmesh.core import Program, Send, SyncMeshCore
-from syncmesh.messages import FullState, Hello, LinkNotice, ProfileUpdate
+from syncmesh.core import Disconnect, Program, Send, SyncMeshCore
 
 from fabricmodel import Fabric
 
@@ -26,16 +31,33 @@ class CoreNet:
             self.cores[sw.name] = SyncMeshCore(fabric, sw.name, 1000 + i, config)
             self.programs[sw.name] = []
 
+    def open_sessions(self, name: str) -> None:
+        """Sessions between ``name`` and each of its live peers (both ends say Hello)."""
+        for peer in self.cores[name].peer_names:
+            if peer in self.down:
+                continue
+            self.handle(peer, self.cores[peer].on_peer_lost(name, self.now))
+            self.handle(name, self.cores[name].on_peer_lost(peer, self.now))
+            self.handle(name, self.cores[name].on_session_open(peer, self.now))
+            self.handle(peer, self.cores[peer].on_session_open(name, self.now))
+
     def restart(self, name: str, incarnation: int) -> None:
         """Replace a core by a fresh one (the daemon restarted) and start it."""
         self.cores[name] = SyncMeshCore(self.fabric, name, incarnation, self.config)
         self.down.discard(name)
         self.handle(name, self.cores[name].start(self.now))
+        self.open_sessions(name)
 
     def start(self) -> None:
         for name, core in self.cores.items():
             if name not in self.down:
                 self.handle(name, core.start(self.now))
+        for name, core in self.cores.items():
+            if name not in self.down and core.is_leaf:  # the leaf opens each session
+                for peer in core.peer_names:
+                    if peer not in self.down:
+                        self.handle(name, core.on_session_open(peer, self.now))
+                        self.handle(peer, self.cores[peer].on_session_open(name, self.now))
         self.run()
 
     def handle(self, origin: str, actions) -> None:
@@ -44,6 +66,8 @@ class CoreNet:
                 self.queue.append((origin, a))
             elif isinstance(a, Program):
                 self.programs[origin].append(a)
+            elif isinstance(a, Disconnect):
+                self.handle(a.peer, self.cores[a.peer].on_peer_lost(origin, self.now))
 
     def run(self, limit: int = 100000) -> None:
         while self.queue:
@@ -53,20 +77,8 @@ class CoreNet:
             if send.peer in self.down or origin in self.down:
                 continue
             self.sent += 1
-            dst = self.cores[send.peer]
-            msg = send.message
-            if isinstance(msg, Hello):
-                reply, acts = dst.on_hello(msg, self.now)
-                self.handle(send.peer, acts)
-                self.handle(origin, self.cores[origin].on_hello_reply(send.peer, reply, self.now))
-            elif isinstance(msg, LinkNotice):
-                self.handle(send.peer, dst.on_notice(msg, self.now)[1])
-            elif isinstance(msg, ProfileUpdate):
-                self.handle(send.peer, dst.on_profile(msg, self.now)[1])
-            elif isinstance(msg, FullState):
-                reply, acts = dst.on_resync(msg, self.now)
-                self.handle(send.peer, acts)
-                self.handle(origin, self.cores[origin].on_resync_reply(send.peer, reply, self.now))
+            self.handle(send.peer, self.cores[send.peer].on_message(origin, send.message,
+                                                                    self.now))
 
     def advance(self, dt: float, step: float = 0.1) -> None:
         """Move the virtual clock, ticking every core every ``step``."""

@@ -1,13 +1,15 @@
 """SyncMesh decision logic on a virtual clock: paths, profiles, notices, liveness, resync."""
 
+import math
+
 import pytest
 from sm_harness import CoreNet
 from syncmesh.config import CoreConfig
-from syncmesh.core import Event, PortStatusOut, Program, Rejected, Send, SyncMeshCore
+from syncmesh.core import Disconnect, Event, PortStatusOut, Program, Rejected, Send, SyncMeshCore
 from syncmesh.linkstate import PortState, Version
-from syncmesh.messages import FullState, Hello, HelloReply, LinkNotice, ProfileUpdate
+from syncmesh.messages import Hello, LinkNotice, ProfileUpdate, ResyncChunk
 from syncmesh.paths import leaf_paths, path_live, peers_of, uplinks
-from syncmesh.profiles import Profile, ProfilePublisher, RateMeter
+from syncmesh.profiles import Profile, ProfilePublisher, ProfileStore, RateMeter
 from syncmesh.switchops import PathEntry, PortPeer, RemoteCongestion, SpinePaths, SpineRoute
 
 from fabricmodel import leaf_spine
@@ -22,6 +24,12 @@ def fab():
 
 def ops_of(actions, kind):
     return [op for a in actions if isinstance(a, Program) for op in a.ops if isinstance(op, kind)]
+
+
+def session(core, peer, incarnation, now=0.0):
+    """Open a session with ``peer`` as the daemon does: our Hello out, the peer's Hello in."""
+    core.on_session_open(peer, now)
+    return core.on_hello(peer, Hello(incarnation, 1), now)
 
 
 def test_paths_and_peers(fab):
@@ -49,8 +57,8 @@ def test_start_programs_everything(fab):
     paths = ops_of(acts, PathEntry)
     assert len(paths) == 2 * 4 and all(p.live for p in paths)
     assert len(ops_of(acts, RemoteCongestion)) == 8
-    hellos = [a for a in acts if isinstance(a, Send) and isinstance(a.message, Hello)]
-    assert {a.peer for a in hellos} == {"s1", "s2"}
+    # sessions open later (the daemon's streams): nothing is sent before
+    assert not any(isinstance(a, Send) for a in acts)
     spine = SyncMeshCore(fab, "s1", 8)
     acts = spine.start(0.0)
     routes = ops_of(acts, SpineRoute)
@@ -79,21 +87,46 @@ def test_quantise_and_rates():
     assert meter.update({1: 1_000_000 + 1000}, 1.0) == {1: 8.0}
     assert meter.update({1: 50}, 2.0) == {}  # counter reset: skipped
     assert meter.update({1: 125_050}, 3.0) == {1: 1.0}
+    # with a decay: a busy link's rate rises at once and an empty sample only lets it fall
+    meter = RateMeter(decay=0.1)
+    meter.update({1: 0}, 0.0)
+    assert meter.update({1: 12_500}, 0.01)[1] == pytest.approx(10.0)  # 10 Mbit/s in 10 ms
+    assert meter.update({1: 12_500}, 0.02)[1] == pytest.approx(10.0 * math.exp(-0.1))
+    assert meter.update({1: 37_500}, 0.03)[1] == pytest.approx(20.0)
+    assert meter.update({1: 37_500}, 1.03)[1] < 0.001
 
 
-def test_publisher_threshold_and_period():
+def test_publisher_sends_deltas_at_once_and_the_whole_profile_each_period():
     pub = ProfilePublisher("s1", 5, bits=4, threshold=1, period=1.0)
     assert pub.due(0.0) is None  # nothing measured yet
-    pub.observe({1: 3, 2: 3})
+    pub.observe({1: 3, 2: 3}, 0.0)
     first = pub.due(0.0)
-    assert first.version == Version(5, 1) and first.as_dict() == {1: 3, 2: 3}
-    pub.observe({1: 4, 2: 2})  # moved by 1 level: within the threshold
+    assert not first.delta and first.profile.version == Version(5, 1)
+    assert first.profile.as_dict() == {1: 3, 2: 3}
+    pub.observe({1: 4, 2: 2}, 0.5)  # moved by 1 level: within the threshold
     assert pub.due(0.5) is None
-    pub.observe({1: 6, 2: 2})  # moved by 3: goes out at once
-    assert pub.due(0.6).version == Version(5, 2)
-    assert pub.due(1.0) is None
-    refresh = pub.due(1.6)  # the period elapsed: refreshed even unchanged
-    assert refresh.version == Version(5, 3) and refresh.as_dict() == {1: 6, 2: 2}
+    pub.observe({1: 6, 2: 2}, 0.6)  # leaf 1 moved by 3: a delta with only that entry
+    d = pub.due(0.6)
+    assert d.delta and d.profile.version == Version(5, 2) and d.profile.levels == ((1, 6),)
+    assert pub.due(0.7) is None
+    pub.observe({1: 6, 2: 2}, 1.2)
+    refresh = pub.due(1.2)  # the period elapsed: the whole profile, as every peer holds it
+    assert not refresh.delta and refresh.profile.version == Version(5, 3)
+    assert refresh.profile.as_dict() == {1: 6, 2: 2}
+    assert pub.due(2.5) is None  # no measurement since: a silent spine sends nothing
+
+
+def test_profile_store_applies_deltas_in_order_and_ages_stale_profiles():
+    store = ProfileStore(max_level=7, stale_after=3.0, age_step=0.25)
+    assert store.level("s1", 1, 0.0) == 7  # never heard: unknown counts as congested
+    assert store.merge(Profile("s1", Version(9, 1), 3, ((1, 2), (2, 5))), 0.0)
+    assert store.apply_delta(Profile("s1", Version(9, 3), 3, ((1, 4),)), 0.1) is None  # gap
+    assert store.apply_delta(Profile("s1", Version(9, 2), 3, ((1, 4),)), 0.1) is True
+    assert store.apply_delta(Profile("s1", Version(9, 2), 3, ((1, 0),)), 0.2) is False  # old
+    assert store.get("s1").as_dict() == {1: 4, 2: 5}
+    assert [store.level("s1", 1, t) for t in (3.0, 3.1, 3.2, 3.4, 3.6, 60.0)] == \
+        [4, 4, 5, 6, 7, 7]  # one level per age step after 3 s without news (received at 0.1), never down
+    assert store.ageing(3.5) and not store.ageing(60.0)
 
 
 def test_spine_measures_bundles_and_leaf_writes_remote_congestion(fab):
@@ -114,7 +147,8 @@ def test_spine_measures_bundles_and_leaf_writes_remote_congestion(fab):
     levels = {(op.dst_leaf, op.index): op.level for op in l1.programmed.values()
               if isinstance(op, RemoteCongestion)}
     assert levels[3, 0] == levels[3, 1] == 4
-    assert levels[3, 2] == levels[3, 3] == 0 and levels[2, 0] == 0
+    assert levels[2, 0] == 0
+    assert levels[3, 2] == levels[3, 3] == 7  # s2 has published nothing: unknown, not idle
 
 
 def test_link_failure_reaches_every_switch_and_recovery_overrides(fab):
@@ -143,42 +177,66 @@ def test_link_failure_reaches_every_switch_and_recovery_overrides(fab):
 def test_old_notice_never_overrides_new(fab):
     core = SyncMeshCore(fab, "l1", 10)
     core.start(0.0)
-    core.peers.heard_from("s1", 20, 0.0)
-    new = PortState("l2", 2, False, Version(30, 2), 1.0)
-    old = PortState("l2", 2, True, Version(30, 1), 0.5)
-    assert core.on_notice(LinkNotice("s1", (new,)), 1.0)[0]
-    changed, acts = core.on_notice(LinkNotice("s1", (old,)), 1.1)
-    assert not changed and acts == []
+    session(core, "s1", 20)
+    new = PortState("l2", 2, False, Version(15, 2), 1.0)
+    old = PortState("l2", 2, True, Version(15, 1), 0.5)
+    assert core.on_notice("s1", LinkNotice((new,)), 1.0)
+    assert core.on_notice("s1", LinkNotice((old,)), 1.1) == []
     assert core.links.get("l2", 2) == new
     # a restarted owner (larger incarnation) wins even with a smaller sequence number
-    restarted = PortState("l2", 2, True, Version(31, 1), 2.0)
-    assert core.on_notice(LinkNotice("s1", (restarted,)), 2.0)[0]
+    restarted = PortState("l2", 2, True, Version(16, 1), 2.0)
+    assert core.on_notice("s1", LinkNotice((restarted,)), 2.0)
     assert core.links.get("l2", 2).up
 
 
-def test_peer_liveness_and_profile_expiry(fab):
-    cfg = CoreConfig(keepalive_interval=0.5, dead_interval=2.0)
+def test_peer_liveness_and_a_silent_spines_profile_ages_up(fab):
+    cfg = CoreConfig(keepalive_interval=0.5, dead_interval=2.0, profile_stale_after=3.0,
+                     profile_age_step=0.25)
     net = CoreNet(fab, cfg)
     net.start()
     assert set(net.cores["l1"].peers.up()) == {"s1", "s2"}
     s1 = net.cores["s1"]
     net.handle("s1", s1.on_counters({p: 0 for p in range(1, 7)}, net.now))
-    net.handle("s1", s1.on_counters({p: 10**7 for p in range(1, 7)}, net.now + 1))
+    net.handle("s1", s1.on_counters({p: 3 * 10**6 for p in range(1, 7)}, net.now + 1))
     net.run()
-    assert net.cores["l1"].store.get("s1") is not None
+    l1 = net.cores["l1"]
+    assert l1.store.get("s1") is not None
+    assert l1.programmed["congestion", 3, 0].level == quantise(0.24, 3) == 1  # 24 of 100
     net.down.add("s1")  # the s1 daemon stops answering
     net.advance(1.9)
-    assert "s1" in net.cores["l1"].peers.up()
+    assert "s1" in l1.peers.up()
     events = []
     for _ in range(5):
         net.now += 0.1
-        events += net.cores["l1"].tick(net.now)
+        events += l1.tick(net.now)
     assert any(isinstance(e, Event) and e.name == "peer_down" and e.get("peer") == "s1"
                for e in events)
-    assert net.cores["l1"].peers.up() == ["s2"]
-    # its profile is dropped: paths through s1 fall back to local congestion only
-    assert net.cores["l1"].store.get("s1") is None
-    assert all(op.level == 0 for op in ops_of(events, RemoteCongestion))
+    assert Disconnect("s1") in events  # the session is ended: the next one resyncs
+    assert l1.peers.up() == ["s2"]
+    # its profile is kept but ages: levels rise toward the top, never fall to 0
+    levels = []
+    for _ in range(40):
+        net.advance(0.1)
+        levels.append(l1.programmed["congestion", 3, 0].level)
+    assert levels == sorted(levels) and levels[0] == 1 and levels[-1] == cfg.max_level
+
+
+def test_a_stalled_daemon_does_not_blame_its_peers(fab):
+    cfg = CoreConfig(keepalive_interval=0.5, dead_interval=2.0)
+    net = CoreNet(fab, cfg)
+    net.start()
+    l1 = net.cores["l1"]
+    net.now += 5.0  # l1 did not run for 5 s (its peers' messages wait unread)
+    acts = l1.tick(net.now)
+    assert l1.stats.stalls == 1 and any(isinstance(a, Event) and a.name == "stalled"
+                                        for a in acts)
+    assert set(l1.peers.up()) == {"s1", "s2"}
+    assert not any(isinstance(a, Disconnect) for a in acts)
+    net.handle("l1", acts)
+    net.run()
+    net.down.add("s2")  # a peer that really is gone is still found out
+    net.advance(2.5)
+    assert l1.peers.up() == ["s1"]
 
 
 def test_restarted_daemon_resyncs_what_it_missed(fab):
@@ -200,62 +258,116 @@ def test_restarted_daemon_resyncs_what_it_missed(fab):
 
 def test_rejected_messages_change_nothing(fab):
     core = SyncMeshCore(fab, "l1", 10)
-    core.start(0.0)
-    core.peers.heard_from("s1", 20, 0.0)
+    core.start(100.0)
+    session(core, "s1", 20, 100.0)
     before = (core.links.snapshot(), dict(core.programmed), core.store.all(),
               core.peers.peers["s1"].last_heard)
     good = PortState("l2", 2, False, Version(30, 2), 1.0)
-    bad_msgs = [
-        (LinkNotice("zz", (good,)), "unknown switch 'zz'"),
-        (LinkNotice("l2", (good,)), "not a peer"),
-        (LinkNotice("s1", ()), "empty"),
-        (LinkNotice("s1", (good, PortState("l2", 99, False, Version(1, 1)))),
-         r"states\[1\]: l2:99 is not a fabric link end"),
-        (LinkNotice("s1", (PortState("l2", 2, False, Version(0, 9)),)), "must be positive"),
-        (LinkNotice("s1", (PortState("l2", 2, False, Version(3, 9), float("nan")),)),
+    future = 161_000  # ms: later than 100 s + 60 s of skew
+    bad = [  # (peer, message, reason, words)
+        ("s1", LinkNotice(()), "invalid", "empty"),
+        ("s1", LinkNotice((good, PortState("l2", 99, False, Version(1, 1)))), "invalid",
+         r"notice.states\[1\]: l2:99 is not a fabric link end"),
+        ("s1", LinkNotice((good, good)), "invalid", "listed twice"),
+        ("s1", LinkNotice((PortState("l2", 2, False, Version(0, 9)),)), "invalid",
+         "must be positive"),
+        ("s1", LinkNotice((PortState("l2", 2, False, Version(3, 9), float("nan")),)), "invalid",
          "bad time"),
-        (ProfileUpdate("s1", Profile("s2", Version(1, 1), 4, ((1, 1),))), "not the sender"),
-        (ProfileUpdate("s1", Profile("s1", Version(1, 1), 4, ((1, 1),))), "differs"),
-        (ProfileUpdate("s1", Profile("s1", Version(1, 1), 3, ((9, 1),))), "no leaf with id 9"),
-        (ProfileUpdate("s1", Profile("s1", Version(1, 1), 3, ((1, 8),))), "out of range"),
-        (ProfileUpdate("s1", Profile("s1", Version(1, 1), 3, ((1, 1), (1, 2)))), "twice"),
-        (FullState("s1", 0, (), ()), "incarnation: must be positive"),
-        (FullState("s1", 21, (good,), (Profile("s1", Version(1, 1), 3, ((7, 1),)),)),
-         r"profiles\[0\].entries\[0\]"),
-        (Hello("s9", 1, 1), "unknown switch"),
+        ("s1", LinkNotice((PortState("l2", 2, False, Version(3, 9), 1e9),)), "invalid",
+         "bad time"),
+        # speaking for someone else: l1's own port, a link s1 is not on
+        ("s1", LinkNotice((PortState("l1", 2, False, Version(5, 1)),)), "forged",
+         "speaks for l1's own port 2"),
+        ("s1", LinkNotice((PortState("l2", 4, False, Version(5, 1)),)), "forged",
+         "may not speak for l2:4"),
+        # incarnations: later than the session's (own record), or than the clock allows
+        ("s1", LinkNotice((PortState("s1", 3, False, Version(21, 1)),)), "incarnation",
+         "newer than s1's session incarnation 20"),
+        ("s1", LinkNotice((PortState("l2", 2, False, Version(future, 1)),)), "incarnation",
+         "later than this daemon's clock"),
+        ("s1", LinkNotice((PortState("l2", 2, False, Version(2**64 - 1, 2**64 - 1)),)),
+         "incarnation", "later than this daemon's clock"),
+        ("s1", ProfileUpdate(Profile("s2", Version(20, 1), 3, ((1, 1),))), "forged",
+         "a profile of 's2' from 's1'"),
+        ("s1", ProfileUpdate(Profile("s1", Version(2**64 - 1, 2**64 - 1), 3, ((1, 7),))),
+         "incarnation", "not s1's session incarnation"),
+        ("s1", ProfileUpdate(Profile("s1", Version(20, 1), 4, ((1, 1),))), "invalid",
+         "differs"),
+        ("s1", ProfileUpdate(Profile("s1", Version(20, 1), 3, ((9, 1),))), "invalid",
+         "no leaf with id 9"),
+        ("s1", ProfileUpdate(Profile("s1", Version(20, 1), 3, ((1, 8),))), "invalid",
+         "out of range"),
+        ("s1", ProfileUpdate(Profile("s1", Version(20, 1), 3, ((1, 1), (1, 2)))), "invalid",
+         "twice"),
+        ("s1", ResyncChunk((good,), Profile("s1", Version(20, 1), 3, ((7, 1),))), "invalid",
+         r"resync.profile.entries\[0\]"),
+        ("s1", Hello(0, 1), "invalid", "must be positive"),
+        ("s1", Hello(19, 1), "incarnation", "older than s1's current 20"),
+        ("s1", Hello(future, 1), "incarnation", "later than this daemon's clock"),
+        ("s2", LinkNotice((good,)), "no_session", "first message must be a Hello"),
+        ("s9", Hello(1, 1), "forged", "unknown switch"),
+        ("l2", Hello(1, 1), "forged", "not a peer"),
     ]
-    for msg, words in bad_msgs:
-        with pytest.raises(Rejected, match=words):
-            if isinstance(msg, LinkNotice):
-                core.on_notice(msg, 5.0)
-            elif isinstance(msg, ProfileUpdate):
-                core.on_profile(msg, 5.0)
-            elif isinstance(msg, FullState):
-                core.on_resync(msg, 5.0)
-            else:
-                core.on_hello(msg, 5.0)
-    with pytest.raises(Rejected, match="responder"):
-        core.on_hello_reply("s1", HelloReply("s2", 3), 5.0)
+    for peer, msg, reason, words in bad:
+        with pytest.raises(Rejected, match=words) as ei:
+            core.on_message(peer, msg, 100.0)
+        assert ei.value.reason == reason, (msg, ei.value)
     after = (core.links.snapshot(), dict(core.programmed), core.store.all(),
              core.peers.peers["s1"].last_heard)
     assert after == before
 
 
-def test_spine_profile_from_a_leaf_is_rejected(fab):
+def test_records_and_profiles_only_from_who_may_speak_for_them(fab):
+    # a spine speaks for its own ports and the leaf ends of its links, not for other spines'
     spine = SyncMeshCore(fab, "s1", 10)
-    with pytest.raises(Rejected, match="only spines publish"):
-        spine.on_profile(ProfileUpdate("l1", Profile("l1", Version(1, 1), 3, ())), 0.0)
+    spine.start(0.0)
+    session(spine, "l1", 20)
+    with pytest.raises(Rejected, match="only spines publish") as ei:
+        spine.on_profile("l1", ProfileUpdate(Profile("l1", Version(20, 1), 3, ())), 0.0)
+    assert ei.value.reason == "forged"
+    # l1 speaks for its own ends and the spine end of its links to s2 ...
+    acts = spine.on_notice("l1", LinkNotice((PortState("l1", 4, False, Version(20, 1), 0.1),
+                                             PortState("s2", 1, False, Version(7, 1), 0.1))),
+                           0.2)
+    assert not spine.link_view()["l1:4-s2:1"]
+    # ... and s1 relays nothing of a link it is not on
+    assert not any(isinstance(a, Send) for a in acts)
+    with pytest.raises(Rejected, match="may not speak for l2:2"):
+        spine.on_notice("l1", LinkNotice((PortState("l2", 2, False, Version(7, 1)),)), 0.3)
+
+
+def test_a_forged_record_about_a_switchs_own_port_never_hides_its_real_changes(fab):
+    net = CoreNet(fab)
+    net.start()
+    l2 = net.cores["l2"]
+    forged = LinkNotice((PortState("l2", 2, False, Version(2**40, 2**63)),))
+    with pytest.raises(Rejected):
+        l2.on_notice("s1", forged, net.now)
+    net.handle("l2", l2.on_port_status({2: False}, net.now))
+    net.run()
+    assert all(not v["l2:2-s1:3"] for v in net.views().values())
+    net.handle("l2", l2.on_port_status({2: True}, net.now))
+    net.run()
+    assert all(v["l2:2-s1:3"] for v in net.views().values())
 
 
 def test_port_status_out_and_host_ports(fab):
     core = SyncMeshCore(fab, "l1", 10, port_status_out=True)
     core.start(0.0)
     acts = core.on_port_status({2: False, 1: False, 77: True}, 1.0)
-    assert PortStatusOut(2, False, 1) in acts
+    # a port-status packet for every port of the switch, the host's too (the program keeps
+    # every port's liveness, as softswitch's own injection does), sequence numbers increasing
+    outs = [a for a in acts if isinstance(a, PortStatusOut)]
+    assert [(o.port, o.up) for o in outs] == [(1, False), (2, False)]
+    assert outs[0].seq < outs[1].seq
     names = [a.name for a in acts if isinstance(a, Event)]
     assert "host_port_down" in names and "unknown_port" in names and "port_down" in names
+    assert not any(isinstance(a, Send) for a in acts)  # no session up: nobody to tell
+    session(core, "s1", 20, 2.0)
+    session(core, "s2", 21, 2.0)
+    acts = core.on_port_status({2: True}, 3.0)
     notices = [a for a in acts if isinstance(a, Send)]
     assert {a.peer for a in notices} == {"s1", "s2"}
     assert [st.port for st in notices[0].message.states] == [2]
     # the same state again is no news
-    assert core.on_port_status({2: False}, 2.0) == []
+    assert core.on_port_status({2: True}, 4.0) == []

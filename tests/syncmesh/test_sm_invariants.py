@@ -3,8 +3,10 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sm_harness import CoreNet
+from syncmesh.config import CoreConfig
+from syncmesh.core import Rejected, SyncMeshCore
 from syncmesh.linkstate import LinkStateTable, PortState, Version
-from syncmesh.peers import PeerTable
+from syncmesh.messages import Hello
 from syncmesh.profiles import Profile, ProfileStore
 
 from fabricmodel import leaf_spine
@@ -62,9 +64,9 @@ versions = st.builds(Version, st.integers(1, 4), st.integers(1, 6))
 def test_profile_store_keeps_the_newest_version(vs, rnd):
     profiles = [Profile("s1", v, 4, ((1, (v.incarnation * 7 + v.seq) % 16),)) for v in vs]
     rnd.shuffle(profiles)
-    store = ProfileStore()
+    store = ProfileStore(max_level=15, stale_after=3.0, age_step=0.25)
     for p in profiles:
-        store.merge(p)
+        store.merge(p, 0.0)
     assert store.get("s1").version == max(vs)
 
 
@@ -72,22 +74,27 @@ def test_profile_store_keeps_the_newest_version(vs, rnd):
                           st.floats(0.0, 3.0)), max_size=40))
 @settings(max_examples=100, deadline=None)
 def test_peer_liveness_follows_the_last_hello(events):
-    peers = PeerTable(("p",), keepalive_interval=0.5, dead_interval=2.0)
+    core = SyncMeshCore(FAB, "l1", 5, CoreConfig(keepalive_interval=0.5, dead_interval=2.0))
+    peers = core.peers
     now = 0.0
     last_hello = None
     newest_inc = 0
     for kind, inc, dt in events:
         now += dt
         if kind == "hello":
-            peers.heard_from("p", inc, now)
+            try:
+                core.on_hello("s1", Hello(inc, 1), now)
+            except Rejected as e:
+                # a late hello from an older incarnation never rolls the peer's back
+                assert inc < newest_inc and e.reason == "incarnation"
+                continue
             last_hello = now
             newest_inc = max(newest_inc, inc)
         else:
             peers.expire(now)
         alive = last_hello is not None and now - last_hello <= 2.0
-        assert ("p" in peers.up()) == alive or kind == "hello"
-        # a late hello from an older incarnation never rolls the peer's incarnation back
-        assert peers.peers["p"].incarnation == newest_inc
+        assert ("s1" in peers.up()) == alive or kind == "hello"
+        assert peers.peers["s1"].incarnation == newest_inc
 
 
 @given(st.lists(st.tuples(st.sampled_from([lk.leaf for lk in FAB.links]), st.booleans()),

@@ -5,7 +5,7 @@ import logging
 from syncmesh.core import SyncMeshCore
 from syncmesh.linkstate import PortState, Version
 from syncmesh.logs import LogfmtFormatter, SwitchLog
-from syncmesh.messages import LinkNotice
+from syncmesh.messages import Hello, LinkNotice
 from syncmesh.metrics import CONVERGENCE_BUCKETS, TransportStats, parse, render
 
 from fabricmodel import leaf_spine
@@ -15,13 +15,13 @@ def test_page_is_well_formed_and_histogram_cumulative():
     fab = leaf_spine(2, 2, 1, 1)
     core = SyncMeshCore(fab, "l1", 5)
     core.start(0.0)
-    core.peers.heard_from("s1", 9, 0.0)
+    core.on_hello("s1", Hello(9, 1), 0.0)
     core.on_port_status({3: False}, 0.0)
     core.on_counters({2: 0, 3: 0}, 0.0)
     core.on_counters({2: 6_250_000, 3: 0}, 1.0)  # 50 Mbit/s on a 100 Mbit/s uplink
     for i, delay in enumerate((0.002, 0.02, 0.3)):
         st = PortState("l2", 2, i % 2 == 0, Version(7, i + 1), 10.0)
-        core.on_notice(LinkNotice("s1", (st,)), 10.0 + delay)
+        core.on_notice("s1", LinkNotice((st,)), 10.0 + delay)
     stats = TransportStats()
     stats.sent["hello"] += 3
     stats.rejected["malformed"] += 1

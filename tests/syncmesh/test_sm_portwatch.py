@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from sm_net import TOKEN, agree, loopback_fabric, make_daemon
+from sm_net import agree, fabric_certs, loopback_fabric, make_daemon
 from syncmesh.portwatch import PortWatcher, mininet_names
 from testsupport import async_wait_until, stop_processes
 
@@ -59,13 +59,14 @@ def test_watcher_reports_initial_state_and_changes(netns):
 
 
 @pytest.mark.root
-def test_daemons_learn_a_carrier_loss_seen_by_netlink(netns):
+def test_daemons_learn_a_carrier_loss_seen_by_netlink(netns, tmp_path):
     fab = loopback_fabric(2, 2, 1, 1)
+    certs = fabric_certs(fab, tmp_path / "certs")
 
     async def scenario():
-        ds = {n: make_daemon(fab, n) for n in ("l2", "s1", "s2")}
+        ds = {n: make_daemon(fab, n, certs) for n in ("l2", "s1", "s2")}
         watcher = PortWatcher(mininet_names(fab, "l1"), netns)
-        ds["l1"] = make_daemon(fab, "l1")
+        ds["l1"] = make_daemon(fab, "l1", certs)
         ds["l1"].port_source = watcher.changes
         for d in ds.values():
             await d.start()
@@ -111,17 +112,20 @@ def test_cli_daemon_watches_ports_in_a_namespace(netns, tmp_path):
     path = tmp_path / "fabric.yaml"
     dump(fab, path)
     log = tmp_path / "l1.log"
+    certs = tmp_path / "certs"
+    subprocess.run([sys.executable, "-m", "syncmesh.cli", "certs", "--fabric", str(path),
+                    "--out", str(certs)], check=True, capture_output=True, timeout=60)
 
     async def scenario(procs):
-        ds = {n: make_daemon(fab, n) for n in ("l2", "s1", "s2")}
+        ds = {n: make_daemon(fab, n, certs) for n in ("l2", "s1", "s2")}
         for d in ds.values():
             await d.start()
         try:
             with open(log, "w") as err:
                 procs.append(subprocess.Popen(
                     [sys.executable, "-m", "syncmesh.cli", "run", str(path), "l1",
-                     "--watch-ports", "--netns", netns, "--metrics", "off"],
-                    env={**os.environ, "SYNCMESH_TOKEN": TOKEN}, stderr=err))
+                     "--watch-ports", "--netns", netns, "--metrics", "off", "--certs",
+                     str(certs), "--state-dir", str(tmp_path / "state")], stderr=err))
             await async_wait_until(lambda: "l1" in ds["s1"].core.peers.up(), "l1 process up",
                              timeout=30)
             ip("-n", netns, "link", "set", "smp3", "down")  # l1-eth3: l1's link to s2

@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from syncmesh.core import SyncMeshCore
 from syncmesh.linkstate import PortState, Version
-from syncmesh.messages import LinkNotice
+from syncmesh.messages import Hello, LinkNotice
 from syncmesh.sglb_mapping import (
     Identity,
     MulticastWrite,
@@ -85,10 +85,10 @@ def test_book_writes_changes_only():
     book.commit(first)
     assert book.plan(core.desired()).empty
     # s1 loses both links to l3: only l1's profile for l3 changes
-    core.peers.heard_from("s1", 5, 0.0)
+    core.on_hello("s1", Hello(5, 1), 0.0)
     states = (PortState("l3", 3, False, Version(9, 1), 1.0),
               PortState("l3", 4, False, Version(9, 2), 1.0))
-    core.on_notice(LinkNotice("s1", states), 1.0)
+    core.on_notice("s1", LinkNotice(states), 1.0)
     plan = book.plan(core.desired())
     assert not plan.insert and not plan.delete
     params = _profile(plan, 3)
@@ -114,8 +114,8 @@ def test_book_writes_back_a_notice_epoch_only_once_its_view_includes_it():
     book.note_notice(NoticeSeen(S1 + 1, 3, fail=True, epoch=40))
     book.note_notice(NoticeSeen(S1, 3, fail=False, epoch=11))       # an older copy: ignored
     assert book.plan(core.desired()).empty                           # nothing confirmed yet
-    core.peers.heard_from("s1", 5, 0.0)
-    core.on_notice(LinkNotice("s1", (PortState("l3", 3, False, Version(9, 1), 1.0),
+    core.on_hello("s1", Hello(5, 1), 0.0)
+    core.on_notice("s1", LinkNotice((PortState("l3", 3, False, Version(9, 1), 1.0),
                                      PortState("l3", 4, False, Version(9, 2), 1.0))), 1.0)
     plan = book.plan(core.desired())
     params = _profile(plan, 3)
@@ -125,7 +125,7 @@ def test_book_writes_back_a_notice_epoch_only_once_its_view_includes_it():
     # the link comes back, the RECOVER notice (13) is punted before the core hears of it
     book.note_notice(NoticeSeen(S1, 3, fail=False, epoch=13))
     assert book.plan(core.desired()).empty                           # still 12: notice rules
-    core.on_notice(LinkNotice("s1", (PortState("l3", 3, True, Version(9, 3), 2.0),)), 2.0)
+    core.on_notice("s1", LinkNotice((PortState("l3", 3, True, Version(9, 3), 2.0),)), 2.0)
     params = _profile(book.plan(core.desired()), 3)
     assert params["live_mask"] == 0b1111
     assert [params[f"ep{i}"] for i in range(2)] == [writeback(13)] * 2

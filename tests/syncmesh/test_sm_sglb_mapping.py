@@ -8,7 +8,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from syncmesh.core import SyncMeshCore
 from syncmesh.linkstate import PortState, Version
-from syncmesh.messages import LinkNotice
+from syncmesh.messages import Hello, LinkNotice
 from syncmesh.sglb_mapping import (
     Identity,
     MappingError,
@@ -146,8 +146,8 @@ def test_leaf_and_spine_forward_with_the_mapped_entries(program):
         seen.add(outs[0].port)
     assert seen == uplink_ports  # both paths used while both are live
     # the l2-s1 link fails: SyncMesh takes path 0 (via s1) out of l1's profile for l2
-    core.peers.heard_from("s1", 5, 0.0)
-    core.on_notice(LinkNotice("s1", (PortState("l2", 2, False, Version(9, 1), 1.0),)), 1.0)
+    core.on_hello("s1", Hello(5, 1), 0.0)
+    core.on_notice("s1", LinkNotice((PortState("l2", 2, False, Version(9, 1), 1.0),)), 1.0)
     install(leaf, entities(core.desired(), Identity(switch_mac(1))))
     for sport in range(1000, 1040):
         clock[0] += 10_000

@@ -38,8 +38,9 @@ hosts:
 def run(fabric: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     env = dict(os.environ, SYNCMESH_TOKEN="smp-secret")
     return subprocess.run([sys.executable, "-m", "syncmesh.cli", "run", str(fabric), "l1",
-                           "--metrics", "off", *args], capture_output=True, text=True, env=env,
-                          cwd=REPO, timeout=timeout)
+                           "--metrics", "off", "--insecure", "--state-dir",
+                           str(fabric.parent / "state"), *args],
+                          capture_output=True, text=True, env=env, cwd=REPO, timeout=timeout)
 
 
 def error_line(proc: subprocess.CompletedProcess) -> str:
@@ -82,6 +83,13 @@ def test_a_program_without_the_sglb_tables_is_refused(fabric_file):
     (("--pipeline", "p4src/sglb.p4"), "--pipeline needs --p4runtime"),
     (("--p4runtime", "--counter-interval", "0"), "--counter-interval: must be > 0, got 0"),
     (("--p4runtime", "--flowlet-gap-us", "-5"), "--flowlet-gap-us: must be in 0..2^32-1, got -5"),
+    (("--dre-period-shift", "8"), "--dre-period-shift needs --p4runtime"),
+    (("--p4runtime", "--dre-period-shift", "25"), "--dre-period-shift: must be in 0..24, got 25"),
+    (("--p4runtime", "--notice-copies", "0"), "--notice-copies: must be in 1..16, got 0"),
+    (("--p4runtime", "--unknown-level", "8"),
+     "--unknown-level: feedback unknown_level = 8 is outside 0..7"),
+    (("--p4runtime", "--feedback-fresh-us", "200000"),
+     "--feedback-fresh-us/--feedback-stale-us: feedback stale_us 100000 < fresh_us 200000"),
 ])
 def test_bad_p4runtime_options_are_refused(fabric_file, args, message):
     proc = run(fabric_file, *args)

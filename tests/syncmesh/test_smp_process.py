@@ -36,6 +36,7 @@ from syncmesh.sglb_mapping import (
 from testsupport import free_port, stop_process, wait_until
 
 from fabricmodel import load
+from sglb.config import dre_period_shift_for
 
 pytestmark = pytest.mark.root
 
@@ -169,7 +170,11 @@ def wanted(fabric_path: Path, ports_up: dict[int, bool]) -> list:
     now = time.time()
     core.start(now)
     core.on_port_status(ports_up, now)
-    return sorted(entities(core.desired(), Identity(switch_mac(1))), key=repr)
+    # the daemon compiles sglb.p4 with the DRE period of the fabric's slowest link (10 Mbit/s)
+    shift = dre_period_shift_for(min(lk.capacity_mbps for lk in fabric.links))
+    assert shift == 13
+    return sorted(entities(core.desired(), Identity(switch_mac(1), dre_period_shift=shift)),
+                  key=repr)
 
 
 def holds(address: str, schema: fy.P4Schema, fabric_path: Path, ports_up: dict[int, bool],
@@ -193,10 +198,15 @@ def wait_for(what: str, check, daemon: subprocess.Popen, log: Path, timeout: flo
 
 def start_daemon(fabric_path: Path, address: str, log: Path) -> subprocess.Popen:
     # a SIGKILLed daemon leaves its compiled-pipeline directory: keep it in the test's tmp
-    env = dict(os.environ, SYNCMESH_TOKEN="smp-secret", TMPDIR=str(log.parent))
+    env = dict(os.environ, TMPDIR=str(log.parent))
+    certs = log.parent / "certs"
+    if not certs.exists():
+        subprocess.run([sys.executable, "-m", "syncmesh.cli", "certs", "--fabric",
+                        str(fabric_path), "--out", str(certs), "--switch", "l1"], check=True,
+                       capture_output=True, timeout=60, cwd=REPO)
     cmd = [sys.executable, "-m", "syncmesh.cli", "run", str(fabric_path), "l1",
            "--p4runtime", address, "--switch-budget", "60", "--keepalive", "0.2",
-           "--dead-interval", "1"]
+           "--dead-interval", "1", "--certs", str(certs), "--state-dir", str(log.parent)]
     with open(log, "a") as f:
         return subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=REPO)
 

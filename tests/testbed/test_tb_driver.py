@@ -260,7 +260,7 @@ def test_punted_notice_epoch_is_written_back_once_the_view_includes_it(switch, s
     carries writeback(5) on the path through s1."""
     from scapy.layers.l2 import Ether
     from syncmesh.linkstate import PortState, Version
-    from syncmesh.messages import LinkNotice
+    from syncmesh.messages import Hello, LinkNotice
 
     from sglb.config import writeback
     from sglb.headers import SglbNotice
@@ -287,9 +287,9 @@ def test_punted_notice_epoch_is_written_back_once_the_view_includes_it(switch, s
             await d.apply([op for a in core.on_port_status({4: True}, time.time())
                            if type(a).__name__ == "Program" for op in a.ops])
             before = await profile(d)
-            core.peers.heard_from("s1", 5, 0.0)
-            actions = core.on_notice(LinkNotice("s1", (PortState("s1", 2, False, Version(9, 1),
-                                                                 1.0),)), 1.0)[1]
+            core.on_hello("s1", Hello(9, 1), 0.0)
+            actions = core.on_notice("s1", LinkNotice((PortState("s1", 2, False, Version(9, 1),
+                                                                 1.0),)), 1.0)
             await d.apply([op for a in actions if type(a).__name__ == "Program" for op in a.ops])
             return dict(d.book.seen), before, await profile(d)
 

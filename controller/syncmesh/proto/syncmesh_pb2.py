@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0esyncmesh.proto\x12\x0bsyncmesh.v1\"+\n\x07Version\x12\x13\n\x0bincarnation\x18\x01 \x01(\x04\x12\x0b\n\x03seq\x18\x02 \x01(\x04\"9\n\x05Hello\x12\x0e\n\x06sender\x18\x01 \x01(\t\x12\x13\n\x0bincarnation\x18\x02 \x01(\x04\x12\x0b\n\x03seq\x18\x03 \x01(\x04\"4\n\nHelloReply\x12\x11\n\tresponder\x18\x01 \x01(\t\x12\x13\n\x0bincarnation\x18\x02 \x01(\x04\"o\n\tPortState\x12\x0e\n\x06switch\x18\x01 \x01(\t\x12\x0c\n\x04port\x18\x02 \x01(\r\x12\n\n\x02up\x18\x03 \x01(\x08\x12#\n\x05\x65poch\x18\x04 \x01(\x0b\x32\x14.syncmesh.v1.Version\x12\x13\n\x0b\x64\x65tected_at\x18\x05 \x01(\x01\"D\n\nLinkNotice\x12\x0e\n\x06sender\x18\x01 \x01(\t\x12&\n\x06states\x18\x02 \x03(\x0b\x32\x16.syncmesh.v1.PortState\"/\n\x0cProfileEntry\x12\x10\n\x08\x64st_leaf\x18\x01 \x01(\r\x12\r\n\x05level\x18\x02 \x01(\r\"z\n\x07Profile\x12\x0e\n\x06origin\x18\x01 \x01(\t\x12%\n\x07version\x18\x02 \x01(\x0b\x32\x14.syncmesh.v1.Version\x12\x0c\n\x04\x62its\x18\x03 \x01(\r\x12*\n\x07\x65ntries\x18\x04 \x03(\x0b\x32\x19.syncmesh.v1.ProfileEntry\"F\n\rProfileUpdate\x12\x0e\n\x06sender\x18\x01 \x01(\t\x12%\n\x07profile\x18\x02 \x01(\x0b\x32\x14.syncmesh.v1.Profile\"\x7f\n\tFullState\x12\x0e\n\x06sender\x18\x01 \x01(\t\x12\x13\n\x0bincarnation\x18\x02 \x01(\x04\x12%\n\x05ports\x18\x03 \x03(\x0b\x32\x16.syncmesh.v1.PortState\x12&\n\x08profiles\x18\x04 \x03(\x0b\x32\x14.syncmesh.v1.Profile\"\x16\n\x03\x41\x63k\x12\x0f\n\x07\x63hanged\x18\x01 \x01(\x08\x32\xf1\x01\n\x08SyncMesh\x12\x37\n\x08SayHello\x12\x12.syncmesh.v1.Hello\x1a\x17.syncmesh.v1.HelloReply\x12\x33\n\x06Notify\x12\x17.syncmesh.v1.LinkNotice\x1a\x10.syncmesh.v1.Ack\x12=\n\rUpdateProfile\x12\x1a.syncmesh.v1.ProfileUpdate\x1a\x10.syncmesh.v1.Ack\x12\x38\n\x06Resync\x12\x16.syncmesh.v1.FullState\x1a\x16.syncmesh.v1.FullStateb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0esyncmesh.proto\x12\x0bsyncmesh.v2\"+\n\x07Version\x12\x13\n\x0bincarnation\x18\x01 \x01(\x04\x12\x0b\n\x03seq\x18\x02 \x01(\x04\")\n\x05Hello\x12\x13\n\x0bincarnation\x18\x01 \x01(\x04\x12\x0b\n\x03seq\x18\x02 \x01(\x04\"o\n\tPortState\x12\x0e\n\x06switch\x18\x01 \x01(\t\x12\x0c\n\x04port\x18\x02 \x01(\r\x12\n\n\x02up\x18\x03 \x01(\x08\x12#\n\x05\x65poch\x18\x04 \x01(\x0b\x32\x14.syncmesh.v2.Version\x12\x13\n\x0b\x64\x65tected_at\x18\x05 \x01(\x01\"4\n\nLinkNotice\x12&\n\x06states\x18\x01 \x03(\x0b\x32\x16.syncmesh.v2.PortState\"/\n\x0cProfileEntry\x12\x10\n\x08\x64st_leaf\x18\x01 \x01(\r\x12\r\n\x05level\x18\x02 \x01(\r\"y\n\x07Profile\x12%\n\x07version\x18\x01 \x01(\x0b\x32\x14.syncmesh.v2.Version\x12\x0c\n\x04\x62its\x18\x02 \x01(\r\x12*\n\x07\x65ntries\x18\x03 \x03(\x0b\x32\x19.syncmesh.v2.ProfileEntry\x12\r\n\x05\x64\x65lta\x18\x04 \x01(\x08\"i\n\x0bResyncChunk\x12%\n\x05ports\x18\x01 \x03(\x0b\x32\x16.syncmesh.v2.PortState\x12%\n\x07profile\x18\x02 \x01(\x0b\x32\x14.syncmesh.v2.Profile\x12\x0c\n\x04last\x18\x03 \x01(\x08\"\xb7\x01\n\x08\x45nvelope\x12#\n\x05hello\x18\x01 \x01(\x0b\x32\x12.syncmesh.v2.HelloH\x00\x12)\n\x06notice\x18\x02 \x01(\x0b\x32\x17.syncmesh.v2.LinkNoticeH\x00\x12\'\n\x07profile\x18\x03 \x01(\x0b\x32\x14.syncmesh.v2.ProfileH\x00\x12*\n\x06resync\x18\x04 \x01(\x0b\x32\x18.syncmesh.v2.ResyncChunkH\x00\x42\x06\n\x04\x62ody2G\n\x08SyncMesh\x12;\n\x07Session\x12\x15.syncmesh.v2.Envelope\x1a\x15.syncmesh.v2.Envelope(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,23 +34,19 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_VERSION']._serialized_start=31
   _globals['_VERSION']._serialized_end=74
   _globals['_HELLO']._serialized_start=76
-  _globals['_HELLO']._serialized_end=133
-  _globals['_HELLOREPLY']._serialized_start=135
-  _globals['_HELLOREPLY']._serialized_end=187
-  _globals['_PORTSTATE']._serialized_start=189
-  _globals['_PORTSTATE']._serialized_end=300
-  _globals['_LINKNOTICE']._serialized_start=302
-  _globals['_LINKNOTICE']._serialized_end=370
-  _globals['_PROFILEENTRY']._serialized_start=372
-  _globals['_PROFILEENTRY']._serialized_end=419
-  _globals['_PROFILE']._serialized_start=421
-  _globals['_PROFILE']._serialized_end=543
-  _globals['_PROFILEUPDATE']._serialized_start=545
-  _globals['_PROFILEUPDATE']._serialized_end=615
-  _globals['_FULLSTATE']._serialized_start=617
-  _globals['_FULLSTATE']._serialized_end=744
-  _globals['_ACK']._serialized_start=746
-  _globals['_ACK']._serialized_end=768
-  _globals['_SYNCMESH']._serialized_start=771
-  _globals['_SYNCMESH']._serialized_end=1012
+  _globals['_HELLO']._serialized_end=117
+  _globals['_PORTSTATE']._serialized_start=119
+  _globals['_PORTSTATE']._serialized_end=230
+  _globals['_LINKNOTICE']._serialized_start=232
+  _globals['_LINKNOTICE']._serialized_end=284
+  _globals['_PROFILEENTRY']._serialized_start=286
+  _globals['_PROFILEENTRY']._serialized_end=333
+  _globals['_PROFILE']._serialized_start=335
+  _globals['_PROFILE']._serialized_end=456
+  _globals['_RESYNCCHUNK']._serialized_start=458
+  _globals['_RESYNCCHUNK']._serialized_end=563
+  _globals['_ENVELOPE']._serialized_start=566
+  _globals['_ENVELOPE']._serialized_end=749
+  _globals['_SYNCMESH']._serialized_start=751
+  _globals['_SYNCMESH']._serialized_end=822
 # @@protoc_insertion_point(module_scope)

@@ -1,0 +1,341 @@
+/* parser.p4 (TNA): headers, metadata, parsers and deparsers of the Tofino
+ * program. The wire formats are the shared ones of ../include/headers.p4;
+ * what is TNA's own is the bridged header (ingress -> egress) and the
+ * split of per-packet state into ingress and egress metadata. */
+
+#ifndef SGLB_TNA_PARSER_P4
+#define SGLB_TNA_PARSER_P4
+
+#include "words.p4"
+#include "../include/headers.p4"
+
+/* Bridged from ingress to egress (TNA has no metadata shared by the two). */
+header bridge_t {
+    bit<8>  punt_reason;    /* PUNT_*: packet_in.reason when sent to the CPU */
+    bit<7>  pad0;
+    port_t  ingress_port;   /* packet_in.ingress_port */
+    bit<7>  pad1;
+    bit<1>  raise_ce;       /* egress raises tag.ce / probe.hop_dre (spine, leaf uplink) */
+}
+
+struct tna_headers_t {
+    bridge_t      bridge;
+    packet_out_t  packet_out;
+    packet_in_t   packet_in;
+    ethernet_t    ethernet;
+    tag_t         tag;
+    arp_t         arp;
+    ipv4_t        ipv4;
+    l4_ports_t    l4;
+    port_status_t port_status;
+    notice_t      notice;
+    probe_t       probe;
+}
+
+/* bf-p4c zero-initialises the metadata, as v1model does. */
+@pa_auto_init_metadata
+struct ig_meta_t {
+    bool    checksum_error;
+    /* switch_config (times in ns) */
+    bit<8>  role;
+    bit<8>  lb_mode;
+    bit<16> switch_id;
+    bit<48> switch_mac;
+    bit<32> flowlet_gap;
+    bit<8>  tie_tolerance;
+    bit<16> notice_group;
+    bit<8>  feedback;
+    bit<16> tag_frame_max;
+    bit<28> fb_fresh;       /* feedback units (2^FB_TIME_SHIFT ns) */
+    bit<32> gap_margin;
+    bit<32> gap_unknown;
+    /* uplinks */
+    pathmask_t path_slots;
+    bit<8>  path_count;
+    /* port_neighbour */
+    bit<8>  nb_kind;
+    bit<16> nb_id;
+    /* dst_profile */
+    pathmask_t cp_mask;
+    pathmask_t rq0;         /* bit planes of the remote level (floored by unknown_level) */
+    pathmask_t rq1;
+    pathmask_t rq2;
+    bit<8>  wprof;          /* weight profile of the draws */
+    /* per-destination state read from registers */
+    pathmask_t down;        /* path's port is down */
+    pathmask_t forced_down; /* a FAIL notice is in force */
+    pathmask_t forced_up;   /* a RECOVER notice is in force */
+    pathmask_t fb0;         /* bit planes of the fed-back level */
+    pathmask_t fb1;
+    pathmask_t fb2;
+    pathmask_t fresh;
+    bit<32> owd_min;
+    bit<32> owd_max;
+    /* the GLB engine (one ALU operation per statement: temporaries) */
+    pathmask_t weighted;    /* dst_profile: paths with a non-zero capacity weight */
+    pathmask_t up;
+    pathmask_t allow;
+    pathmask_t live;
+    pathmask_t safe;
+    pathmask_t t0; pathmask_t t1; pathmask_t t2;
+    pathmask_t u0; pathmask_t u1; pathmask_t u2;
+    pathmask_t lv0;         /* bit planes of the level used */
+    pathmask_t lv1;
+    pathmask_t lv2;
+    pathmask_t o21; pathmask_t o210; pathmask_t a10; pathmask_t o2a;
+    pathmask_t o10; pathmask_t a2o; pathmask_t a21; pathmask_t a210;
+    pathmask_t e0; pathmask_t e1; pathmask_t e2; pathmask_t e3;
+    pathmask_t e4; pathmask_t e5; pathmask_t e6; pathmask_t e7;
+    pword_t z0; pword_t z1; pword_t z2; pword_t z3;
+    pword_t z4; pword_t z5; pword_t z6; pword_t z7;
+    bit<8>  tol;            /* tie_tolerance, at most 7 */
+    pathmask_t candidates;
+    bit<16> draw_word0; bit<16> draw_word1; bit<16> draw_word2; bit<16> draw_word3;
+    pathmask_t draw_bit0; pathmask_t draw_bit1; pathmask_t draw_bit2; pathmask_t draw_bit3;
+    pathmask_t hit0; pathmask_t hit1; pathmask_t hit2; pathmask_t hit3;
+    bit<16> lowest_word;    /* valid ++ path ++ port of the lowest candidate */
+    bit<16> pick_word;      /* valid ++ path ++ port of the pick for a new flowlet */
+    bit<16> flow_word;      /* valid ++ path ++ port the flowlet keeps (flowlet_path) */
+    bit<8>  chosen;
+    bit<1>  new_flowlet;
+    bit<1>  failover;
+    bit<32> now;            /* ns mod 2^32 */
+    bit<28> now_fb;
+    pword_t gen;
+    pword_t gen_prev;
+    bit<32> gen32;
+    bit<32> gen32_prev;
+    bit<16> flowlet_index;
+    bit<32> idle;
+    bit<32> unknown_left;   /* gap_unknown - idle, saturated: 0 once idle long enough */
+    bit<32> skew_bound;
+    bit<32> skew_left;
+    bit<32> gap_over;       /* idle - flowlet_gap, saturated */
+    bit<DRAW_ROW_BITS> draw_row;
+    bit<16> frame;          /* bytes of the frame once tagged */
+    bit<16> frame_over;
+    /* feedback */
+    bit<8>  fb_npaths;
+    bit<8>  fb_path;
+    bit<8>  fb_over;
+    bit<28> fb_age;
+    bit<28> fb_fresh_left;
+    bit<4>  rx_head;        /* valid ++ ce */
+    bit<32> rx_index;
+    bit<32> rx_word;        /* valid ++ ce ++ time (feedback units) */
+    bit<32> rx_owd;         /* one-way delay of the tag (ns, incl. the clock offset) */
+    bit<8>  tag_span;       /* tag.npaths - tag.path, saturated: 0 = path out of range */
+    pathmask_t fb_bit;      /* one-hot of tag.fb_path */
+    bit<1>  fb_l0; bit<1> fb_l1; bit<1> fb_l2;
+    /* classification and bookkeeping */
+    bit<16> l4_src;
+    bit<16> l4_dst;
+    bit<16> dst_leaf;
+    bit<1>  to_leaf;
+    bit<1>  dec_ttl;        /* ipv4_route: to_host / to_leaf decrement the TTL once checked */
+    bit<1>  is_probe;
+    port_t  probe_port;     /* path_ports: port of the probe's path */
+    pathmask_t probe_bit;   /* path_ports: its one-hot bit */
+    pathmask_t probe_slot;
+    pathmask_t probe_down;
+    pword_t probe_slot_z;
+    pword_t probe_down_z;
+    pathmask_t port_paths;  /* port_status: the paths on that port (leaf) */
+    bit<8>  goes_down;
+    bit<8>  port_was;
+    bit<32> notice_key;     /* epoch mod 2^30 << 2 | valid << 1 | fail */
+    bit<2>  notice_flags;
+    bit<32> notice_held;
+    bit<32> notice_ahead;
+    bit<32> notice_index;
+    pathmask_t notice_paths;
+    bit<16> spine_slot;
+    bit<1>  peer_found;
+    bit<16> peer_leaf;
+    bit<8>  peer_member;    /* 1: member a, 2: member b of the leaf's downlinks */
+    bit<8>  links_was;
+    bit<8>  links_now;
+    bit<1>  reach_was;      /* the leaf was reachable before the port-status */
+    bit<1>  reach_now;
+    port_t  down_a;
+    port_t  down_b;
+    bit<8>  share_a;
+    bit<1>  has_downlinks;
+    bit<8>  split;
+    bit<8>  split_left;     /* share_a - split, saturated: non-zero = link a */
+    bit<1>  forwarded;
+    bit<1>  consumed;
+    bit<32> drop_reason;
+    bit<8>  punt_reason;
+    bit<32> event;          /* EV_* counted once, or EV_COUNTER_SIZE (none) */
+    bit<32> tag_event;      /* EV_FEEDBACK_* / EV_TAG_SKIPPED, or none */
+    bit<32> tmp_ip;
+}
+
+@pa_auto_init_metadata
+struct eg_meta_t {
+    bit<32> rate;           /* Lpf of the egress port's bytes */
+    bit<8>  level;
+}
+
+parser SglbIngressParser(packet_in pkt,
+                         out tna_headers_t hdr,
+                         out ig_meta_t meta,
+                         out ingress_intrinsic_metadata_t ig_intr_md) {
+    Checksum() ipv4_checksum;
+
+    state start {
+        pkt.extract(ig_intr_md);
+        pkt.advance(PORT_METADATA_SIZE);
+        transition select(ig_intr_md.ingress_port) {
+            CPU_PORT: parse_packet_out;
+            default: parse_ethernet;
+        }
+    }
+
+    state parse_packet_out {
+        pkt.extract(hdr.packet_out);
+        transition parse_ethernet;
+    }
+
+    state parse_ethernet {
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.etherType) {
+            ETHERTYPE_IPV4: parse_ipv4;
+            ETHERTYPE_ARP: parse_arp;
+            ETHERTYPE_PORT_STATUS: parse_port_status;
+            ETHERTYPE_SGLB: parse_sglb;
+            default: accept;
+        }
+    }
+
+    state parse_arp {
+        pkt.extract(hdr.arp);
+        transition accept;
+    }
+
+    state parse_ipv4 {
+        pkt.extract(hdr.ipv4);
+        ipv4_checksum.add(hdr.ipv4);
+        meta.checksum_error = ipv4_checksum.verify();
+        transition select(hdr.ipv4.ihl, hdr.ipv4.protocol) {
+            (4w5, IPPROTO_TCP): parse_l4;
+            (4w5, IPPROTO_UDP): parse_l4;
+            default: accept;
+        }
+    }
+
+    state parse_l4 {
+        pkt.extract(hdr.l4);
+        transition accept;
+    }
+
+    state parse_port_status {
+        pkt.extract(hdr.port_status);
+        transition accept;
+    }
+
+    /* As in the v1model program: kind 3/4 probe, 5 tag, anything else a notice. */
+    state parse_sglb {
+        transition select(pkt.lookahead<bit<16>>()) {
+            16w0x0003 &&& 16w0x00FF: parse_probe;
+            16w0x0004 &&& 16w0x00FF: parse_probe;
+            16w0x0005 &&& 16w0x00FF: parse_tag;
+            default: parse_notice;
+        }
+    }
+
+    state parse_tag {
+        pkt.extract(hdr.tag);
+        transition select(hdr.tag.next_type) {
+            ETHERTYPE_IPV4: parse_ipv4;
+            default: accept;
+        }
+    }
+
+    state parse_notice {
+        pkt.extract(hdr.notice);
+        transition accept;
+    }
+
+    state parse_probe {
+        pkt.extract(hdr.probe);
+        transition accept;
+    }
+}
+
+control SglbIngressDeparser(packet_out pkt,
+                            inout tna_headers_t hdr,
+                            in ig_meta_t meta,
+                            in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
+    Checksum() ipv4_checksum;
+
+    apply {
+        hdr.ipv4.hdrChecksum = ipv4_checksum.update({
+            hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.diffserv, hdr.ipv4.totalLen,
+            hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.fragOffset,
+            hdr.ipv4.ttl, hdr.ipv4.protocol, hdr.ipv4.srcAddr, hdr.ipv4.dstAddr });
+        pkt.emit(hdr.bridge);
+        pkt.emit(hdr.ethernet);
+        pkt.emit(hdr.tag);
+        pkt.emit(hdr.arp);
+        pkt.emit(hdr.ipv4);
+        pkt.emit(hdr.l4);
+        pkt.emit(hdr.port_status);
+        pkt.emit(hdr.notice);
+        pkt.emit(hdr.probe);
+    }
+}
+
+/* Egress sees the bridged header, then only what it may change: the tag's
+ * ce and the probe's hop_dre (the rest is payload to it). */
+parser SglbEgressParser(packet_in pkt,
+                        out tna_headers_t hdr,
+                        out eg_meta_t meta,
+                        out egress_intrinsic_metadata_t eg_intr_md) {
+    state start {
+        pkt.extract(eg_intr_md);
+        pkt.extract(hdr.bridge);
+        transition parse_ethernet;
+    }
+
+    state parse_ethernet {
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.etherType) {
+            ETHERTYPE_SGLB: parse_sglb;
+            default: accept;
+        }
+    }
+
+    state parse_sglb {
+        transition select(pkt.lookahead<bit<16>>()) {
+            16w0x0003 &&& 16w0x00FF: parse_probe;
+            16w0x0005 &&& 16w0x00FF: parse_tag;
+            default: accept;
+        }
+    }
+
+    state parse_tag {
+        pkt.extract(hdr.tag);
+        transition accept;
+    }
+
+    state parse_probe {
+        pkt.extract(hdr.probe);
+        transition accept;
+    }
+}
+
+control SglbEgressDeparser(packet_out pkt,
+                           inout tna_headers_t hdr,
+                           in eg_meta_t meta,
+                           in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
+    apply {
+        pkt.emit(hdr.packet_in);
+        pkt.emit(hdr.ethernet);
+        pkt.emit(hdr.tag);
+        pkt.emit(hdr.probe);
+    }
+}
+
+#endif

@@ -1,0 +1,1115 @@
+/* sglb.p4 (TNA): the SGLB data plane for Tofino (tna) and Tofino 2 (t2na).
+ *
+ *     bf-p4c --target tofino  --arch tna  p4src/tna/sglb.p4
+ *     bf-p4c --target tofino2 --arch t2na p4src/tna/sglb.p4
+ *     (-DMAX_PATHS=64 for 64 paths; 8 by default)
+ *
+ * The same GLB engine, roles, wire formats (../include/headers.p4), in-band
+ * feedback and notice rules as ../sglb.p4 (v1model), in Tofino's idioms:
+ * per-path state is bitmaps in 32-bit register words, one RegisterAction per
+ * register per packet; the congestion levels of all paths are three bit
+ * planes, so the least-congested band is found with bitwise logic instead of
+ * a 64-way comparison chain; the capacity-weighted pick draws four paths
+ * from a table the control plane fills in proportion to capacity and takes
+ * the first one that is a candidate; the local utilisation is an Lpf per
+ * egress port, quantised by a range table; times are nanoseconds. Where the
+ * rules differ, and why, is in docs/sglb.md ("The Tofino program").
+ */
+
+#include <core.p4>
+#if __TARGET_TOFINO__ == 2
+#include <t2na.p4>
+#else
+#include <tna.p4>
+#endif
+
+#include "parser.p4"
+#include "regs.p4"
+
+control SglbIngress(inout tna_headers_t hdr,
+                    inout ig_meta_t meta,
+                    in ingress_intrinsic_metadata_t ig_intr_md,
+                    in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
+                    inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
+                    inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+
+    /* ---- Registers (data-plane state) ---- */
+    SGLB_FOR_EACH_WORD(SGLB_WORD_REGISTERS)
+
+    /* The other registers, each with its RegisterActions (state.p4). */
+#include "state.p4"
+
+    /* ---- Externs ---- */
+    Hash<bit<FLOWLET_INDEX_BITS>>(HashAlgorithm_t.CRC16) flowlet_hash;
+    Hash<bit<DRAW_ROW_BITS>>(HashAlgorithm_t.CRC32) flow_row_hash;
+    Hash<bit<8>>(HashAlgorithm_t.CRC32) split_hash;
+    Random<bit<DRAW_ROW_BITS>>() draw_random;
+
+    /* ---- Counters read by the control plane ---- */
+    Counter<bit<32>, port_t>(MAX_PORTS, CounterType_t.PACKETS_AND_BYTES) port_rx;
+    Counter<bit<32>, bit<32>>(DROP_COUNTER_SIZE, CounterType_t.PACKETS) drops;
+    Counter<bit<32>, bit<32>>(EV_COUNTER_SIZE, CounterType_t.PACKETS) events;
+    Counter<bit<32>, bit<32>>(EV_COUNTER_SIZE, CounterType_t.PACKETS) tag_events;
+
+    /* -- switch_config: one per switch, the default action (times in ns) -- */
+    action set_switch(bit<8> role, bit<8> lb_mode, bit<16> switch_id,
+                      bit<48> switch_mac, bit<32> flowlet_gap,
+                      bit<8> tie_tolerance, bit<16> notice_group,
+                      bit<8> feedback, bit<16> tag_frame_max,
+                      bit<28> fb_fresh, bit<32> gap_margin, bit<32> gap_unknown) {
+        meta.role = role;
+        meta.lb_mode = lb_mode;
+        meta.switch_id = switch_id;
+        meta.switch_mac = switch_mac;
+        meta.flowlet_gap = flowlet_gap;
+        meta.tie_tolerance = tie_tolerance;
+        meta.notice_group = notice_group;
+        meta.feedback = feedback;
+        meta.tag_frame_max = tag_frame_max;
+        meta.fb_fresh = fb_fresh;
+        meta.gap_margin = gap_margin;
+        meta.gap_unknown = gap_unknown;
+    }
+
+    table switch_config {
+        actions = { set_switch; }
+        default_action = set_switch(ROLE_LEAF, MODE_SGLB, 0, 0, 200000, 1, 0,
+                                    0, 1514, 610, 100000, 100000000);
+        size = 1;
+    }
+
+    /* -- uplinks: which paths exist (leaf) -- */
+    action set_uplinks(pathmask_t path_slots, bit<8> path_count) {
+        meta.path_slots = path_slots;
+        meta.path_count = path_count;
+    }
+
+    action no_uplinks() {
+        meta.path_slots = 0;
+        meta.path_count = 0;
+    }
+
+    table uplinks {
+        actions = { set_uplinks; no_uplinks; }
+        default_action = no_uplinks();
+        size = 1;
+    }
+
+    /* -- port_neighbour: what the control plane bound each port to -- */
+    action bind_host() {
+        meta.nb_kind = NEIGHBOUR_HOST;
+        meta.nb_id = 0;
+    }
+
+    action bind_spine(bit<16> spine_id) {
+        meta.nb_kind = NEIGHBOUR_SPINE;
+        meta.nb_id = spine_id;
+    }
+
+    action bind_leaf(bit<16> leaf_id) {
+        meta.nb_kind = NEIGHBOUR_LEAF;
+        meta.nb_id = leaf_id;
+    }
+
+    action unbound() {
+        meta.nb_kind = NEIGHBOUR_NONE;
+        meta.nb_id = 0;
+    }
+
+    table port_neighbour {
+        key = { ig_intr_md.ingress_port: exact; }
+        actions = { bind_host; bind_spine; bind_leaf; unbound; }
+        default_action = unbound();
+        size = MAX_PORTS;
+    }
+
+    /* -- ipv4_route -- */
+    action to_host(port_t port, bit<48> host_mac) {
+        ig_tm_md.ucast_egress_port = port;
+        hdr.ethernet.srcAddr = meta.switch_mac;
+        hdr.ethernet.dstAddr = host_mac;
+        meta.dec_ttl = 1;
+        meta.forwarded = 1;
+    }
+
+    action to_leaf(bit<16> leaf) {
+        meta.dst_leaf = leaf;
+        meta.to_leaf = 1;
+        hdr.ethernet.srcAddr = meta.switch_mac;
+        meta.dec_ttl = 1;
+    }
+
+    action to_cpu() {
+        ig_tm_md.ucast_egress_port = CPU_PORT;
+        meta.punt_reason = PUNT_HOST;
+        meta.forwarded = 1;
+    }
+
+    action no_route() {
+        meta.drop_reason = DROP_NO_ROUTE;
+    }
+
+    table ipv4_route {
+        key = { hdr.ipv4.dstAddr: lpm; }
+        actions = { to_host; to_leaf; to_cpu; no_route; }
+        default_action = no_route();
+        size = 4096;
+    }
+
+    /* -- arp_proxy -- */
+    action arp_reply(bit<48> mac) {
+        hdr.arp.oper = 2;
+        hdr.arp.tha = hdr.arp.sha;
+        hdr.arp.sha = mac;
+        meta.tmp_ip = hdr.arp.tpa;
+        hdr.arp.tpa = hdr.arp.spa;
+        hdr.arp.spa = meta.tmp_ip;
+        hdr.ethernet.dstAddr = hdr.ethernet.srcAddr;
+        hdr.ethernet.srcAddr = mac;
+        ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port;
+        meta.forwarded = 1;
+        meta.event = EV_ARP_REPLIED;
+    }
+
+    action arp_miss() {
+        meta.drop_reason = DROP_NO_ROUTE;
+    }
+
+    table arp_proxy {
+        key = { hdr.arp.tpa: lpm; }
+        actions = { arp_reply; arp_miss; }
+        default_action = arp_miss();
+        size = 1024;
+    }
+
+    /* -- dst_profile: SyncMesh's view of a destination leaf (leaf). The
+     *    remote level of each path (already floored by unknown_level) comes
+     *    as three bit planes; wprof names the draws of its capacity weights. -- */
+    action set_profile(pathmask_t live_mask, pathmask_t weighted,
+                       pathmask_t rq0, pathmask_t rq1, pathmask_t rq2, bit<8> wprof) {
+        meta.cp_mask = live_mask;
+        meta.weighted = weighted;
+        meta.rq0 = rq0;
+        meta.rq1 = rq1;
+        meta.rq2 = rq2;
+        meta.wprof = wprof;
+    }
+
+    /* No congestion data for this leaf: hash ECMP over the live paths
+     * (weight profile 0: every path once). */
+    action no_profile() {
+        meta.cp_mask = (pathmask_t)-1;
+        meta.weighted = (pathmask_t)-1;
+        meta.rq0 = 0;
+        meta.rq1 = 0;
+        meta.rq2 = 0;
+        meta.wprof = 0;
+        meta.lb_mode = MODE_ECMP;
+    }
+
+    table dst_profile {
+        key = { meta.dst_leaf: exact; }
+        actions = { set_profile; no_profile; }
+        default_action = no_profile();
+        size = MAX_LEAVES;
+    }
+
+    /* -- draws: four paths drawn in proportion to capacity, per weight
+     *    profile and row (the control plane spreads each column over the
+     *    weights); each as a word valid (bit 15) ++ path (14:9) ++ port (8:0),
+     *    the word the flowlet keeps, and its one-hot bit. -- */
+    action set_draws(bit<16> word0, pathmask_t bit0, bit<16> word1, pathmask_t bit1,
+                     bit<16> word2, pathmask_t bit2, bit<16> word3, pathmask_t bit3) {
+        meta.draw_word0 = word0; meta.draw_bit0 = bit0;
+        meta.draw_word1 = word1; meta.draw_bit1 = bit1;
+        meta.draw_word2 = word2; meta.draw_bit2 = bit2;
+        meta.draw_word3 = word3; meta.draw_bit3 = bit3;
+    }
+
+    action no_draws() {
+        meta.draw_bit0 = 0;
+        meta.draw_bit1 = 0;
+        meta.draw_bit2 = 0;
+        meta.draw_bit3 = 0;
+    }
+
+    table draws {
+        key = { meta.wprof: exact; meta.draw_row: exact; }
+        actions = { set_draws; no_draws; }
+        default_action = no_draws();
+        size = DRAW_TABLE_SIZE;
+    }
+
+    /* -- lowest_path: the lowest path of the candidates as a word like the
+     *    draws' (ternary: path i matches bit i set and bits 0..i-1 clear) -- */
+    action set_lowest(bit<16> word) {
+        meta.lowest_word = word;
+    }
+
+    action no_lowest() {
+        meta.lowest_word = 0;
+    }
+
+    table lowest_path {
+        key = { meta.candidates: ternary; }
+        actions = { set_lowest; no_lowest; }
+        default_action = no_lowest();
+        size = MAX_PATHS;
+    }
+
+    /* -- band_select: the candidates are the eligible paths at most
+     *    tie_tolerance levels above the lowest level of any eligible path:
+     *    the lowest level m is the number of leading empty e_k (z_k: e_k
+     *    folded into a word), found by entry priority (ZW: "is zero"). -- */
+    action take_band(pathmask_t chosen_band) {
+        meta.candidates = chosen_band;
+    }
+    action band_0() { take_band(meta.e0); }
+    action band_1() { take_band(meta.e1); }
+    action band_2() { take_band(meta.e2); }
+    action band_3() { take_band(meta.e3); }
+    action band_4() { take_band(meta.e4); }
+    action band_5() { take_band(meta.e5); }
+    action band_6() { take_band(meta.e6); }
+    action band_7() { take_band(meta.e7); }
+
+#define ZW (pword_t)0 &&& (pword_t)-1
+    table band_select {
+        key = {
+            SGLB_NONEMPTY(0): ternary; SGLB_NONEMPTY(1): ternary; SGLB_NONEMPTY(2): ternary;
+            SGLB_NONEMPTY(3): ternary; SGLB_NONEMPTY(4): ternary; SGLB_NONEMPTY(5): ternary;
+            SGLB_NONEMPTY(6): ternary; meta.tol: exact;
+        }
+        actions = { band_0; band_1; band_2; band_3; band_4; band_5; band_6; band_7; }
+        const entries = {
+            (ZW, ZW, ZW, ZW, ZW, ZW, ZW, 0): band_7();
+            (ZW, ZW, ZW, ZW, ZW, ZW, ZW, 1): band_7();
+            (ZW, ZW, ZW, ZW, ZW, ZW, ZW, 2): band_7();
+            (ZW, ZW, ZW, ZW, ZW, ZW, ZW, 3): band_7();
+            (ZW, ZW, ZW, ZW, ZW, ZW, ZW, 4): band_7();
+            (ZW, ZW, ZW, ZW, ZW, ZW, ZW, 5): band_7();
+            (ZW, ZW, ZW, ZW, ZW, ZW, ZW, 6): band_7();
+            (ZW, ZW, ZW, ZW, ZW, ZW, ZW, 7): band_7();
+            (ZW, ZW, ZW, ZW, ZW, ZW, _, 0): band_6();
+            (ZW, ZW, ZW, ZW, ZW, ZW, _, 1): band_7();
+            (ZW, ZW, ZW, ZW, ZW, ZW, _, 2): band_7();
+            (ZW, ZW, ZW, ZW, ZW, ZW, _, 3): band_7();
+            (ZW, ZW, ZW, ZW, ZW, ZW, _, 4): band_7();
+            (ZW, ZW, ZW, ZW, ZW, ZW, _, 5): band_7();
+            (ZW, ZW, ZW, ZW, ZW, ZW, _, 6): band_7();
+            (ZW, ZW, ZW, ZW, ZW, ZW, _, 7): band_7();
+            (ZW, ZW, ZW, ZW, ZW, _, _, 0): band_5();
+            (ZW, ZW, ZW, ZW, ZW, _, _, 1): band_6();
+            (ZW, ZW, ZW, ZW, ZW, _, _, 2): band_7();
+            (ZW, ZW, ZW, ZW, ZW, _, _, 3): band_7();
+            (ZW, ZW, ZW, ZW, ZW, _, _, 4): band_7();
+            (ZW, ZW, ZW, ZW, ZW, _, _, 5): band_7();
+            (ZW, ZW, ZW, ZW, ZW, _, _, 6): band_7();
+            (ZW, ZW, ZW, ZW, ZW, _, _, 7): band_7();
+            (ZW, ZW, ZW, ZW, _, _, _, 0): band_4();
+            (ZW, ZW, ZW, ZW, _, _, _, 1): band_5();
+            (ZW, ZW, ZW, ZW, _, _, _, 2): band_6();
+            (ZW, ZW, ZW, ZW, _, _, _, 3): band_7();
+            (ZW, ZW, ZW, ZW, _, _, _, 4): band_7();
+            (ZW, ZW, ZW, ZW, _, _, _, 5): band_7();
+            (ZW, ZW, ZW, ZW, _, _, _, 6): band_7();
+            (ZW, ZW, ZW, ZW, _, _, _, 7): band_7();
+            (ZW, ZW, ZW, _, _, _, _, 0): band_3();
+            (ZW, ZW, ZW, _, _, _, _, 1): band_4();
+            (ZW, ZW, ZW, _, _, _, _, 2): band_5();
+            (ZW, ZW, ZW, _, _, _, _, 3): band_6();
+            (ZW, ZW, ZW, _, _, _, _, 4): band_7();
+            (ZW, ZW, ZW, _, _, _, _, 5): band_7();
+            (ZW, ZW, ZW, _, _, _, _, 6): band_7();
+            (ZW, ZW, ZW, _, _, _, _, 7): band_7();
+            (ZW, ZW, _, _, _, _, _, 0): band_2();
+            (ZW, ZW, _, _, _, _, _, 1): band_3();
+            (ZW, ZW, _, _, _, _, _, 2): band_4();
+            (ZW, ZW, _, _, _, _, _, 3): band_5();
+            (ZW, ZW, _, _, _, _, _, 4): band_6();
+            (ZW, ZW, _, _, _, _, _, 5): band_7();
+            (ZW, ZW, _, _, _, _, _, 6): band_7();
+            (ZW, ZW, _, _, _, _, _, 7): band_7();
+            (ZW, _, _, _, _, _, _, 0): band_1();
+            (ZW, _, _, _, _, _, _, 1): band_2();
+            (ZW, _, _, _, _, _, _, 2): band_3();
+            (ZW, _, _, _, _, _, _, 3): band_4();
+            (ZW, _, _, _, _, _, _, 4): band_5();
+            (ZW, _, _, _, _, _, _, 5): band_6();
+            (ZW, _, _, _, _, _, _, 6): band_7();
+            (ZW, _, _, _, _, _, _, 7): band_7();
+            (_, _, _, _, _, _, _, 0): band_0();
+            (_, _, _, _, _, _, _, 1): band_1();
+            (_, _, _, _, _, _, _, 2): band_2();
+            (_, _, _, _, _, _, _, 3): band_3();
+            (_, _, _, _, _, _, _, 4): band_4();
+            (_, _, _, _, _, _, _, 5): band_5();
+            (_, _, _, _, _, _, _, 6): band_6();
+            (_, _, _, _, _, _, _, 7): band_7();
+        }
+        default_action = band_7();
+        size = 64;
+    }
+#undef ZW
+
+    /* -- pick_draw: the first of the four draws that is a candidate (hit_j:
+     *    candidates & draw_bit_j; HZ: "is zero"), else the lowest candidate -- */
+    action pick_0() { meta.pick_word = meta.draw_word0; }
+    action pick_1() { meta.pick_word = meta.draw_word1; }
+    action pick_2() { meta.pick_word = meta.draw_word2; }
+    action pick_3() { meta.pick_word = meta.draw_word3; }
+    action pick_lowest() { meta.pick_word = meta.lowest_word; }
+
+#define HZ (pathmask_t)0 &&& (pathmask_t)-1
+    table pick_draw {
+        key = { meta.hit0: ternary; meta.hit1: ternary; meta.hit2: ternary; meta.hit3: ternary; }
+        actions = { pick_0; pick_1; pick_2; pick_3; pick_lowest; }
+        const entries = {
+            (HZ, HZ, HZ, HZ): pick_lowest();
+            (HZ, HZ, HZ, _): pick_3();
+            (HZ, HZ, _, _): pick_2();
+            (HZ, _, _, _): pick_1();
+        }
+        default_action = pick_0();
+        size = 4;
+    }
+#undef HZ
+
+    /* -- kept_alive: is the flowlet's path still live? -- */
+    action keep_path() {
+        ig_tm_md.ucast_egress_port = meta.flow_word[8:0];
+    }
+
+    action path_dead() {
+        meta.failover = 1;
+        meta.chosen = (bit<8>)meta.lowest_word[14:9];
+        ig_tm_md.ucast_egress_port = meta.lowest_word[8:0];
+    }
+
+    table kept_alive {
+        key = { meta.chosen: exact; meta.live: ternary; }
+        actions = { keep_path; path_dead; }
+        const entries = { SGLB_FOR_EACH_PATH(SGLB_ALIVE_ENTRY) }
+        default_action = path_dead();
+        size = MAX_PATHS;
+    }
+
+    /* -- path_ports: port and one-hot bit of a path (probes, fed-back paths) -- */
+    action set_path_port(port_t port, pathmask_t path_bit) {
+        meta.probe_port = port;
+        meta.probe_bit = path_bit;
+    }
+
+    action no_path_port() {
+        meta.probe_bit = 0;
+    }
+
+    table path_ports {
+        key = { hdr.probe.path: exact; }
+        actions = { set_path_port; no_path_port; }
+        default_action = no_path_port();
+        size = MAX_PATHS;
+    }
+
+    /* -- fb_paths: one-hot bit and level planes of a fed-back path -- */
+    action set_fb_bit(pathmask_t path_bit) {
+        meta.fb_bit = path_bit;
+    }
+
+    action no_fb_bit() {
+        meta.fb_bit = 0;
+    }
+
+    table fb_paths {
+        key = { hdr.tag.fb_path: exact; }
+        actions = { set_fb_bit; no_fb_bit; }
+        default_action = no_fb_bit();
+        size = MAX_PATHS;
+    }
+
+    /* -- spine_paths: the paths through a spine and its notice slot (leaf) -- */
+    action set_spine(pathmask_t paths, bit<16> slot) {
+        meta.notice_paths = paths;
+        meta.spine_slot = slot;
+    }
+
+    action unknown_spine() {
+        meta.drop_reason = DROP_UNKNOWN_SPINE;
+    }
+
+    table spine_paths {
+        key = { hdr.notice.spine_id: exact; }
+        actions = { set_spine; unknown_spine; }
+        default_action = unknown_spine();
+        size = MAX_SPINES;
+    }
+
+    /* -- port_paths: the leaf's paths on a port (port-status) -- */
+    action set_port_paths(pathmask_t paths) {
+        meta.port_paths = paths;
+    }
+
+    action no_port_paths() {
+        meta.port_paths = 0;
+    }
+
+    table port_paths {
+        key = { hdr.port_status.port: exact; }
+        actions = { set_port_paths; no_port_paths; }
+        default_action = no_port_paths();
+        size = MAX_PORTS;
+    }
+
+    /* -- port_peer: the leaf behind a downlink and which member it is (spine):
+     *    member 1 = link a, 2 = link b, 3 = the leaf's only link -- */
+    action peer(bit<16> leaf, bit<8> member) {
+        meta.peer_found = 1;
+        meta.peer_leaf = leaf;
+        meta.peer_member = member;
+    }
+
+    action no_peer() {
+        meta.peer_found = 0;
+    }
+
+    table port_peer {
+        key = { hdr.port_status.port: exact; }
+        actions = { peer; no_peer; }
+        default_action = no_peer();
+        size = MAX_PORTS;
+    }
+
+    /* -- leaf_downlinks: one or two parallel links to each leaf (spine) -- */
+    action set_downlinks(port_t port_a, port_t port_b, bit<8> share_a) {
+        meta.down_a = port_a;
+        meta.down_b = port_b;
+        meta.share_a = share_a;
+        meta.has_downlinks = 1;
+    }
+
+    action no_downlinks() {
+        meta.has_downlinks = 0;
+    }
+
+    table leaf_downlinks {
+        key = { meta.dst_leaf: exact; }
+        actions = { set_downlinks; no_downlinks; }
+        default_action = no_downlinks();
+        size = MAX_LEAVES;
+    }
+
+    apply {
+        meta.event = EV_COUNTER_SIZE;
+        meta.tag_event = EV_COUNTER_SIZE;
+        switch_config.apply();
+        uplinks.apply();
+        port_neighbour.apply();
+        port_rx.count(ig_intr_md.ingress_port);
+        meta.tol = min(meta.tie_tolerance, 8w7);
+        meta.now = ig_intr_md.ingress_mac_tstamp[31:0];
+        meta.now_fb = ig_intr_md.ingress_mac_tstamp[FB_TIME_SHIFT + 27:FB_TIME_SHIFT];
+        meta.gen32 = (bit<32>)ig_intr_md.ingress_mac_tstamp[47:FB_GEN_SHIFT];
+        meta.gen32_prev = meta.gen32 - 1;
+        meta.gen = (pword_t)meta.gen32;
+        meta.gen_prev = (pword_t)meta.gen32_prev;
+        hdr.bridge.setValid();
+        hdr.bridge.punt_reason = 0;
+        hdr.bridge.pad0 = 0;
+        hdr.bridge.ingress_port = ig_intr_md.ingress_port;
+        hdr.bridge.pad1 = 0;
+        hdr.bridge.raise_ce = 0;
+
+        /* ---- Lookups and reads that need not wait for the checks of stage 1
+         * (a packet that fails them is dropped, whatever they found): the
+         * route, and on a leaf the destination's profile, state and draws,
+         * on a spine its downlinks. Stage count is the budget on Tofino. ---- */
+        if (hdr.ipv4.isValid()) {
+            if (hdr.l4.isValid()) {
+                meta.l4_src = hdr.l4.srcPort;
+                meta.l4_dst = hdr.l4.dstPort;
+            }
+            ipv4_route.apply();
+        } else if (hdr.probe.isValid()) {
+            meta.dst_leaf = hdr.probe.dst_leaf;
+        }
+        if (meta.role == ROLE_LEAF) {
+            if (hdr.probe.isValid()) {
+                SGLB_FOR_EACH_WORD(SGLB_READ_DOWN)
+                path_ports.apply();
+            } else if (meta.to_leaf == 1) {
+                dst_profile.apply();
+                SGLB_FOR_EACH_WORD(SGLB_READ_DOWN)
+                SGLB_FOR_EACH_WORD(SGLB_READ_DESTINATION)
+                if (meta.lb_mode == MODE_SGLB) {
+                    meta.flowlet_index = flowlet_hash.get({ hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
+                                                            hdr.ipv4.protocol, meta.l4_src,
+                                                            meta.l4_dst });
+                    meta.idle = flowlet_touch.execute(meta.flowlet_index);
+                    meta.draw_row = draw_random.get();
+                    if (meta.feedback == 1) {
+                        meta.owd_min = owd_low_get.execute(meta.dst_leaf);
+                        meta.owd_max = owd_high_get.execute(meta.dst_leaf);
+                    }
+                } else {
+                    meta.draw_row = flow_row_hash.get({ hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
+                                                        hdr.ipv4.protocol, meta.l4_src,
+                                                        meta.l4_dst });
+                }
+                draws.apply();
+            }
+        } else if (meta.to_leaf == 1 || hdr.probe.isValid()) {
+            leaf_downlinks.apply();
+            meta.links_now = leaf_links_get.execute(meta.dst_leaf);
+            meta.split = split_hash.get({ hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
+                                          hdr.ipv4.protocol, meta.l4_src, meta.l4_dst });
+        }
+
+        /* ---- Stage 1: classify and handle control packets ---- */
+        if (ig_prsr_md.parser_err != 0) {
+            meta.drop_reason = DROP_MALFORMED;
+        } else if (hdr.packet_out.isValid() && hdr.packet_out.op == PACKET_OUT_DIRECT) {
+            if (hdr.packet_out.egress_port >= MAX_PORTS) {
+                meta.drop_reason = DROP_BAD_PACKET_OUT;
+            } else {
+                ig_tm_md.ucast_egress_port = (port_t)hdr.packet_out.egress_port;
+                meta.forwarded = 1;
+            }
+        } else if (hdr.packet_out.isValid() && hdr.packet_out.op != PACKET_OUT_PIPELINE) {
+            meta.drop_reason = DROP_BAD_PACKET_OUT;
+        } else if (hdr.port_status.isValid()) {
+            if (ig_intr_md.ingress_port != CPU_PORT
+                    || hdr.port_status.version != PORT_STATUS_VERSION
+                    || (hdr.port_status.op != PORT_STATUS_DOWN
+                        && hdr.port_status.op != PORT_STATUS_UP)
+                    || hdr.port_status.port >= MAX_PORTS) {
+                meta.drop_reason = DROP_BAD_PORT_STATUS;
+            } else {
+                meta.consumed = 1;
+                if (hdr.port_status.op == PORT_STATUS_DOWN) {
+                    meta.goes_down = 1;
+                }
+                meta.port_was = port_state_put.execute((port_t)hdr.port_status.port);
+                if (meta.port_was == meta.goes_down) {
+                    meta.event = EV_PORT_STATUS_DUP;
+                } else {
+                    if (meta.goes_down == 1) {
+                        meta.event = EV_PORT_DOWN;
+                    } else {
+                        meta.event = EV_PORT_UP;
+                    }
+                    if (meta.role == ROLE_LEAF) {
+                        port_paths.apply();
+                        if (meta.goes_down == 1) {
+                            SGLB_FOR_EACH_WORD(SGLB_PORT_DOWN)
+                        } else {
+                            SGLB_FOR_EACH_WORD(SGLB_PORT_UP)
+                        }
+                    } else {
+                        port_peer.apply();
+                        if (meta.peer_found == 1) {
+                            if (meta.goes_down == 1) {
+                                meta.links_was = leaf_links_down.execute(meta.peer_leaf);
+                                meta.links_now = meta.links_was | meta.peer_member;
+                            } else {
+                                meta.links_was = leaf_links_up.execute(meta.peer_leaf);
+                                meta.links_now = meta.links_was & ~meta.peer_member;
+                            }
+                            /* The leaf's reachability changed: both links down now
+                             * and not before (FAIL), or the other way (RECOVER). */
+                            meta.reach_was = 1;
+                            if (meta.links_was == 3) {
+                                meta.reach_was = 0;
+                            }
+                            meta.reach_now = 1;
+                            if (meta.links_now == 3) {
+                                meta.reach_now = 0;
+                            }
+                            if (meta.notice_group != 0 && meta.reach_was != meta.reach_now) {
+                                hdr.notice.setValid();
+                                hdr.notice.version = SGLB_VERSION;
+                                if (meta.goes_down == 1) {
+                                    hdr.notice.kind = NOTICE_FAIL;
+                                } else {
+                                    hdr.notice.kind = NOTICE_RECOVER;
+                                }
+                                hdr.notice.length = NOTICE_LENGTH;
+                                hdr.notice.reserved = 0;
+                                hdr.notice.spine_id = meta.switch_id;
+                                hdr.notice.leaf_id = meta.peer_leaf;
+                                hdr.notice.epoch = hdr.port_status.seq;
+                                hdr.port_status.setInvalid();
+                                hdr.ethernet.dstAddr = 0xFFFFFFFFFFFF;
+                                hdr.ethernet.srcAddr = meta.switch_mac;
+                                hdr.ethernet.etherType = ETHERTYPE_SGLB;
+                                ig_tm_md.mcast_grp_a = meta.notice_group;
+                                meta.consumed = 0;
+                                meta.forwarded = 1;
+                                meta.event = EV_NOTICE_SENT;
+                            }
+                        }
+                    }
+                }
+            }
+        } else if (hdr.notice.isValid()) {
+            if (hdr.notice.version != SGLB_VERSION
+                    || hdr.notice.length != NOTICE_LENGTH
+                    || (hdr.notice.kind != NOTICE_FAIL && hdr.notice.kind != NOTICE_RECOVER
+                        && hdr.notice.kind != NOTICE_WRITEBACK)
+                    || hdr.notice.leaf_id >= MAX_LEAVES
+                    || meta.role != ROLE_LEAF) {
+                meta.drop_reason = DROP_BAD_NOTICE;
+            } else if (hdr.notice.kind == NOTICE_WRITEBACK
+                    && (ig_intr_md.ingress_port != CPU_PORT || !hdr.packet_out.isValid())) {
+                /* A write-back comes from this switch's controller only. */
+                meta.drop_reason = DROP_NOTICE_WRONG_PORT;
+            } else if (hdr.notice.kind != NOTICE_WRITEBACK
+                    && (meta.nb_kind != NEIGHBOUR_SPINE
+                        || meta.nb_id != hdr.notice.spine_id)) {
+                /* Only the spine it names, on the port bound to that spine. */
+                meta.drop_reason = DROP_NOTICE_WRONG_PORT;
+            } else {
+                spine_paths.apply();
+                if (meta.drop_reason == 0) {
+                    meta.notice_index = (bit<32>)(meta.spine_slot[5:0]
+                                                  ++ hdr.notice.leaf_id[LEAF_INDEX_BITS - 1:0]);
+                    meta.notice_flags = 2w0b10;
+                    if (hdr.notice.kind == NOTICE_FAIL) {
+                        meta.notice_flags = 2w0b11;
+                    }
+                    meta.notice_key = hdr.notice.epoch << 2;
+                    meta.notice_key[1:0] = meta.notice_flags;
+                    if (hdr.notice.kind == NOTICE_WRITEBACK) {
+                        /* The control plane's view includes the notice of this
+                         * epoch: its mask rules again, unless a newer notice
+                         * came meanwhile (then the held epoch is ahead). */
+                        meta.notice_held = notice_peek.execute(meta.notice_index);
+                        meta.notice_ahead = meta.notice_held - meta.notice_key;
+                        /* held - written-back <= 1 as a signed number */
+                        if (meta.notice_held != 0 && (meta.notice_ahead[31:31] == 1
+                                                      || meta.notice_ahead <= 1)) {
+                            SGLB_FOR_EACH_WORD(SGLB_NOTICE_CONFIRMED)
+                        }
+                        meta.consumed = 1;
+                    } else {
+                        meta.notice_held = notice_offer.execute(meta.notice_index);
+                        meta.notice_ahead = meta.notice_key - meta.notice_held;
+                        /* key - held > 1 as a signed number: a newer epoch */
+                        if (meta.notice_held == 0 || (meta.notice_ahead[31:31] == 0
+                                                      && meta.notice_ahead > 1)) {
+                            if (hdr.notice.kind == NOTICE_FAIL) {
+                                SGLB_FOR_EACH_WORD(SGLB_NOTICE_FAIL)
+                            } else {
+                                SGLB_FOR_EACH_WORD(SGLB_NOTICE_RECOVER)
+                            }
+                            /* Applied: the control plane gets it (write-back). */
+                            meta.event = EV_NOTICE_RECEIVED;
+                            ig_tm_md.ucast_egress_port = CPU_PORT;
+                            meta.punt_reason = PUNT_NOTICE;
+                            meta.forwarded = 1;
+                        } else if (meta.notice_ahead == 0xFFFFFFFF || meta.notice_ahead <= 1) {
+                            meta.event = EV_NOTICE_DUPLICATE;
+                            meta.consumed = 1;
+                        } else {
+                            meta.event = EV_NOTICE_STALE;
+                            meta.consumed = 1;
+                        }
+                    }
+                }
+            }
+        } else if (hdr.probe.isValid()) {
+            if (hdr.probe.version != SGLB_VERSION
+                    || hdr.probe.length != PROBE_LENGTH
+                    || hdr.probe.dst_leaf >= MAX_LEAVES
+                    || hdr.probe.path >= MAX_PATHS) {
+                meta.drop_reason = DROP_BAD_PROBE;
+            } else if (meta.role == ROLE_SPINE) {
+                if (meta.nb_kind != NEIGHBOUR_LEAF) {
+                    meta.drop_reason = DROP_BAD_PROBE;
+                } else {
+                    meta.to_leaf = 1;
+                }
+            } else if (hdr.packet_out.isValid()) {
+                if (hdr.probe.kind != PROBE_KIND || hdr.probe.dst_leaf == meta.switch_id) {
+                    meta.drop_reason = DROP_BAD_PROBE;
+                } else {
+                    hdr.probe.src_leaf = meta.switch_id;
+                    hdr.probe.hop_dre = 0;
+                    hdr.probe.stamp = meta.now;
+                    meta.to_leaf = 1;
+                    meta.is_probe = 1;
+                }
+            } else if (meta.nb_kind != NEIGHBOUR_SPINE || hdr.probe.dst_leaf != meta.switch_id) {
+                meta.drop_reason = DROP_BAD_PROBE;
+            } else if (hdr.probe.kind == PROBE_KIND) {
+                hdr.probe.kind = PROBE_REPLY_KIND;
+                hdr.probe.dst_leaf = hdr.probe.src_leaf;
+                hdr.probe.src_leaf = meta.switch_id;
+                hdr.ethernet.dstAddr = hdr.ethernet.srcAddr;
+                hdr.ethernet.srcAddr = meta.switch_mac;
+                ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port;
+                meta.forwarded = 1;
+                meta.event = EV_PROBE_REFLECTED;
+            } else {
+                hdr.probe.stamp = meta.now - hdr.probe.stamp;
+                ig_tm_md.ucast_egress_port = CPU_PORT;
+                meta.punt_reason = PUNT_PROBE_REPLY;
+                meta.forwarded = 1;
+                meta.event = EV_PROBE_REPLIED;
+            }
+        } else if (hdr.arp.isValid()) {
+            if (hdr.arp.oper == 1 && hdr.arp.htype == 1 && hdr.arp.ptype == ETHERTYPE_IPV4
+                    && hdr.arp.spa != hdr.arp.tpa) {
+                arp_proxy.apply();
+            } else {
+                meta.drop_reason = DROP_UNSUPPORTED;
+            }
+        } else if (hdr.tag.isValid() && !hdr.ipv4.isValid()) {
+            meta.drop_reason = DROP_BAD_TAG;
+        } else if (hdr.ipv4.isValid()) {
+            if (hdr.tag.isValid()) {
+                meta.tag_span = hdr.tag.npaths |-| hdr.tag.path;
+                if (hdr.tag.version != SGLB_VERSION || hdr.tag.length != TAG_LENGTH
+                        || hdr.tag.npaths == 0 || hdr.tag.npaths > MAX_PATHS
+                        || meta.tag_span == 0 || hdr.tag.ce > QMAX
+                        || hdr.tag.src_leaf >= MAX_LEAVES
+                        || (hdr.tag.fb_level != FB_NONE
+                            && (hdr.tag.fb_level > QMAX || hdr.tag.fb_path >= MAX_PATHS))) {
+                    meta.drop_reason = DROP_BAD_TAG;
+                } else if (meta.role == ROLE_LEAF && meta.nb_kind != NEIGHBOUR_SPINE) {
+                    meta.drop_reason = DROP_TAG_WRONG_PORT;
+                } else if (meta.role == ROLE_SPINE && (meta.nb_kind != NEIGHBOUR_LEAF
+                                                       || meta.nb_id != hdr.tag.src_leaf)) {
+                    meta.drop_reason = DROP_TAG_WRONG_PORT;
+                }
+            }
+            if (meta.drop_reason != 0) {
+                /* counted below */
+            } else if (hdr.ipv4.version != 4 || meta.checksum_error) {
+                meta.drop_reason = DROP_BAD_IPV4;
+            } else if (hdr.ipv4.ihl != 5) {
+                meta.drop_reason = DROP_UNSUPPORTED;
+            } else if (hdr.ipv4.ttl <= 1) {
+                meta.drop_reason = DROP_TTL_EXPIRED;
+            } else if (meta.dec_ttl == 1) {
+                hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+            }
+        } else {
+            meta.drop_reason = DROP_UNSUPPORTED;
+        }
+        hdr.packet_out.setInvalid();
+
+        if (meta.drop_reason == 0 && meta.to_leaf == 1 && meta.dst_leaf >= MAX_LEAVES) {
+            meta.drop_reason = DROP_NO_ROUTE;
+        }
+
+        /* ---- Stage 2 (leaf): a tagged packet from the fabric ---- */
+        if (meta.drop_reason == 0 && meta.role == ROLE_LEAF && hdr.tag.isValid()) {
+            if (meta.to_leaf == 1) {
+                meta.drop_reason = DROP_NO_ROUTE;   /* no leaf-to-leaf transit */
+            } else {
+                /* Record the metric of (source, path) for the feedback ... */
+                meta.rx_index = (bit<32>)(hdr.tag.src_leaf[LEAF_INDEX_BITS - 1:0]
+                                          ++ hdr.tag.path[PATH_INDEX_BITS - 1:0]);
+                meta.rx_head = hdr.tag.ce[3:0] | 4w0b1000;
+                meta.rx_word[27:0] = meta.now_fb;
+                meta.rx_word[31:28] = meta.rx_head;
+                meta.rx_owd = meta.now - hdr.tag.ts;
+                rx_level_put.execute(meta.rx_index);
+                rx_owd_put.execute(meta.rx_index);
+                fb_npaths_put.execute(hdr.tag.src_leaf);
+                /* ... and the metric it returns about one of our paths. */
+                if (hdr.tag.fb_level != FB_NONE) {
+                    fb_paths.apply();
+                    meta.fb_l0 = hdr.tag.fb_level[0:0];
+                    meta.fb_l1 = hdr.tag.fb_level[1:1];
+                    meta.fb_l2 = hdr.tag.fb_level[2:2];
+                    SGLB_FOR_EACH_WORD(SGLB_STORE_FEEDBACK)
+                    owd_low_put.execute(hdr.tag.src_leaf);
+                    owd_high_put.execute(hdr.tag.src_leaf);
+                    meta.tag_event = EV_FEEDBACK_RECEIVED;
+                }
+                hdr.ethernet.etherType = hdr.tag.next_type;
+                hdr.tag.setInvalid();
+            }
+        }
+
+        /* ---- Stage 2 (leaf): the GLB engine ---- */
+        if (meta.drop_reason == 0 && meta.role == ROLE_LEAF && meta.to_leaf == 1) {
+            if (meta.is_probe == 1) {
+                /* A probe takes the path it names whenever that port is up,
+                 * excluded or not: that is how a recovery is seen. */
+                meta.probe_slot = meta.probe_bit & meta.path_slots;
+                meta.probe_down = meta.probe_bit & meta.down;
+                SGLB_FOLD(meta.probe_slot_z, meta.probe_slot)
+                SGLB_FOLD(meta.probe_down_z, meta.probe_down)
+                if (meta.probe_slot_z == 0 || meta.probe_down_z != 0) {
+                    meta.drop_reason = DROP_NO_LIVE_PATH;
+                } else {
+                    ig_tm_md.ucast_egress_port = meta.probe_port;
+                    meta.forwarded = 1;
+                }
+            } else {
+                /* Live: configured, port up, allowed (a notice in force, else
+                 * the control plane's mask) and a non-zero weight. ECMP knows
+                 * only local link state and the mask. */
+                meta.up = meta.path_slots & ~meta.down;
+                if (meta.lb_mode == MODE_SGLB) {
+                    meta.allow = meta.cp_mask | meta.forced_up;
+                    meta.allow = meta.allow & ~meta.forced_down;
+                    meta.allow = meta.allow & meta.weighted;
+                } else {
+                    meta.allow = meta.cp_mask;
+                }
+                meta.live = meta.up & meta.allow;
+
+                /* Where a new flowlet may go without overtaking the flowlet
+                 * before it: anywhere once idle for gap_unknown (or with
+                 * feedback off); to the paths with fresh delays once idle
+                 * for the skew of this destination's fresh delays plus
+                 * gap_margin; nowhere before. */
+                meta.safe = (pathmask_t)-1;
+                meta.unknown_left = meta.gap_unknown |-| meta.idle;
+                meta.skew_bound = meta.owd_max - meta.owd_min;
+                meta.skew_bound = meta.skew_bound + meta.gap_margin;
+                meta.skew_left = meta.skew_bound |-| meta.idle;
+                meta.gap_over = meta.idle |-| meta.flowlet_gap;
+                if (meta.lb_mode == MODE_SGLB && meta.feedback == 1 && meta.unknown_left != 0) {
+                    if (meta.owd_min != 0xFFFFFFFF && meta.skew_left == 0) {
+                        meta.safe = meta.fresh;
+                    } else {
+                        meta.safe = 0;
+                    }
+                }
+
+                /* Level of each path as three bit planes: fresh feedback
+                 * replaces the profile's (floored) remote level. */
+                meta.t0 = meta.fresh & meta.fb0;
+                meta.t1 = meta.fresh & meta.fb1;
+                meta.t2 = meta.fresh & meta.fb2;
+                meta.u0 = meta.rq0 & ~meta.fresh;
+                meta.u1 = meta.rq1 & ~meta.fresh;
+                meta.u2 = meta.rq2 & ~meta.fresh;
+                meta.lv0 = meta.t0 | meta.u0;
+                meta.lv1 = meta.t1 | meta.u1;
+                meta.lv2 = meta.t2 | meta.u2;
+
+                /* e_k: the eligible paths (live, safe) at level k or lower. */
+                meta.e7 = meta.live & meta.safe;
+                meta.o21 = meta.lv2 | meta.lv1;
+                meta.o210 = meta.o21 | meta.lv0;
+                meta.a10 = meta.lv1 & meta.lv0;
+                meta.o2a = meta.lv2 | meta.a10;
+                meta.o10 = meta.lv1 | meta.lv0;
+                meta.a2o = meta.lv2 & meta.o10;
+                meta.a21 = meta.lv2 & meta.lv1;
+                meta.a210 = meta.a21 & meta.lv0;
+                meta.e0 = meta.e7 & ~meta.o210;
+                meta.e1 = meta.e7 & ~meta.o21;
+                meta.e2 = meta.e7 & ~meta.o2a;
+                meta.e3 = meta.e7 & ~meta.lv2;
+                meta.e4 = meta.e7 & ~meta.a2o;
+                meta.e5 = meta.e7 & ~meta.a21;
+                meta.e6 = meta.e7 & ~meta.a210;
+#if MAX_PATHS == 64
+                SGLB_FOLD(meta.z0, meta.e0)
+                SGLB_FOLD(meta.z1, meta.e1)
+                SGLB_FOLD(meta.z2, meta.e2)
+                SGLB_FOLD(meta.z3, meta.e3)
+                SGLB_FOLD(meta.z4, meta.e4)
+                SGLB_FOLD(meta.z5, meta.e5)
+                SGLB_FOLD(meta.z6, meta.e6)
+                SGLB_FOLD(meta.z7, meta.e7)
+#endif
+
+                if (meta.live == 0) {
+                    meta.drop_reason = DROP_NO_LIVE_PATH;
+                } else {
+                    if (meta.lb_mode == MODE_ECMP) {
+                        meta.candidates = meta.live;
+                    } else if (SGLB_NONEMPTY(7) == 0) {
+                        /* Nowhere safe to move: the flowlet stays (its path,
+                         * or the lowest live one if it has none or it died). */
+                        meta.candidates = meta.live;
+                    } else {
+                        band_select.apply();
+                        if (meta.gap_over != 0) {
+                            meta.new_flowlet = 1;
+                        }
+                    }
+                    lowest_path.apply();
+
+                    /* Weighted pick: the first draw that is a candidate (the
+                     * draws follow capacity), else the lowest candidate. */
+                    meta.hit0 = meta.candidates & meta.draw_bit0;
+                    meta.hit1 = meta.candidates & meta.draw_bit1;
+                    meta.hit2 = meta.candidates & meta.draw_bit2;
+                    meta.hit3 = meta.candidates & meta.draw_bit3;
+                    pick_draw.apply();
+
+                    if (meta.lb_mode == MODE_SGLB) {
+                        meta.flow_word = flowlet_follow.execute(meta.flowlet_index);
+                    } else {
+                        meta.flow_word = meta.pick_word;
+                    }
+                    meta.chosen = (bit<8>)meta.flow_word[14:9];
+                    kept_alive.apply();
+                    if (meta.failover == 1) {
+                        meta.event = EV_FAILOVER;
+                    } else if (meta.new_flowlet == 1) {
+                        meta.event = EV_NEW_FLOWLET;
+                    }
+                    hdr.bridge.raise_ce = 1;
+                    meta.forwarded = 1;
+
+                    /* The fabric tag: path, clock, and one fresh metric of the
+                     * destination's paths toward us, in turn. */
+                    if (meta.lb_mode == MODE_SGLB && meta.feedback == 1) {
+                        meta.frame = hdr.ipv4.totalLen + (14 + (bit<16>)TAG_LENGTH);
+                        meta.frame_over = meta.frame |-| meta.tag_frame_max;
+                        if (meta.frame_over != 0) {
+                            meta.tag_event = EV_TAG_SKIPPED;
+                        } else {
+                            hdr.tag.setValid();
+                            hdr.tag.version = SGLB_VERSION;
+                            hdr.tag.kind = TAG_KIND;
+                            hdr.tag.length = TAG_LENGTH;
+                            hdr.tag.npaths = meta.path_count;
+                            hdr.tag.src_leaf = meta.switch_id;
+                            hdr.tag.path = meta.chosen;
+                            hdr.tag.ce = 0;
+                            hdr.tag.ts = meta.now;
+                            hdr.tag.fb_owd = 0;
+                            hdr.tag.fb_path = 0;
+                            hdr.tag.fb_level = FB_NONE;
+                            hdr.tag.next_type = hdr.ethernet.etherType;
+                            hdr.ethernet.etherType = ETHERTYPE_SGLB;
+                            meta.fb_npaths = fb_npaths_get.execute(meta.dst_leaf);
+                            if (meta.fb_npaths != 0) {
+                                meta.fb_npaths = meta.fb_npaths - 1;
+                                meta.fb_path = fb_cursor_next.execute(meta.dst_leaf);
+                                meta.fb_over = meta.fb_path |-| meta.fb_npaths;
+                                meta.rx_index = (bit<32>)(meta.dst_leaf[LEAF_INDEX_BITS - 1:0]
+                                                          ++ meta.fb_path[PATH_INDEX_BITS - 1:0]);
+                                meta.rx_word = rx_level_get.execute(meta.rx_index);
+                                hdr.tag.fb_owd = rx_owd_get.execute(meta.rx_index);
+                                meta.fb_age = meta.now_fb - meta.rx_word[27:0];
+                                meta.fb_fresh_left = meta.fb_age |-| meta.fb_fresh;
+                                if (meta.rx_word[31:31] == 1 && meta.fb_over == 0
+                                        && meta.fb_fresh_left == 0) {
+                                    hdr.tag.fb_path = meta.fb_path;
+                                    hdr.tag.fb_level = (bit<8>)meta.rx_word[30:28];
+                                    meta.tag_event = EV_FEEDBACK_SENT;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+
+        /* ---- Stage 2 (spine): down to the destination leaf ---- */
+        if (meta.drop_reason == 0 && meta.role == ROLE_SPINE && meta.to_leaf == 1) {
+            if (meta.has_downlinks == 0) {
+                meta.drop_reason = DROP_NO_ROUTE;
+            } else {
+                hdr.bridge.raise_ce = 1;
+                meta.forwarded = 1;
+                meta.split_left = meta.share_a |-| meta.split;
+                if (meta.links_now == 0 && meta.down_a != meta.down_b) {
+                    /* Flows split in proportion to the members' capacity. */
+                    if (meta.split_left != 0) {
+                        ig_tm_md.ucast_egress_port = meta.down_a;
+                    } else {
+                        ig_tm_md.ucast_egress_port = meta.down_b;
+                    }
+                } else if (meta.links_now[0:0] == 0) {
+                    ig_tm_md.ucast_egress_port = meta.down_a;
+                } else if (meta.links_now[1:1] == 0) {
+                    ig_tm_md.ucast_egress_port = meta.down_b;
+                } else {
+                    meta.forwarded = 0;
+                    meta.drop_reason = DROP_NO_LIVE_PATH;
+                }
+            }
+        }
+
+        /* ---- Stage 3: every packet not sent is consumed or counted ---- */
+        hdr.bridge.punt_reason = meta.punt_reason;
+        if (meta.drop_reason != 0) {
+            drops.count(meta.drop_reason);
+            ig_dprsr_md.drop_ctl = 1;
+        } else if (meta.consumed == 1) {
+            ig_dprsr_md.drop_ctl = 1;
+        } else if (meta.forwarded == 0) {
+            drops.count(DROP_NO_ROUTE);
+            ig_dprsr_md.drop_ctl = 1;
+        }
+        if (meta.event != EV_COUNTER_SIZE) {
+            events.count(meta.event);
+        }
+        if (meta.tag_event != EV_COUNTER_SIZE) {
+            tag_events.count(meta.tag_event);
+        }
+    }
+}
+
+control SglbEgress(inout tna_headers_t hdr,
+                   inout eg_meta_t meta,
+                   in egress_intrinsic_metadata_t eg_intr_md,
+                   in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
+                   inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
+                   inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
+
+    Counter<bit<32>, port_t>(MAX_PORTS, CounterType_t.PACKETS_AND_BYTES) port_tx;
+
+    /* The utilisation estimate of each egress port: a low-pass filter of the
+     * bytes sent (the control plane sets it to rate mode, time constant = the
+     * DRE period), so it reads like the v1model DRE's bytes. */
+    Lpf<bit<32>, port_t>(MAX_PORTS) dre;
+
+    /* -- port_levels: the level of a port's estimate (range per level k) -- */
+    action set_level(bit<8> level) {
+        meta.level = level;
+    }
+
+    /* Default: a port nobody described reads saturated. */
+    table port_levels {
+        key = { eg_intr_md.egress_port: exact; meta.rate: range; }
+        actions = { set_level; }
+        default_action = set_level(QMAX);
+        size = MAX_PORTS * 8;
+    }
+
+    apply {
+        port_tx.count(eg_intr_md.egress_port);
+        if (eg_intr_md.egress_port == CPU_PORT) {
+            hdr.packet_in.setValid();
+            hdr.packet_in.ingress_port = (bit<16>)hdr.bridge.ingress_port;
+            hdr.packet_in.reason = hdr.bridge.punt_reason;
+            hdr.packet_in.reserved = 0;
+        } else {
+            meta.rate = dre.execute((bit<32>)eg_intr_md.pkt_length, eg_intr_md.egress_port);
+            if (hdr.bridge.raise_ce == 1) {
+                if (hdr.tag.isValid()) {
+                    /* CONGA's CE: the worst level on the way, the source
+                     * leaf's uplink included. */
+                    port_levels.apply();
+                    hdr.tag.ce = max(hdr.tag.ce, meta.level);
+                }
+                if (hdr.probe.isValid() && hdr.probe.kind == PROBE_KIND) {
+                    hdr.probe.hop_dre = max(hdr.probe.hop_dre, meta.rate);
+                }
+            }
+        }
+        hdr.bridge.setInvalid();
+    }
+}
+
+Pipeline(SglbIngressParser(),
+         SglbIngress(),
+         SglbIngressDeparser(),
+         SglbEgressParser(),
+         SglbEgress(),
+         SglbEgressDeparser()) pipe;
+
+Switch(pipe) main;

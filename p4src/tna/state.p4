@@ -1,0 +1,139 @@
+/* state.p4 (TNA): the registers of SglbIngress other than the per-word
+ * bitmaps (regs.p4), each with its RegisterActions. Included inside the
+ * body of SglbIngress: the actions read `meta` and `hdr` of that control.
+ * Every packet runs at most one action of each register. */
+
+    /* Port state of every port: detects port-status packets that change nothing. */
+    Register<bit<8>, port_t>(MAX_PORTS, 0) port_state;
+    RegisterAction<bit<8>, port_t, bit<8>>(port_state) port_state_put = {
+        void apply(inout bit<8> v, out bit<8> rv) {
+            rv = v;
+            v = (bit<8>)meta.goes_down;
+        }
+    };
+
+    /* Spine: which of the (one or two) links to each leaf are down (bit 0: a, bit 1: b). */
+    Register<bit<8>, bit<16>>(MAX_LEAVES, 0) leaf_links;
+    RegisterAction<bit<8>, bit<16>, bit<8>>(leaf_links) leaf_links_get = {
+        void apply(inout bit<8> v, out bit<8> rv) { rv = v; }
+    };
+    RegisterAction<bit<8>, bit<16>, bit<8>>(leaf_links) leaf_links_down = {
+        void apply(inout bit<8> v, out bit<8> rv) {
+            rv = v;
+            v = v | meta.peer_member;
+        }
+    };
+    RegisterAction<bit<8>, bit<16>, bit<8>>(leaf_links) leaf_links_up = {
+        void apply(inout bit<8> v, out bit<8> rv) {
+            rv = v;
+            v = v & ~meta.peer_member;
+        }
+    };
+
+    /* Newest notice per (spine slot, leaf): epoch mod 2^30 << 2 | valid << 1 | fail.
+     * Newer in serial-number order (RFC 1982 on 30 bits) iff the 32-bit
+     * difference is above 1: the flag bits move it by at most 1. */
+    Register<bit<32>, bit<32>>(MAX_SPINES * MAX_LEAVES, 0) notice_epoch;
+    RegisterAction<bit<32>, bit<32>, bit<32>>(notice_epoch) notice_offer = {
+        void apply(inout bit<32> v, out bit<32> rv) {
+            rv = v;
+            if (v == 0 || (int<32>)(meta.notice_key - v) > 1) {
+                v = meta.notice_key;
+            }
+        }
+    };
+    RegisterAction<bit<32>, bit<32>, bit<32>>(notice_epoch) notice_peek = {
+        void apply(inout bit<32> v, out bit<32> rv) { rv = v; }
+    };
+
+    /* Flowlets: last-seen time (ns) and path + 1 ++ port (0 = empty). */
+    Register<bit<32>, bit<FLOWLET_INDEX_BITS>>(1 << FLOWLET_INDEX_BITS, 0) flowlet_time;
+    RegisterAction<bit<32>, bit<FLOWLET_INDEX_BITS>, bit<32>>(flowlet_time) flowlet_touch = {
+        void apply(inout bit<32> v, out bit<32> rv) {
+            rv = meta.now - v;
+            v = meta.now;
+        }
+    };
+    Register<bit<16>, bit<FLOWLET_INDEX_BITS>>(1 << FLOWLET_INDEX_BITS, 0) flowlet_path;
+    RegisterAction<bit<16>, bit<FLOWLET_INDEX_BITS>, bit<16>>(flowlet_path) flowlet_follow = {
+        void apply(inout bit<16> v, out bit<16> rv) {
+            if (meta.new_flowlet == 1 || v == 0) {
+                v = meta.pick_word;
+            }
+            rv = v;
+        }
+    };
+
+    /* Per destination: the extremes of the fed-back one-way delays of this
+     * generation (the delay-skew rule). */
+    Register<owd_extreme_t, bit<16>>(MAX_LEAVES) owd_low;
+    RegisterAction<owd_extreme_t, bit<16>, bit<32>>(owd_low) owd_low_get = {
+        void apply(inout owd_extreme_t v, out bit<32> rv) {
+            if (v.gen == meta.gen32 || v.gen == meta.gen32_prev) {
+                rv = v.owd;
+            } else {
+                rv = 0xFFFFFFFF;
+            }
+        }
+    };
+    RegisterAction<owd_extreme_t, bit<16>, bit<32>>(owd_low) owd_low_put = {
+        void apply(inout owd_extreme_t v) {
+            if (v.gen != meta.gen32 || hdr.tag.fb_owd < v.owd) {
+                v.owd = hdr.tag.fb_owd;
+            }
+            v.gen = meta.gen32;
+        }
+    };
+    Register<owd_extreme_t, bit<16>>(MAX_LEAVES) owd_high;
+    RegisterAction<owd_extreme_t, bit<16>, bit<32>>(owd_high) owd_high_get = {
+        void apply(inout owd_extreme_t v, out bit<32> rv) {
+            rv = 0;
+            if (v.gen == meta.gen32 || v.gen == meta.gen32_prev) {
+                rv = v.owd;
+            }
+        }
+    };
+    RegisterAction<owd_extreme_t, bit<16>, bit<32>>(owd_high) owd_high_put = {
+        void apply(inout owd_extreme_t v) {
+            if (v.gen != meta.gen32 || hdr.tag.fb_owd > v.owd) {
+                v.owd = hdr.tag.fb_owd;
+            }
+            v.gen = meta.gen32;
+        }
+    };
+
+    /* Destination side of the feedback, per (source leaf, path): the last
+     * tag's valid ++ ce ++ time and its one-way delay; per source leaf its
+     * path count and the next path to return. */
+    Register<bit<32>, bit<32>>(MAX_LEAVES * MAX_PATHS, 0) rx_level;
+    RegisterAction<bit<32>, bit<32>, bit<32>>(rx_level) rx_level_get = {
+        void apply(inout bit<32> v, out bit<32> rv) { rv = v; }
+    };
+    RegisterAction<bit<32>, bit<32>, bit<32>>(rx_level) rx_level_put = {
+        void apply(inout bit<32> v) { v = meta.rx_word; }
+    };
+    Register<bit<32>, bit<32>>(MAX_LEAVES * MAX_PATHS, 0) rx_owd;
+    RegisterAction<bit<32>, bit<32>, bit<32>>(rx_owd) rx_owd_get = {
+        void apply(inout bit<32> v, out bit<32> rv) { rv = v; }
+    };
+    RegisterAction<bit<32>, bit<32>, bit<32>>(rx_owd) rx_owd_put = {
+        void apply(inout bit<32> v) { v = meta.rx_owd; }
+    };
+    Register<bit<8>, bit<16>>(MAX_LEAVES, 0) fb_npaths;
+    RegisterAction<bit<8>, bit<16>, bit<8>>(fb_npaths) fb_npaths_get = {
+        void apply(inout bit<8> v, out bit<8> rv) { rv = v; }
+    };
+    RegisterAction<bit<8>, bit<16>, bit<8>>(fb_npaths) fb_npaths_put = {
+        void apply(inout bit<8> v) { v = hdr.tag.npaths; }
+    };
+    Register<bit<8>, bit<16>>(MAX_LEAVES, 0) fb_cursor;
+    RegisterAction<bit<8>, bit<16>, bit<8>>(fb_cursor) fb_cursor_next = {
+        void apply(inout bit<8> v, out bit<8> rv) {
+            rv = v;
+            if (v >= meta.fb_npaths) {
+                v = 0;
+            } else {
+                v = v + 1;
+            }
+        }
+    };

@@ -1,0 +1,92 @@
+/* words.p4: TNA sizes, units and the per-word macros of the Tofino program.
+ *
+ * Tofino registers are at most 32 bits wide and a packet may run one
+ * RegisterAction per register, so per-path state is kept as bitmaps over
+ * the paths of a destination, split into 32-bit words: one word for
+ * MAX_PATHS 8 or 16 (a bit<8> / bit<16> cell), two for 64. Every per-word
+ * register is declared, read and updated through SGLB_FOR_EACH_WORD(M),
+ * which calls M(W, HI, LO) with the word's number and its bit range in a
+ * bit<MAX_PATHS> mask. */
+
+#ifndef SGLB_TNA_WORDS_P4
+#define SGLB_TNA_WORDS_P4
+
+/* The CPU port: the PCIe port of pipe 0 (Tofino: 192 on a 2-pipe device, 320
+ * on a 4-pipe one: compile with -DCPU_PORT=320; Tofino 2: 0). */
+#ifndef CPU_PORT
+#if __TARGET_TOFINO__ == 2
+#define CPU_PORT 0
+#else
+#define CPU_PORT 192
+#endif
+#endif
+
+/* Tofino counts nanoseconds. Feedback times are 28-bit units of
+ * 2^FB_TIME_SHIFT ns (16.4 us, as the v1model program's 16 us). */
+#ifndef FB_TIME_SHIFT
+#define FB_TIME_SHIFT 14
+#endif
+/* Freshness of fed-back levels and delays is a generation of 2^FB_GEN_SHIFT
+ * ns (2^23 ns = 8.4 ms, the v1model default fb_fresh being 10 ms): a value
+ * is fresh while it was stored in the current or the previous generation. */
+#ifndef FB_GEN_SHIFT
+#define FB_GEN_SHIFT 23
+#endif
+/* Flowlet table: 2^16 entries indexed by a CRC-16 of the 5-tuple. */
+#define FLOWLET_INDEX_BITS 16
+/* Capacity-weighted draws: DRAW_ROWS rows per weight profile (2^6). */
+#ifndef DRAW_ROW_BITS
+#define DRAW_ROW_BITS 6
+#endif
+#ifndef WEIGHT_PROFILES
+#define WEIGHT_PROFILES 64
+#endif
+#define DRAW_TABLE_SIZE (WEIGHT_PROFILES << DRAW_ROW_BITS)
+
+#include "../include/constants.p4"
+#include "../include/paths.p4"
+
+/* Notice kind of the Tofino program only: the controller confirms a notice's
+ * epoch with a notice header sent from the CPU port (the v1model program
+ * takes written-back epochs in dst_profile instead, and rejects this kind
+ * as BAD_NOTICE). */
+const bit<8> NOTICE_WRITEBACK = 6;
+
+/* Notice state is indexed by spine slot ++ leaf id: MAX_LEAVES is 2^10 here. */
+#define LEAF_INDEX_BITS 10
+#if MAX_LEAVES != 1024
+#error "the Tofino program indexes notice state by a 10-bit leaf id: MAX_LEAVES must be 1024"
+#endif
+
+/* SGLB_FOLD(DST, SRC): one word that is non-zero iff the path mask SRC is, so
+ * that a gateway compares 4 bytes at most; SGLB_NONEMPTY(K): the word that
+ * tells whether e_K is empty (e_K itself when it is one word). */
+#if MAX_PATHS == 64
+#define WORD_BITS 32
+#define SGLB_FOR_EACH_WORD(M) M(0, 31, 0) M(1, 63, 32)
+#define SGLB_FOLD(DST, SRC) DST = SRC[63:32] | SRC[31:0];
+#define SGLB_NONEMPTY(K) meta.z##K
+#else
+#define WORD_BITS MAX_PATHS
+#define SGLB_FOR_EACH_WORD(M) M(0, MAX_PATHS - 1, 0)
+#define SGLB_FOLD(DST, SRC) DST = SRC;
+#define SGLB_NONEMPTY(K) meta.e##K
+#endif
+
+typedef bit<WORD_BITS> pword_t;
+
+#define PATH_BIT(I) ((pathmask_t)1 << I)
+
+/* Fed-back freshness: the paths fed back in generation `gen`. */
+struct fresh_t {
+    pword_t bits;
+    pword_t gen;
+}
+
+/* A per-destination extreme of fed-back one-way delays, in generation `gen`. */
+struct owd_extreme_t {
+    bit<32> owd;
+    bit<32> gen;
+}
+
+#endif

@@ -1,0 +1,210 @@
+"""The encodings of the Tofino program (p4src/tna/sglb.p4), one copy.
+
+What differs from the v1model program's encodings (``sglb.config``), and why
+(docs/sglb.md, "The Tofino program"):
+
+* *Nanoseconds.* Tofino's timestamps count ns: flowlet_gap, gap_margin and
+  gap_unknown are ns (32 bits: at most 4.29 s); fb_fresh is in feedback units
+  of 2^FB_TIME_SHIFT ns; fb_stale and unknown_level are not parameters (the
+  control plane floors the profile's remote levels itself).
+* *Bit planes.* The remote level of every path travels as three masks
+  rq0..rq2 (bit j of each path's level), so that the data plane can find the
+  least-congested band with bitwise logic.
+* *Draws.* Capacity weights become a weight profile (``wprof``) and a table
+  of rows of four paths drawn in proportion to capacity (``draw_rows``).
+* *Levels by range.* port_levels holds one range entry per level and port.
+* *Write-backs are packets.* A notice epoch is confirmed by a notice of kind
+  ``NOTICE_WRITEBACK`` sent as a PacketOut (``writeback_frame``).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sglb.codes import LbMode, Role
+from sglb.config import (
+    EPOCH_MASK,
+    MAX_PATHS,
+    PORT_MAX,
+    QMAX,
+    Feedback,
+    Params,
+    check_max_paths,
+    level_thresholds,
+)
+from sglb.headers import NOTICE_WRITEBACK
+
+FB_TIME_SHIFT_NS = 14            # p4src/tna/words.p4: feedback units of 2^14 ns
+FB_GEN_SHIFT_NS = 23             # freshness generations of 2^23 ns (8.4 ms)
+DRAW_ROW_BITS = 6                # rows of the draws table per weight profile
+DRAW_ROWS = 1 << DRAW_ROW_BITS
+DRAW_COLUMNS = 4                 # paths drawn per row
+WEIGHT_PROFILES = 64             # weight profiles the draws table holds
+U32 = 0xFFFFFFFF
+NS_PER_US = 1000
+
+
+def _ns(us: int, what: str) -> int:
+    ns = us * NS_PER_US
+    if not 0 <= ns <= U32:
+        raise ValueError(f"{what} = {us} us does not fit 32 bits of nanoseconds (4.29 s)")
+    return ns
+
+
+def switch_params(role: Role, switch_id: int, mac: int, flowlet_gap_us: int,
+                  mode: LbMode = LbMode.SGLB, tie_tolerance: int = 1,
+                  notice_group: int = 0, feedback: Feedback | None = None) -> Params:
+    """switch_config's set_switch(role, lb_mode, switch_id, switch_mac, flowlet_gap,
+    tie_tolerance, notice_group, feedback, tag_frame_max, fb_fresh, gap_margin,
+    gap_unknown) of the Tofino program; times in the v1model units (us) in."""
+    fb = feedback or Feedback()
+    checks = [("switch_id", switch_id, 0xFFFF), ("mac", mac, (1 << 48) - 1),
+              ("tie_tolerance", tie_tolerance, 255), ("notice_group", notice_group, 0xFFFF),
+              ("tag_frame_max", fb.tag_frame_max, 0xFFFF)]
+    for name, value, limit in checks:
+        if not 0 <= value <= limit:
+            raise ValueError(f"{name} = {value} is outside 0..{limit}")
+    fresh_units = min((1 << 28) - 1, math.ceil(fb.fresh_us * NS_PER_US / (1 << FB_TIME_SHIFT_NS)))
+    return [("role", int(role)), ("lb_mode", int(mode)), ("switch_id", switch_id),
+            ("switch_mac", mac), ("flowlet_gap", _ns(flowlet_gap_us, "flowlet_gap")),
+            ("tie_tolerance", tie_tolerance), ("notice_group", notice_group),
+            ("feedback", int(fb.enabled)), ("tag_frame_max", fb.tag_frame_max),
+            ("fb_fresh", fresh_units), ("gap_margin", _ns(fb.gap_margin_us, "gap_margin")),
+            ("gap_unknown", _ns(fb.gap_unknown_us, "gap_unknown"))]
+
+
+def level_planes(levels: Sequence[int], max_paths: int = MAX_PATHS) -> tuple[int, int, int]:
+    """The three bit planes (rq0, rq1, rq2) of per-path levels 0..QMAX."""
+    check_max_paths(max_paths)
+    if len(levels) > max_paths:
+        raise ValueError(f"levels: at most {max_paths} paths, got {len(levels)}")
+    planes = [0, 0, 0]
+    for i, level in enumerate(levels):
+        if not 0 <= level <= QMAX:
+            raise ValueError(f"levels[{i}] = {level} is outside 0..{QMAX}")
+        for j in range(3):
+            if level >> j & 1:
+                planes[j] |= 1 << i
+    return planes[0], planes[1], planes[2]
+
+
+def at_most(planes: tuple[int, int, int], level: int, max_paths: int) -> int:
+    """Mask of the paths whose level (given as bit planes) is at most ``level``:
+    what the program's e_k computes, here by comparing each path's value."""
+    out = 0
+    for i in range(max_paths):
+        value = sum((planes[j] >> i & 1) << j for j in range(3))
+        if value <= level:
+            out |= 1 << i
+    return out
+
+
+def _apportion(weights: Sequence[int], slots: int) -> list[int]:
+    """Slots per path in proportion to weights (largest remainder; every
+    non-zero weight at least one slot when there are enough slots)."""
+    total = sum(weights)
+    exact = [w * slots / total for w in weights]
+    counts = [math.floor(x) for x in exact]
+    order = sorted(range(len(weights)), key=lambda i: (counts[i] - exact[i], i))
+    for i in order[:slots - sum(counts)]:
+        counts[i] += 1
+    for i, w in enumerate(weights):     # a thin path is never left out
+        if w and not counts[i]:
+            donor = max(range(len(counts)), key=lambda k: counts[k])
+            counts[donor] -= 1
+            counts[i] += 1
+    return counts
+
+
+def draw_rows(weights: Sequence[int], rows: int = DRAW_ROWS,
+              columns: int = DRAW_COLUMNS) -> list[tuple[int, ...]]:
+    """The rows of one weight profile: ``columns`` path indices per row.
+
+    Every column holds each path in proportion to its weight (largest
+    remainder over ``rows`` slots), each column in its own fixed shuffled
+    order, so that the columns of a row are (nearly) independent draws: the
+    first draw that is a candidate is then a capacity-proportional pick among
+    the candidates (rejection sampling), and all draws miss with probability
+    about (1 - candidates' share)^columns, when the lowest candidate is taken.
+    Deterministic: the same weights give the same rows.
+    """
+    if rows < 1 or columns < 1:
+        raise ValueError("rows and columns must be >= 1")
+    if any(w < 0 for w in weights):
+        raise ValueError(f"negative weight in {list(weights)}")
+    if not any(weights):
+        raise ValueError("a weight profile needs a non-zero weight")
+    counts = _apportion(weights, rows)
+    sequence = [i for i, c in enumerate(counts) for _ in range(c)]
+    cols = []
+    for j in range(columns):
+        col = list(sequence)
+        random.Random(j + 1).shuffle(col)
+        cols.append(col)
+    return [tuple(cols[j][r] for j in range(columns)) for r in range(rows)]
+
+
+@dataclass(frozen=True)
+class LevelRange:
+    """One range entry of port_levels: estimates lo..hi read ``level``."""
+
+    lo: int
+    hi: int
+    level: int
+
+
+def level_ranges(capacity_mbps: float, period_shift: int) -> list[LevelRange]:
+    """port_levels' range entries of a port: level k from threshold t_k (the
+    v1model program's thresholds, k << dre_shift bytes: the Lpf runs in rate
+    mode with the DRE period as time constant, so it reads on that scale)."""
+    t = [0, *level_thresholds(capacity_mbps, period_shift), U32 + 1]
+    out = []
+    for level in range(QMAX + 1):
+        lo, hi = t[level], t[level + 1] - 1
+        if lo <= hi:
+            out.append(LevelRange(lo, hi, level))
+    return out
+
+
+PATH_WORD_VALID = 1 << 15
+
+
+def path_word(path: int, port: int) -> int:
+    """The word a flowlet keeps (draws, lowest_path, flowlet_path): valid (bit 15)
+    ++ path (14:9) ++ port (8:0)."""
+    if not 0 <= path < 64:
+        raise ValueError(f"path {path} is outside 0..63")
+    if not 0 <= port <= PORT_MAX:
+        raise ValueError(f"port {port} is outside 0..{PORT_MAX}")
+    return PATH_WORD_VALID | path << 9 | port
+
+
+def lowest_entries(ports: dict[int, int], max_paths: int = MAX_PATHS) -> list[tuple[int, int, int, int]]:
+    """lowest_path's ternary entries (value, mask, path, port): path i matches
+    when bit i is set and bits 0..i-1 are clear (the masks never overlap)."""
+    check_max_paths(max_paths)
+    out = []
+    for i in sorted(ports):
+        if not 0 <= i < max_paths:
+            raise ValueError(f"path index {i} is outside 0..{max_paths - 1}")
+        if not 0 <= ports[i] <= PORT_MAX:
+            raise ValueError(f"port {ports[i]} is outside 0..{PORT_MAX}")
+        out.append((1 << i, (1 << (i + 1)) - 1, i, ports[i]))
+    return out
+
+
+def writeback_frame(spine_id: int, leaf_id: int, epoch: int, src_mac: int = 0) -> bytes:
+    """The frame that confirms a notice epoch to the Tofino program, sent as a
+    PacketOut with packet_out.op 0 (run the pipeline): Ethernet 0x88B6 and a
+    notice of kind NOTICE_WRITEBACK naming (spine, leaf, epoch)."""
+    for name, value, limit in (("spine_id", spine_id, 0xFFFF), ("leaf_id", leaf_id, 0xFFFF),
+                               ("epoch", epoch, U32), ("src_mac", src_mac, (1 << 48) - 1)):
+        if not 0 <= value <= limit:
+            raise ValueError(f"{name} = {value} is outside 0..{limit}")
+    ethernet = b"\xff" * 6 + src_mac.to_bytes(6, "big") + b"\x88\xb6"
+    notice = (bytes([1, NOTICE_WRITEBACK, 12, 0]) + spine_id.to_bytes(2, "big")
+              + leaf_id.to_bytes(2, "big") + (epoch & EPOCH_MASK).to_bytes(4, "big"))
+    return ethernet + notice

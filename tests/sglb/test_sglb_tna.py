@@ -1,0 +1,288 @@
+"""The Tofino program p4src/tna/sglb.p4: it compiles with bf-p4c for Tofino and
+Tofino 2 at MAX_PATHS 8 and 64 and fits (skipped without bf-p4c); p4c's front
+end accepts it with the TNA include files (skipped without them); its
+encodings (sglb.tna_config) by hand; the resource figures' reader and the
+--tofino report."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import subprocess
+import sys
+
+import pytest
+from scapy.layers.l2 import Ether
+
+from sglb import tofino
+from sglb.codes import LbMode, Role
+from sglb.config import Feedback, level_thresholds
+from sglb.headers import SglbNotice
+from sglb.tna_config import (
+    DRAW_COLUMNS,
+    DRAW_ROWS,
+    NOTICE_WRITEBACK,
+    at_most,
+    draw_rows,
+    level_planes,
+    level_ranges,
+    lowest_entries,
+    switch_params,
+    writeback_frame,
+)
+
+BF_P4C = tofino.bf_p4c()
+INCLUDE = tofino.tna_include_dir()
+CASES = [("tofino", 8), pytest.param("tofino", 64, marks=pytest.mark.slow),
+         ("tofino2", 8), pytest.param("tofino2", 64, marks=pytest.mark.slow)]
+
+
+# -- with the compiler ---------------------------------------------------------------
+
+@pytest.mark.skipif(BF_P4C is None, reason="bf-p4c is not on PATH")
+@pytest.mark.parametrize(("target", "max_paths"), CASES)
+def test_bf_p4c_compiles_and_fits(tmp_path, target, max_paths):
+    out = tofino.compile_tna(target, max_paths, tmp_path)
+    figures = tofino.figures(out, target, max_paths)
+    assert 0 < figures.stages <= figures.stage_limit, figures
+    assert figures.srams > 0 and figures.phv_bits > 0, figures
+    assert (out / "p4info.txtpb").stat().st_size > 0
+
+
+@pytest.mark.skipif(INCLUDE is None, reason="no tna.p4 (bf-p4c's include files, or "
+                                            "$SGLB_TNA_INCLUDE)")
+@pytest.mark.parametrize(("target", "max_paths"), [("tofino", 8), ("tofino", 64),
+                                                   ("tofino2", 8), ("tofino2", 64)])
+def test_front_end_accepts_the_program(tmp_path, target, max_paths):
+    if not tofino.shutil.which("p4test"):
+        pytest.skip("p4test is not on PATH")
+    info = tofino.front_end_p4info(target, max_paths, tmp_path / "p4info.txtpb", INCLUDE)
+    text = info.read_text()
+    for name in ("SglbIngress.dst_profile", "SglbIngress.draws", "SglbIngress.lowest_path",
+                 "SglbIngress.kept_alive", "SglbEgress.port_levels"):
+        assert f'name: "{name}"' in text, name
+
+
+# -- encodings ------------------------------------------------------------------------
+
+def test_level_planes_and_bands_by_hand():
+    levels = [0, 3, 7, 5, 1, 6, 2, 4]
+    planes = level_planes(levels, 8)
+    assert planes == (0b00011110, 0b01100110, 0b10101100)
+    assert at_most(planes, 0, 8) == 0b00000001
+    assert at_most(planes, 3, 8) == 0b01010011
+    assert at_most(planes, 7, 8) == 0xFF
+    with pytest.raises(ValueError, match="outside 0..7"):
+        level_planes([8], 8)
+
+
+def test_bands_of_the_program_formulas():
+    """The bitwise formulas of the program's e_k (p4src/tna/sglb.p4) select exactly
+    the paths at level k or lower, for every combination of levels of 8 paths."""
+    for levels in itertools.product(range(8), repeat=2):
+        l0, l1, l2 = level_planes(list(levels) * 4, 8)
+        full = 0xFF
+        e = [full & ~(l2 | l1 | l0), full & ~(l2 | l1), full & ~(l2 | (l1 & l0)),
+             full & ~l2, full & ~(l2 & (l1 | l0)), full & ~(l2 & l1), full & ~(l2 & l1 & l0),
+             full]
+        for k in range(8):
+            assert e[k] == at_most((l0, l1, l2), k, 8), (levels, k)
+
+
+def test_draw_columns_follow_capacity():
+    rows = draw_rows([15, 0, 8, 4])
+    assert len(rows) == DRAW_ROWS and all(len(r) == DRAW_COLUMNS for r in rows)
+    for column in range(DRAW_COLUMNS):
+        counts = [sum(1 for r in rows if r[column] == p) for p in range(4)]
+        assert counts == [36, 0, 19, 9]   # 64 slots: 35.6, 0, 19.0, 9.5 by largest remainder
+    assert draw_rows([15, 0, 8, 4]) == rows   # deterministic: a rewrite changes nothing
+    with pytest.raises(ValueError, match="non-zero"):
+        draw_rows([0, 0])
+
+
+@pytest.mark.parametrize("candidates", [{2, 3}, {0, 3}, {0, 2}, {0, 2, 3}])
+def test_first_candidate_draw_is_capacity_proportional(candidates):
+    """Rejection sampling over the columns: among the rows where a draw is a
+    candidate, the first such draw follows the candidates' weights (within 0.1
+    of the exact share over 64 rows)."""
+    weights = [15, 0, 8, 4]
+    picks = [next((p for p in r if p in candidates), None) for r in draw_rows(weights)]
+    hit = [p for p in picks if p is not None]
+    total = sum(weights[p] for p in candidates)
+    for p in candidates:
+        assert abs(hit.count(p) / len(hit) - weights[p] / total) < 0.1, (p, hit.count(p))
+    if candidates == {0, 2, 3}:
+        assert len(hit) == DRAW_ROWS   # every path is a candidate: never missed
+
+
+def test_thin_paths_keep_a_slot():
+    rows = draw_rows([15] * 7 + [1])
+    assert any(7 in r for r in rows)
+
+
+def test_level_ranges_cover_every_estimate_once():
+    ranges = level_ranges(1000, 6)
+    t = level_thresholds(1000, 6)
+    assert ranges[0].lo == 0 and ranges[-1].hi == 0xFFFFFFFF
+    assert [r.level for r in ranges] == list(range(8))
+    assert [r.lo for r in ranges[1:]] == t
+    for a, b in itertools.pairwise(ranges):
+        assert a.hi + 1 == b.lo
+
+
+def test_lowest_entries_match_exactly_the_lowest_candidate():
+    entries = lowest_entries({i: 10 + i for i in range(8)}, 8)
+    for mask in range(1, 256):
+        hits = [(path, port) for value, m, path, port in entries if mask & m == value]
+        lowest = (mask & -mask).bit_length() - 1
+        assert hits == [(lowest, 10 + lowest)], mask
+    with pytest.raises(ValueError, match="outside 0..7"):
+        lowest_entries({8: 1}, 8)
+
+
+def test_writeback_frame_is_a_notice_of_its_kind():
+    frame = writeback_frame(101, 7, 0x4000_0005, src_mac=0x025347000001)
+    pkt = Ether(frame)
+    notice = pkt[SglbNotice]
+    assert pkt.type == 0x88B6 and pkt.src == "02:53:47:00:00:01"
+    assert (notice.version, notice.kind, notice.length) == (1, NOTICE_WRITEBACK, 12)
+    assert (notice.spine_id, notice.leaf_id, notice.epoch) == (101, 7, 5)   # mod 2^30
+    with pytest.raises(ValueError, match="spine_id"):
+        writeback_frame(1 << 16, 1, 1)
+
+
+def test_switch_params_are_nanoseconds():
+    fb = Feedback(fresh_us=10_000, gap_margin_us=100, gap_unknown_us=200_000)
+    p = dict(switch_params(Role.LEAF, 3, 0x02, 500, LbMode.SGLB, 1, 0, fb))
+    assert p["flowlet_gap"] == 500_000 and p["gap_margin"] == 100_000
+    assert p["gap_unknown"] == 200_000_000
+    assert p["fb_fresh"] == 611            # ceil(10 ms / 16.384 us)
+    assert "fb_stale" not in p and "unknown_level" not in p
+    with pytest.raises(ValueError, match="4.29 s"):
+        switch_params(Role.LEAF, 3, 0x02, 5_000_000)
+
+
+# -- resource figures ------------------------------------------------------------------
+
+def _fake_logs(root, stages, srams_per_stage, phv):
+    logs = root / "pipe" / "logs"
+    logs.mkdir(parents=True)
+    mau = [{"stage_number": s, "logical_tables": {"ids": list(range(s + 1))},
+            "rams": {"srams": [{}] * srams_per_stage}, "tcams": {"tcams": [{}] * (s % 2)},
+            "map_rams": {"maprams": [{}]}} for s in range(stages)]
+    mau.append({"stage_number": stages, "logical_tables": {"ids": []}})   # an empty stage
+    (logs / "resources.json").write_text(json.dumps({"resources": {"mau": {"mau_stages": mau}}}))
+    containers = [{"container_type": "normal", "bit_width": w, "phv_number": n,
+                   "slices": [{"slice_info": {"lsb": lo, "msb": hi}} for lo, hi in sl]}
+                  for w, n, sl in phv]
+    (logs / "phv.json").write_text(json.dumps({"containers": containers}))
+
+
+def test_figures_read_the_schema_by_hand(tmp_path):
+    _fake_logs(tmp_path, 3, 5, [(8, 0, [(0, 7)]), (32, 64, [(0, 3), (2, 9)]),
+                                (32, 64, [(20, 20)]), (16, 40, [])])
+    f = tofino.figures(tmp_path, "tofino", 8)
+    assert (f.stages, f.srams, f.tcams, f.map_rams, f.logical_tables) == (3, 15, 1, 3, 6)
+    assert f.phv_containers == {8: 1, 32: 1} and f.phv_bits == 8 + 11
+    assert f.fits and f.stage_limit == 12
+    assert "3 of 12" in tofino.table([f])
+
+
+def test_figures_refuse_other_layouts(tmp_path):
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "resources.json").write_text("{}")
+    (tmp_path / "logs" / "phv.json").write_text("{}")
+    with pytest.raises(ValueError, match="unexpected bf-p4c log layout"):
+        tofino.figures(tmp_path, "tofino", 8)
+    with pytest.raises(FileNotFoundError, match="bf-p4c -g"):
+        tofino.figures(tmp_path / "none", "tofino", 8)
+
+
+def test_resources_report_without_the_compiler(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "sglb.resources", "--tofino"],
+                          capture_output=True, text=True, timeout=120,
+                          env={"PATH": str(tmp_path), "PYTHONPATH": ":".join(sys.path)})
+    assert done.returncode == 2
+    assert "bf-p4c is not on PATH" in done.stderr
+
+
+def test_resources_report_reads_earlier_logs(tmp_path):
+    for target, paths in [(t, n) for t in ("tofino", "tofino2") for n in (8, 64)]:
+        _fake_logs(tmp_path / f"{target}-{paths}", 13 if target == "tofino" and paths == 64
+                   else 4, 2, [(32, 1, [(0, 31)])])
+    done = subprocess.run([sys.executable, "-m", "sglb.resources", "--tofino-logs",
+                           str(tmp_path), "--no-compile"], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 1, done.stdout    # 13 stages do not fit Tofino's 12
+    assert "13 of 12" in done.stdout and done.stdout.count(" of 20") == 2
+
+
+def test_compile_without_compiler_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="bf-p4c is not on PATH"):
+        tofino.compile_tna("tofino", 8, tmp_path)
+    with pytest.raises(ValueError, match="target"):
+        tofino.compile_tna("tofino3", 8, tmp_path)
+
+
+def test_random_masks_pick_a_single_lowest_entry_at_64_paths():
+    entries = lowest_entries({i: i for i in range(64)}, 64)
+    rng = random.Random(7)
+    for _ in range(500):
+        mask = rng.getrandbits(64) or 1
+        hits = [path for value, m, path, _ in entries if mask & m == value]
+        assert hits == [(mask & -mask).bit_length() - 1]
+
+
+def test_path_words_carry_valid_path_and_port():
+    from sglb.tna_config import path_word
+    assert path_word(0, 0) == 0x8000 and path_word(63, 511) == 0xFFFF
+    assert path_word(5, 3) >> 9 & 63 == 5 and path_word(5, 3) & 511 == 3
+    with pytest.raises(ValueError, match="path 64"):
+        path_word(64, 1)
+
+
+def _const_entries(table: str) -> list[tuple[list[str], str]]:
+    """(key expressions, action) of a const-entries table of the program, in order."""
+    import re
+
+    source = tofino.TNA_PROGRAM.read_text()
+    body = source[source.index(f"table {table} {{"):]
+    body = body[body.index("const entries = {") + len("const entries = {"):]
+    body = body[:body.index("}\n")]
+    out = []
+    for keys, action in re.findall(r"\(([^:]*)\)\s*:\s*(\w+)\(\);", body):
+        out.append(([k.strip() for k in keys.split(",")], action))
+    return out
+
+
+def _first_match(entries, nonzero, exact=None):
+    """The action of the first entry whose ternary "is zero" keys (ZW/HZ) hold for
+    `nonzero` (one bool per key) and whose exact key equals `exact`."""
+    for keys, action in entries:
+        ternary = keys[:len(nonzero)]
+        if exact is not None and int(keys[-1]) != exact:
+            continue
+        if all(k == "_" or not nz for k, nz in zip(ternary, nonzero, strict=True)):
+            return action
+    return None
+
+
+def test_band_select_takes_the_lowest_level_plus_tolerance():
+    """band_select's entries, matched in priority order: for every pattern of empty /
+    non-empty e_0..e_6 and every tolerance, the band is min(lowest non-empty + tol, 7)."""
+    entries = _const_entries("band_select")
+    assert len(entries) == 64
+    for pattern in itertools.product([False, True], repeat=7):
+        lowest = next((k for k, nz in enumerate(pattern) if nz), 7)
+        for tol in range(8):
+            action = _first_match(entries, list(pattern), tol)
+            assert action == f"band_{min(lowest + tol, 7)}", (pattern, tol, action)
+
+
+def test_pick_draw_takes_the_first_candidate_draw():
+    entries = _const_entries("pick_draw")
+    for pattern in itertools.product([False, True], repeat=4):
+        want = next((f"pick_{j}" for j, hit in enumerate(pattern) if hit), "pick_lowest")
+        assert (_first_match(entries, list(pattern)) or "pick_0") == want, pattern

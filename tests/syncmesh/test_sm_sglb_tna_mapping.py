@@ -1,0 +1,231 @@
+"""The core's desired state as entities of the Tofino program (p4src/tna/sglb.p4):
+every name, parameter and width checked against the P4Info bf-p4c writes
+(skipped without bf-p4c) and the one p4c's front end writes with the TNA
+include files (skipped without them); the Tofino-only encodings by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from finsy.proto import p4i
+from google.protobuf import text_format
+from syncmesh.core import SyncMeshCore
+from syncmesh.sglb_mapping import (
+    Identity,
+    MappingError,
+    MulticastWrite,
+    NoticeSeen,
+    SwitchBook,
+    TableWrite,
+    entities,
+    switch_mac,
+)
+from syncmesh.sglb_tna_mapping import TNA_TABLES, tna_entities, writeback_frames
+
+from fabricmodel import leaf_spine, load
+from sglb import tofino
+from sglb.config import Feedback
+from sglb.tna_config import level_planes
+
+ROOT = Path(__file__).resolve().parents[2]
+FABRICS = ["ls2x2.yaml", "ls4x2.yaml", "ls4x2-asym.yaml"]
+MATCH_KINDS = {p4i.MatchField.EXACT: "exact", p4i.MatchField.LPM: "lpm",
+               p4i.MatchField.TERNARY: "ternary", p4i.MatchField.RANGE: "range"}
+
+
+def _by_suffix(items, name: str):
+    found = [x for x in items if x.preamble.name == name
+             or x.preamble.name.endswith("." + name)]
+    assert len(found) == 1, f"{name}: {[x.preamble.name for x in found]}"
+    return found[0]
+
+
+def check_against_p4info(info: p4i.P4Info, ents) -> set[str]:
+    """Every entity fits the P4Info: table, key names / kinds / widths, action of the
+    table, parameter names and widths, priority where the table needs one."""
+    actions = {a.preamble.id: a for a in info.actions}
+    used = set()
+    for e in ents:
+        if isinstance(e, MulticastWrite):
+            assert 0 < e.group_id < 1 << 16
+            continue
+        table = _by_suffix(info.tables, e.table)
+        used.add(e.table)
+        action = _by_suffix(info.actions, e.action)
+        assert action.preamble.id in {r.id for r in table.action_refs}, (e.table, e.action)
+        assert [p.name for p in action.params] == [n for n, _ in e.params], e
+        for p, (_, v) in zip(action.params, e.params, strict=True):
+            assert 0 <= v < 1 << p.bitwidth, f"{e.action}.{p.name}={v} over {p.bitwidth} bits"
+        if e.is_default:
+            assert not table.match_fields or e.table in ("switch_config", "uplinks")
+            continue
+        assert [f.name for f in table.match_fields] == [k for k, _ in e.match], e
+        kinds = [MATCH_KINDS[f.match_type] for f in table.match_fields]
+        assert (e.priority > 0) == any(k in ("ternary", "range") for k in kinds), e
+        for f, kind, (_, v) in zip(table.match_fields, kinds, e.match, strict=True):
+            values = [v] if kind == "exact" else [v[0]] if kind == "lpm" else list(v)
+            assert all(0 <= x < 1 << f.bitwidth for x in values), (e, f.name)
+            if kind == "range":
+                assert v[0] <= v[1], e
+    assert actions   # the P4Info had actions to check against
+    return used
+
+
+def _tna_entities_of(fabric_file: str, max_paths: int = 8):
+    fab = load(ROOT / "topologies" / "fabrics" / fabric_file)
+    for sw in fab.switches:
+        core = SyncMeshCore(fab, sw.name, 1)
+        yield sw, tna_entities(core.desired(), Identity(switch_mac(sw.id), program="tna",
+                                                        max_paths=max_paths))
+
+
+def _parse(path: Path) -> p4i.P4Info:
+    return text_format.Parse(path.read_text(), p4i.P4Info())
+
+
+@pytest.fixture(scope="module")
+def bf_p4c_p4info(tmp_path_factory):
+    if tofino.bf_p4c() is None:
+        pytest.skip("bf-p4c is not on PATH")
+    out = tofino.compile_tna("tofino", 8, tmp_path_factory.mktemp("tna"))
+    return _parse(out / "p4info.txtpb")
+
+
+@pytest.fixture(scope="module")
+def front_end_p4info(tmp_path_factory):
+    include = tofino.tna_include_dir()
+    if include is None or not tofino.shutil.which("p4test"):
+        pytest.skip("no p4test with TNA include files (bf-p4c's, or $SGLB_TNA_INCLUDE)")
+    out = tmp_path_factory.mktemp("tna-fe") / "p4info.txtpb"
+    return _parse(tofino.front_end_p4info("tofino", 8, out, include))
+
+
+@pytest.mark.parametrize("fabric_file", FABRICS)
+def test_names_match_bf_p4c_p4info(bf_p4c_p4info, fabric_file):
+    used = set()
+    for _sw, ents in _tna_entities_of(fabric_file):
+        used |= check_against_p4info(bf_p4c_p4info, ents)
+    assert used == TNA_TABLES   # every table SyncMesh owns is written somewhere
+    names = {t.preamble.name for t in bf_p4c_p4info.tables}
+    counters = {c.preamble.name for c in bf_p4c_p4info.counters}
+    from syncmesh.p4runtime_driver import TX_COUNTERS
+    assert TX_COUNTERS["tna"] in counters, counters
+    assert all(n.startswith("pipe.") for n in names), names
+
+
+@pytest.mark.parametrize("fabric_file", FABRICS)
+def test_names_match_front_end_p4info(front_end_p4info, fabric_file):
+    used = set()
+    for _sw, ents in _tna_entities_of(fabric_file):
+        used |= check_against_p4info(front_end_p4info, ents)
+    assert used == TNA_TABLES
+
+
+def test_tables_shared_with_v1model_are_the_same_entities():
+    fab = load(ROOT / "topologies" / "fabrics" / "ls4x2-asym.yaml")
+    for name in ("l1", "s2"):
+        desired = SyncMeshCore(fab, name, 1).desired()
+        v1 = entities(desired, Identity(1))
+        tna = tna_entities(desired, Identity(1, program="tna"))
+        for table in ("ipv4_route", "arp_proxy", "leaf_downlinks"):   # bundles ascend here
+            assert [e for e in v1 if isinstance(e, TableWrite) and e.table == table] == \
+                [e for e in tna if isinstance(e, TableWrite) and e.table == table]
+        assert [e for e in v1 if isinstance(e, MulticastWrite)] == \
+            [e for e in tna if isinstance(e, MulticastWrite)]
+        renamed = {dict(e.match)["ig_intr_md.ingress_port"]: e.params for e in tna
+                   if isinstance(e, TableWrite) and e.table == "port_neighbour"}
+        assert renamed == {dict(e.match)["standard_metadata.ingress_port"]: e.params for e in v1
+                           if isinstance(e, TableWrite) and e.table == "port_neighbour"}
+
+
+def test_profiles_become_planes_and_weight_profiles():
+    """ls4x2-asym: l1 reaches l3 over half capacity through s2 (5 of 10 Mbit/s), so
+    its profile toward l3 has its own weights; its draws follow them."""
+    fab = load(ROOT / "topologies" / "fabrics" / "ls4x2-asym.yaml")
+    desired = SyncMeshCore(fab, "l1", 1).desired()
+    v1 = {dict(e.match)["meta.dst_leaf"]: dict(e.params) for e in entities(desired, Identity(1))
+          if isinstance(e, TableWrite) and e.table == "dst_profile"}
+    ents = tna_entities(desired, Identity(1, program="tna",
+                                          feedback=Feedback(unknown_level=2)))
+    prof = {dict(e.match)["meta.dst_leaf"]: dict(e.params) for e in ents
+            if isinstance(e, TableWrite) and e.table == "dst_profile"}
+    assert prof.keys() == v1.keys()
+    for dst, p in prof.items():
+        levels = [max(2, v1[dst][f"rq{i}"]) for i in range(8)]   # floored by unknown_level
+        weights = [v1[dst][f"w{i}"] for i in range(8)]
+        assert (p["rq0"], p["rq1"], p["rq2"]) == level_planes(levels, 8)
+        assert p["weighted"] == sum(1 << i for i, w in enumerate(weights) if w)
+        assert p["live_mask"] == v1[dst]["live_mask"]
+        draws = [dict(e.params) for e in ents if isinstance(e, TableWrite)
+                 and e.table == "draws" and dict(e.match)["meta.wprof"] == p["wprof"]]
+        assert len(draws) == 64
+        drawn = [d["word0"] >> 9 & 63 for d in draws]
+        for i, w in enumerate(weights):
+            assert abs(drawn.count(i) / 64 - w / sum(weights)) <= 1 / 64 + 1e-9, (dst, i)
+        assert all(d[f"bit{j}"] == 1 << (d[f"word{j}"] >> 9 & 63) and d[f"word{j}"] >> 15
+                   for d in draws for j in range(4))
+    assert len({p["wprof"] for p in prof.values()}) >= 2   # asymmetric: distinct weights
+    assert 0 not in {p["wprof"] for p in prof.values()} or len(prof) == 1
+
+
+def test_spine_members_and_levels_by_range():
+    fab = load(ROOT / "topologies" / "fabrics" / "ls4x2-asym.yaml")
+    ents = tna_entities(SyncMeshCore(fab, "s2", 1).desired(), Identity(1, program="tna"))
+    peers = {dict(e.match)["hdr.port_status.port"]: dict(e.params) for e in ents
+             if isinstance(e, TableWrite) and e.table == "port_peer"}
+    # bundles of two: (1, 2) to l1, (5, 6) to l3 ...
+    assert peers[1] == {"leaf": 1, "member": 1} and peers[2] == {"leaf": 1, "member": 2}
+    assert peers[5] == {"leaf": 3, "member": 1} and peers[6] == {"leaf": 3, "member": 2}
+    levels = [(dict(e.match)["meta.rate"], dict(e.params)["level"]) for e in ents
+              if isinstance(e, TableWrite) and e.table == "port_levels"
+              and dict(e.match)["eg_intr_md.egress_port"] == 5]
+    assert [lvl for _, lvl in levels] == list(range(8))
+    assert levels[0][0][0] == 0 and levels[1][0][0] == 8   # t1 = 8 bytes as in v1model
+    # a bundle listed high port first: member bits and port_a agree (lower port = a)
+    from syncmesh.switchops import SpineRoute
+    desired = dict(SyncMeshCore(fab, "s2", 1).desired())
+    desired[("spine_route", 3)] = SpineRoute(3, (6, 5))
+    swapped = [e for e in tna_entities(desired, Identity(1, program="tna"))
+               if isinstance(e, TableWrite) and e.table == "leaf_downlinks"
+               and dict(e.match)["meta.dst_leaf"] == 3]
+    assert [dict(e.params) for e in swapped] == [{"port_a": 5, "port_b": 6, "share_a": 85}]
+    single = tna_entities(SyncMeshCore(leaf_spine(2, 1, 1, 1), "s1", 1).desired(),
+                          Identity(1, program="tna"))
+    assert {dict(e.params)["member"] for e in single
+            if isinstance(e, TableWrite) and e.table == "port_peer"} == {3}
+
+
+def test_writebacks_are_frames_for_new_epochs_only():
+    assert writeback_frames({(100, 2): 7}, {(100, 2): 7}) == []
+    frames = writeback_frames({(100, 2): 7}, {(100, 2): 9, (101, 3): 1})
+    assert len(frames) == 2 and frames[0][14 + 1] == 6   # notice kind WRITEBACK
+
+
+def test_switch_book_plans_the_tofino_program():
+    """The book diffs TNA entities; a confirmed notice changes no table (it is a
+    frame), and nothing of the v1model program's ep_i appears."""
+    fab = load(ROOT / "topologies" / "fabrics" / "ls4x2.yaml")
+    desired = SyncMeshCore(fab, "l1", 1).desired()
+    book = SwitchBook(Identity(1, program="tna"))
+    plan = book.plan(desired)
+    assert plan.insert and not plan.delete
+    assert all(not n.startswith("ep") for e in plan.insert + plan.modify
+               if isinstance(e, TableWrite) for n, _ in e.params)
+    book.commit(plan)
+    assert book.plan(desired).empty
+    book.note_notice(NoticeSeen(spine_id=fab.switch("s1").id, leaf_id=2, fail=False, epoch=5))
+    again = book.plan(desired)
+    assert again.empty and dict(again.writebacks) == {(fab.switch("s1").id, 2): 5}
+
+
+def test_bad_programs_and_limits_are_refused():
+    with pytest.raises(ValueError, match="program"):
+        Identity(1, program="psa")
+    fab = leaf_spine(2, 5, 1, 1, links_per_pair=2)   # 10 uplinks > 8 paths
+    with pytest.raises(MappingError, match="MAX_PATHS"):
+        tna_entities(SyncMeshCore(fab, "l1", 1).desired(), Identity(1, program="tna"))
+    ents = tna_entities(SyncMeshCore(fab, "l1", 1).desired(),
+                        Identity(1, program="tna", max_paths=64))
+    (uplinks,) = [e for e in ents if isinstance(e, TableWrite) and e.table == "uplinks"]
+    assert dict(uplinks.params) == {"path_slots": (1 << 10) - 1, "path_count": 10}
