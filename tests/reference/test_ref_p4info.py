@@ -25,31 +25,11 @@ def _programs() -> list[Path]:
     return [p for p in found if " main;" in p.read_text() or ") main;" in p.read_text()]
 
 
-INITIAL_DEFAULT = ("no Table.initial_default_action (P4Runtime 1.4, which p4c writes for "
-                   "every table)")
-NOACTION = "no implicit NoAction @defaultonly for tables without a default_action"
-DIRECT_CALLS = "no entry for actions the control body calls directly"
-VALID_KEY = "validity key named isValid() instead of $valid$"
 ENUMS = "no type_info.serializable_enums"
 
 # program (path from the repo root) -> what softswitch's P4Info lacks or names otherwise
 KNOWN: dict[str, tuple[str, ...]] = {
-    "bench/programs/ecmp_router.p4": (INITIAL_DEFAULT,),
-    "bench/programs/l3_router.p4": (INITIAL_DEFAULT,),
-    "tests/softswitch/programs/basic_router.p4": (INITIAL_DEFAULT,),
-    "tests/softswitch/stf/const_entries.p4": (INITIAL_DEFAULT, NOACTION),
-    "tests/softswitch/stf/edge_semantics.p4": (INITIAL_DEFAULT,),
-    "tests/softswitch/stf/evaluation_order.p4": (DIRECT_CALLS,),
-    "tests/softswitch/stf/ipv6.p4": (INITIAL_DEFAULT,),
-    "tests/softswitch/stf/names.p4": (INITIAL_DEFAULT, ENUMS),
-    "tests/softswitch/stf/odd_widths.p4": (DIRECT_CALLS,),
-    "tests/softswitch/stf/router.p4": (INITIAL_DEFAULT,),
-    "tests/softswitch/stf/stack_key.p4": (INITIAL_DEFAULT, VALID_KEY),
-    "tests/softswitch/stf/structure.p4": (DIRECT_CALLS,),
-    "tests/softswitch/stf/tables.p4": (INITIAL_DEFAULT, DIRECT_CALLS),
-    "tests/softswitch/stf/tables_ext.p4": (INITIAL_DEFAULT, NOACTION),
-    "tests/softswitch/test_p4runtime_prog.p4": (INITIAL_DEFAULT, NOACTION),
-    "p4src/sglb.p4": (INITIAL_DEFAULT,),
+    "tests/softswitch/stf/names.p4": (ENUMS,),
 }
 
 # program -> why p4c does not compile it (the P4Info cannot be compared)
