@@ -53,7 +53,7 @@ def test_syncmesh_run_for_bmv2_without_p4c_is_refused_in_one_line(no_tools, tmp_
     env = {**os.environ, "SYNCMESH_TOKEN": "t" * 32}
     done = subprocess.run([sys.executable, "-m", "syncmesh.cli", "run",
                            str(ROOT / "topologies" / "fabrics" / "ls4x2.yaml"), "l1",
-                           "--p4runtime", "127.0.0.1:1", "--target", "bmv2"],
+                           "--insecure", "--p4runtime", "127.0.0.1:1", "--target", "bmv2"],
                           capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
     assert done.returncode == 2, done.stderr
     (line,) = done.stderr.strip().splitlines()
