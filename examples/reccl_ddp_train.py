@@ -77,6 +77,9 @@ def train(a: argparse.Namespace) -> int:
         with open(a.out, "w") as f:
             json.dump({"losses": losses, "failures": failures,
                        "params": params.numpy().tobytes().hex()}, f)
+    # every rank is done before any closes its links: gloo aborts a rank whose peer
+    # closed a connection under it (std::terminate in its I/O thread)
+    dist.barrier()
     dist.destroy_process_group()
     return 0
 

@@ -57,4 +57,7 @@ dist.reduce(t, dst=0)
 res["reduce_at_root"] = t.tolist() if r == 0 else None
 with open(f"{out}.{r}.json", "w") as f:
     json.dump(res, f)
+# every rank is done before any closes its links: gloo aborts a rank whose peer
+# closed a connection under it (std::terminate in its I/O thread)
+dist.barrier()
 dist.destroy_process_group()
