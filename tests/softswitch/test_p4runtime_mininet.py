@@ -71,7 +71,7 @@ def test_bmv2_target_without_simple_switch_grpc_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("TARGET", "bmv2")
     s = P4RuntimeSwitch("sspms9", program=None)
     try:
-        with pytest.raises(TargetError, match="simple_switch_grpc is not installed"):
+        with pytest.raises(TargetError, match="TARGET=bmv2 needs simple_switch_grpc, not found"):
             s.command()
     finally:
         s.stop(deleteIntfs=True)

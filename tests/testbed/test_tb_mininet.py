@@ -40,10 +40,12 @@ def test_shortened_scenario_delivers_fails_over_and_cleans_up(tmp_path):
 
     run_dir = Path(s["run_dir"])
     assert (run_dir / "summary.json").is_file() and (run_dir / "throughput.png").stat().st_size > 0
-    # traffic delivered in every phase, including with a fabric link and a host NIC cut
+    # what was sent in every phase arrived, including with a fabric link and a host NIC cut
+    # (by send time: on a loaded machine the software switches queue for a second or more, so
+    # arrivals drift into the next phase; a path that did not fail over loses its share)
     for name, phase in s["phases"].items():
-        assert phase["sent"] > 0, name
-        assert phase["delivered_mbps"] > 0.8 * phase["offered_mbps"], (name, phase)
+        assert phase["sent"] > 0 and phase["delivered_mbps"] > 0, (name, phase)
+        assert phase["lost"] < 0.1 * phase["sent"], (name, phase)
     pk = s["packets"]
     assert pk["delivered"] >= 0.97 * pk["sent"], pk
     assert pk["duplicates"] == 0 and s["correct"]
