@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from fabricsim.experiment import Scenario, run_many, summarise  # noqa: E402
 
 VARIANTS = {
-    "as built (SyncMesh 1 s profiles, 0.5 s counters)": {},
+    "as built (SyncMesh: spine counters 10 ms, profiles on a level change, 16 ms delivery)": {},
     "SyncMesh at hardware speed (1 ms profiles and counters, no delivery delay)":
         {"profile_period": 1e-3, "counter_interval": 1e-3, "delivery": 0.0},
     "in-band feedback every 20 us (issue 11)": {"remote": "inband", "feedback_period": 2e-5},

@@ -45,14 +45,17 @@ FIGURES: dict[str, Figure] = {
         1.0, "s", "SyncMesh sends each spine's congestion profile at least this often",
         "syncmesh run --profile-period default (docs/syncmesh.md)", "as built"),
     "syncmesh_counter_interval": Figure(
-        0.5, "s", "SyncMesh polls port counters this often; utilisation is the rate over it",
-        "syncmesh run --counter-interval default (docs/syncmesh.md)", "as built"),
+        0.01, "s", "SyncMesh polls a spine's port counters this often; utilisation is the rate "
+        "over it (leaves every 0.25 s)", "syncmesh run --counter-interval default "
+        "(docs/syncmesh.md)", "as built"),
     "syncmesh_profile_threshold": Figure(
         1, "levels", "a profile goes out early when a level moved by more than this",
-        "syncmesh run --profile-threshold default (docs/syncmesh.md)", "as built"),
+        "syncmesh run --profile-threshold as the testbed runs it (docs/syncmesh.md)", "as built"),
     "syncmesh_agreement": Figure(
-        0.037, "s", "cut to every SyncMesh daemon holding the same link view (control-plane "
-        "routing repair; also used as a profile's delivery time)", _TB_FAILOVER, "measured"),
+        0.016, "s", "cut to every SyncMesh daemon holding the same link view (control-plane "
+        "routing repair; also used as a profile's delivery time), median; p99 145 ms",
+        "bench/bench_syncmesh_testbed.py, 40 cuts on the 4x2 testbed, one daemon process per "
+        "switch", "measured"),
     # -- SGLB data plane ----------------------------------------------------------------
     "dre_period": Figure(
         64e-6, "s", "DRE period T: the egress rate estimator halves every T "
@@ -83,8 +86,9 @@ FIGURES: dict[str, Figure] = {
         0.0046, "s", "a leaf moves flows off a path whose spine-to-leaf link died, on the "
         "spine's in-band failure notice (SGLB)", _TB_FAILOVER, "measured"),
     "ecmp_routing_delay": Figure(
-        0.037, "s", "the ECMP baseline learns of a remote dead link from the control plane "
-        "(SyncMesh agreement) and rehashes", _TB_FAILOVER, "measured"),
+        0.016, "s", "the ECMP baseline learns of a remote dead link from the control plane "
+        "(SyncMesh agreement) and rehashes", "bench/bench_syncmesh_testbed.py, 40 cuts, median",
+        "measured"),
     "reccl_detect_link_down": Figure(
         0.0114, "s", "ReCCL: NIC or last-hop link down (carrier loss) to the last rank failing "
         "over (median of 4 runs; detection 0.3-3.5 ms, last rank 1.3-82 ms)", _RECCL_FAILOVER,
