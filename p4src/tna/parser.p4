@@ -45,7 +45,7 @@ struct ig_meta_t {
     bit<8>  tie_tolerance;
     bit<16> notice_group;
     bit<8>  feedback;
-    bit<16> tag_frame_max;
+    bit<16> tag_room;       /* tag_frame_max - Ethernet and tag bytes, saturated */
     bit<28> fb_fresh;       /* feedback units (2^FB_TIME_SHIFT ns) */
     bit<32> gap_margin;
     bit<32> gap_unknown;
@@ -69,11 +69,14 @@ struct ig_meta_t {
     pathmask_t fb1;
     pathmask_t fb2;
     pathmask_t fresh;
-    bit<32> owd_min;
+    bit<32> owd_min_c;      /* ~ the smallest fresh delay; 0: none fresh */
     bit<32> owd_max;
     /* the GLB engine (one ALU operation per statement: temporaries) */
     pathmask_t weighted;    /* dst_profile: paths with a non-zero capacity weight */
     pathmask_t up;
+    pathmask_t upd;         /* up and not forced down */
+    pathmask_t cpw;         /* cp_mask & weighted */
+    pathmask_t fuw;         /* forced_up & weighted */
     pathmask_t allow;
     pathmask_t live;
     pathmask_t safe;
@@ -109,11 +112,10 @@ struct ig_meta_t {
     bit<32> idle;
     bit<32> unknown_left;   /* gap_unknown - idle, saturated: 0 once idle long enough */
     bit<32> skew_bound;
-    bit<32> skew_left;
+    bit<32> skew_over;      /* idle - (skew bound - 1), saturated: non-zero once past it */
     bit<32> gap_over;       /* idle - flowlet_gap, saturated */
     bit<DRAW_ROW_BITS> draw_row;
-    bit<16> frame;          /* bytes of the frame once tagged */
-    bit<16> frame_over;
+    bit<16> frame_over;     /* IPv4 bytes beyond tag_room, saturated */
     /* feedback */
     bit<8>  fb_npaths;
     bit<8>  fb_path;
@@ -126,6 +128,7 @@ struct ig_meta_t {
     bit<32> rx_owd;         /* one-way delay of the tag (ns, incl. the clock offset) */
     bit<8>  tag_span;       /* tag.npaths - tag.path, saturated: 0 = path out of range */
     pathmask_t fb_bit;      /* one-hot of tag.fb_path */
+    bit<32> fb_owd_c;       /* ~tag.fb_owd (owd_low keeps complements) */
     bit<1>  fb_l0; bit<1> fb_l1; bit<1> fb_l2;
     /* classification and bookkeeping */
     bit<16> l4_src;
