@@ -49,6 +49,14 @@ control SglbIngress(inout tna_headers_t hdr,
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) notice_index_hash;
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) rx_index_hash;
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) fb_index_hash;
+    /* Likewise for fields made of another's bits (a zero-extended or
+     * shifted slice would need the two fields at matching offsets). */
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) rx_word_hash;
+    Hash<bit<8>>(HashAlgorithm_t.IDENTITY) chosen_of_lowest;
+    Hash<bit<8>>(HashAlgorithm_t.IDENTITY) chosen_of_flow;
+    Hash<bit<28>>(HashAlgorithm_t.IDENTITY) coarse_fb_time;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) coarse_gen;
+    Hash<pword_t>(HashAlgorithm_t.IDENTITY) coarse_gen_word;
 
     /* ---- Counters read by the control plane ---- */
     Counter<bit<32>, port_t>(MAX_PORTS, CounterType_t.PACKETS_AND_BYTES) port_rx;
@@ -368,7 +376,8 @@ control SglbIngress(inout tna_headers_t hdr,
 
 #define HZ (pathmask_t)0 &&& (pathmask_t)-1
     table pick_draw {
-        key = { meta.hit0: ternary; meta.hit1: ternary; meta.hit2: ternary; meta.hit3: ternary; }
+        key = { meta.draw_bit0: ternary; meta.draw_bit1: ternary; meta.draw_bit2: ternary;
+                meta.draw_bit3: ternary; }
         actions = { pick_0; pick_1; pick_2; pick_3; pick_lowest; }
         const entries = {
             (HZ, HZ, HZ, HZ): pick_lowest();
@@ -388,7 +397,7 @@ control SglbIngress(inout tna_headers_t hdr,
 
     action path_dead() {
         meta.failover = 1;
-        meta.chosen = (bit<8>)meta.lowest_word[14:9];
+        meta.chosen = chosen_of_lowest.get({ meta.lowest_word[14:9] });
         ig_tm_md.ucast_egress_port = meta.lowest_word[8:0];
     }
 
@@ -505,63 +514,65 @@ control SglbIngress(inout tna_headers_t hdr,
     }
 
     /* -- the GLB engine's bitwise steps, one table per stage (see apply) -- */
+    /* The level planes are computed in place of fb_j (fresh feedback) and
+     * rq_j (the profile's level), and e_k first holds the paths above level
+     * k, then the eligible ones at k or below: PHV holds few 8-bit fields. */
     action glb_inputs() {
         meta.up = meta.path_slots & ~meta.down;
         meta.cpw = meta.cp_mask & meta.weighted;
         meta.fuw = meta.forced_up & meta.weighted;
-        meta.t0 = meta.fresh & meta.fb0;
-        meta.t1 = meta.fresh & meta.fb1;
-        meta.t2 = meta.fresh & meta.fb2;
-        meta.u0 = meta.rq0 & ~meta.fresh;
-        meta.u1 = meta.rq1 & ~meta.fresh;
-        meta.u2 = meta.rq2 & ~meta.fresh;
+        meta.fb0 = meta.fresh & meta.fb0;
+        meta.fb1 = meta.fresh & meta.fb1;
+        meta.fb2 = meta.fresh & meta.fb2;
+        meta.rq0 = meta.rq0 & ~meta.fresh;
+        meta.rq1 = meta.rq1 & ~meta.fresh;
+        meta.rq2 = meta.rq2 & ~meta.fresh;
         meta.unknown_left = meta.gap_unknown |-| meta.idle;
         meta.skew_bound = meta.owd_max + meta.owd_min_c;    /* max - min - 1 */
         meta.gap_over = meta.idle |-| meta.flowlet_gap;
     }
 
-    /* t_j and u_j are disjoint: ^ is their union (bf-p4c does not take
-     * (a & b) | (c & d) yet). */
+    /* lv_j (in fb_j): fresh & fb_j and rq_j & ~fresh are disjoint, so ^ is
+     * their union (bf-p4c does not take (a & b) | (c & d) yet). */
     action glb_levels() {
-        meta.upd = meta.up & ~meta.forced_down;
-        meta.allow = meta.cpw | meta.fuw;
-        meta.lv0 = meta.t0 ^ meta.u0;
-        meta.lv1 = meta.t1 ^ meta.u1;
-        meta.lv2 = meta.t2 ^ meta.u2;
+        meta.up = meta.up & ~meta.forced_down;
+        meta.cpw = meta.cpw | meta.fuw;
+        meta.fb0 = meta.fb0 ^ meta.rq0;
+        meta.fb1 = meta.fb1 ^ meta.rq1;
+        meta.fb2 = meta.fb2 ^ meta.rq2;
         meta.skew_bound = meta.skew_bound + meta.gap_margin;
     }
 
     action glb_levels_ecmp() {
-        meta.upd = meta.up;
-        meta.allow = meta.cp_mask;
+        meta.cpw = meta.cp_mask;
     }
 
     /* idle is past max - min - 1 + gap_margin iff idle >= max - min + gap_margin */
     action glb_live() {
-        meta.live = meta.upd & meta.allow;
-        meta.o21 = meta.lv2 | meta.lv1;
-        meta.a10 = meta.lv1 & meta.lv0;
-        meta.o10 = meta.lv1 | meta.lv0;
-        meta.a21 = meta.lv2 & meta.lv1;
+        meta.live = meta.up & meta.cpw;
+        meta.e1 = meta.fb2 | meta.fb1;          /* level >= 2 */
+        meta.e2 = meta.fb1 & meta.fb0;
+        meta.e4 = meta.fb1 | meta.fb0;
+        meta.e5 = meta.fb2 & meta.fb1;          /* level >= 6 */
         meta.skew_over = meta.idle |-| meta.skew_bound;
     }
 
     action glb_eligible() {
         meta.e7 = meta.live & meta.safe;
-        meta.o210 = meta.o21 | meta.lv0;
-        meta.o2a = meta.lv2 | meta.a10;
-        meta.a2o = meta.lv2 & meta.o10;
-        meta.a210 = meta.a21 & meta.lv0;
+        meta.e0 = meta.e1 | meta.fb0;           /* level >= 1 */
+        meta.e2 = meta.fb2 | meta.e2;           /* level >= 3 */
+        meta.e4 = meta.fb2 & meta.e4;           /* level >= 5 */
+        meta.e6 = meta.e5 & meta.fb0;           /* level 7 */
     }
 
     action glb_bands() {
-        meta.e0 = meta.e7 & ~meta.o210;
-        meta.e1 = meta.e7 & ~meta.o21;
-        meta.e2 = meta.e7 & ~meta.o2a;
-        meta.e3 = meta.e7 & ~meta.lv2;
-        meta.e4 = meta.e7 & ~meta.a2o;
-        meta.e5 = meta.e7 & ~meta.a21;
-        meta.e6 = meta.e7 & ~meta.a210;
+        meta.e0 = meta.e7 & ~meta.e0;
+        meta.e1 = meta.e7 & ~meta.e1;
+        meta.e2 = meta.e7 & ~meta.e2;
+        meta.e3 = meta.e7 & ~meta.fb2;          /* level >= 4 */
+        meta.e4 = meta.e7 & ~meta.e4;
+        meta.e5 = meta.e7 & ~meta.e5;
+        meta.e6 = meta.e7 & ~meta.e6;
     }
 
     action glb_folds() {
@@ -621,6 +632,35 @@ control SglbIngress(inout tna_headers_t hdr,
         size = 8;
     }
 
+    /* -- clock: the coarse times (identity hashes: slices of the timestamp
+     *    at other offsets), then the previous generation -- */
+    action read_clock() {
+        meta.now_fb = coarse_fb_time.get({ ig_prsr_md.global_tstamp[FB_TIME_SHIFT + 27:FB_TIME_SHIFT] });
+        meta.gen32 = coarse_gen.get({ (bit<FB_GEN_SHIFT - 16>)0, ig_prsr_md.global_tstamp[47:FB_GEN_SHIFT] });
+        meta.gen = coarse_gen_word.get({ ig_prsr_md.global_tstamp[FB_GEN_SHIFT + WORD_BITS - 1:FB_GEN_SHIFT] });
+    }
+
+    action previous_generation() {
+        meta.gen32_prev = meta.gen32 - 1;
+        meta.gen_prev = meta.gen - 1;
+    }
+
+    /* -- fb_level_out: the level a tag returns, from rx_level's word -- */
+    action put_fb_level(bit<8> level) {
+        hdr.tag.fb_level = level;
+    }
+
+    @hidden table fb_level_out {
+        key = { meta.rx_word[30:28]: exact; }
+        actions = { put_fb_level; }
+        const entries = {
+            0: put_fb_level(0); 1: put_fb_level(1); 2: put_fb_level(2); 3: put_fb_level(3);
+            4: put_fb_level(4); 5: put_fb_level(5); 6: put_fb_level(6); 7: put_fb_level(7);
+        }
+        const default_action = put_fb_level(FB_NONE);
+        size = 8;
+    }
+
 #define SGLB_STEP_TABLE(NAME, ACTION)                                          \
     @hidden table NAME {                                                       \
         actions = { ACTION; }                                                  \
@@ -636,6 +676,8 @@ control SglbIngress(inout tna_headers_t hdr,
     SGLB_STEP_TABLE(glb_fold, glb_folds)
     SGLB_STEP_TABLE(fb_step, fb_freshness)
     SGLB_STEP_TABLE(tag_open, tag_constants)
+    SGLB_STEP_TABLE(clock, read_clock)
+    SGLB_STEP_TABLE(clock_prev, previous_generation)
     SGLB_STEP_TABLE(tag_stamp, tag_copies)
 #undef SGLB_STEP_TABLE
 
@@ -651,11 +693,8 @@ control SglbIngress(inout tna_headers_t hdr,
         /* Coarse times from the parser's timestamp (the same ns clock): slices
          * of one field at several alignments would split the field, and with
          * it the 32-bit copies of the MAC timestamp into the tag and probe. */
-        meta.now_fb = ig_prsr_md.global_tstamp[FB_TIME_SHIFT + 27:FB_TIME_SHIFT];
-        meta.gen32 = (bit<32>)ig_prsr_md.global_tstamp[47:FB_GEN_SHIFT];
-        meta.gen32_prev = meta.gen32 - 1;
-        meta.gen = (pword_t)meta.gen32;
-        meta.gen_prev = (pword_t)meta.gen32_prev;
+        clock.apply();
+        clock_prev.apply();
         hdr.bridge.setValid();
         hdr.bridge.punt_reason = 0;
         hdr.bridge.pad0 = 0;
@@ -954,9 +993,8 @@ control SglbIngress(inout tna_headers_t hdr,
                 /* Record the metric of (source, path) for the feedback ... */
                 meta.rx_index = (bit<32>)rx_index_hash.get({
                     hdr.tag.src_leaf[LEAF_INDEX_BITS - 1:0], hdr.tag.path[PATH_INDEX_BITS - 1:0] });
-                meta.rx_head = hdr.tag.ce[3:0] | 4w0b1000;
-                meta.rx_word[27:0] = meta.now_fb;
-                meta.rx_word[31:28] = meta.rx_head;
+                /* valid ++ ce (at most QMAX: 3 bits) ++ time */
+                meta.rx_word = rx_word_hash.get({ 1w1, hdr.tag.ce[2:0], meta.now_fb });
                 meta.rx_owd = meta.now - hdr.tag.ts;
                 rx_level_put.execute(meta.rx_index);
                 rx_owd_put.execute(meta.rx_index);
@@ -1044,10 +1082,10 @@ control SglbIngress(inout tna_headers_t hdr,
 
                     /* Weighted pick: the first draw that is a candidate (the
                      * draws follow capacity), else the lowest candidate. */
-                    meta.hit0 = meta.candidates & meta.draw_bit0;
-                    meta.hit1 = meta.candidates & meta.draw_bit1;
-                    meta.hit2 = meta.candidates & meta.draw_bit2;
-                    meta.hit3 = meta.candidates & meta.draw_bit3;
+                    meta.draw_bit0 = meta.candidates & meta.draw_bit0;
+                    meta.draw_bit1 = meta.candidates & meta.draw_bit1;
+                    meta.draw_bit2 = meta.candidates & meta.draw_bit2;
+                    meta.draw_bit3 = meta.candidates & meta.draw_bit3;
                     pick_draw.apply();
 
                     if (meta.lb_mode == MODE_SGLB) {
@@ -1055,7 +1093,7 @@ control SglbIngress(inout tna_headers_t hdr,
                     } else {
                         meta.flow_word = meta.pick_word;
                     }
-                    meta.chosen = (bit<8>)meta.flow_word[14:9];
+                    meta.chosen = chosen_of_flow.get({ meta.flow_word[14:9] });
                     kept_alive.apply();
                     if (meta.failover == 1) {
                         meta.event = EV_FAILOVER;
@@ -1089,7 +1127,7 @@ control SglbIngress(inout tna_headers_t hdr,
                                 if (meta.rx_word[31:31] == 1 && meta.fb_over == 0
                                         && meta.fb_fresh_left == 0) {
                                     hdr.tag.fb_path = meta.fb_path;
-                                    hdr.tag.fb_level = (bit<8>)meta.rx_word[30:28];
+                                    fb_level_out.apply();
                                     meta.tag_event = EV_FEEDBACK_SENT;
                                 }
                             }
