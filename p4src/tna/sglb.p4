@@ -637,7 +637,12 @@ control SglbIngress(inout tna_headers_t hdr,
     action read_clock() {
         meta.now_fb = coarse_fb_time.get({ ig_prsr_md.global_tstamp[FB_TIME_SHIFT + 27:FB_TIME_SHIFT] });
         meta.gen32 = coarse_gen.get({ (bit<FB_GEN_SHIFT - 16>)0, ig_prsr_md.global_tstamp[47:FB_GEN_SHIFT] });
+#if FB_GEN_SHIFT + WORD_BITS > 48
+        meta.gen = coarse_gen_word.get({ (bit<FB_GEN_SHIFT + WORD_BITS - 48>)0,
+                                         ig_prsr_md.global_tstamp[47:FB_GEN_SHIFT] });
+#else
         meta.gen = coarse_gen_word.get({ ig_prsr_md.global_tstamp[FB_GEN_SHIFT + WORD_BITS - 1:FB_GEN_SHIFT] });
+#endif
     }
 
     action previous_generation() {
@@ -661,6 +666,16 @@ control SglbIngress(inout tna_headers_t hdr,
         size = 8;
     }
 
+    action probe_masks() {
+        meta.probe_slot = meta.probe_bit & meta.path_slots;
+        meta.probe_down = meta.probe_bit & meta.down;
+    }
+
+    action probe_folds() {
+        SGLB_FOLD(meta.probe_slot_z, meta.probe_slot)
+        SGLB_FOLD(meta.probe_down_z, meta.probe_down)
+    }
+
 #define SGLB_STEP_TABLE(NAME, ACTION)                                          \
     @hidden table NAME {                                                       \
         actions = { ACTION; }                                                  \
@@ -677,6 +692,8 @@ control SglbIngress(inout tna_headers_t hdr,
     SGLB_STEP_TABLE(fb_step, fb_freshness)
     SGLB_STEP_TABLE(tag_open, tag_constants)
     SGLB_STEP_TABLE(clock, read_clock)
+    SGLB_STEP_TABLE(probe_step1, probe_masks)
+    SGLB_STEP_TABLE(probe_step2, probe_folds)
     SGLB_STEP_TABLE(clock_prev, previous_generation)
     SGLB_STEP_TABLE(tag_stamp, tag_copies)
 #undef SGLB_STEP_TABLE
@@ -1019,10 +1036,8 @@ control SglbIngress(inout tna_headers_t hdr,
             if (meta.is_probe == 1) {
                 /* A probe takes the path it names whenever that port is up,
                  * excluded or not: that is how a recovery is seen. */
-                meta.probe_slot = meta.probe_bit & meta.path_slots;
-                meta.probe_down = meta.probe_bit & meta.down;
-                SGLB_FOLD(meta.probe_slot_z, meta.probe_slot)
-                SGLB_FOLD(meta.probe_down_z, meta.probe_down)
+                probe_step1.apply();
+                probe_step2.apply();
                 if (meta.probe_slot_z == 0 || meta.probe_down_z != 0) {
                     meta.drop_reason = DROP_NO_LIVE_PATH;
                 } else {
