@@ -45,7 +45,7 @@ struct ig_meta_t {
     bit<8>  tie_tolerance;
     bit<16> notice_group;
     bit<8>  feedback;
-    bit<16> tag_frame_max;
+    bit<16> tag_room;       /* tag_frame_max - Ethernet and tag bytes, saturated */
     bit<28> fb_fresh;       /* feedback units (2^FB_TIME_SHIFT ns) */
     bit<32> gap_margin;
     bit<32> gap_unknown;
@@ -69,21 +69,15 @@ struct ig_meta_t {
     pathmask_t fb1;
     pathmask_t fb2;
     pathmask_t fresh;
-    bit<32> owd_min;
+    bit<32> owd_min_c;      /* ~ the smallest fresh delay; 0: none fresh */
     bit<32> owd_max;
     /* the GLB engine (one ALU operation per statement: temporaries) */
     pathmask_t weighted;    /* dst_profile: paths with a non-zero capacity weight */
     pathmask_t up;
-    pathmask_t allow;
+    pathmask_t cpw;         /* cp_mask & weighted, then allowed (| forced up & weighted) */
+    pathmask_t fuw;         /* forced_up & weighted */
     pathmask_t live;
     pathmask_t safe;
-    pathmask_t t0; pathmask_t t1; pathmask_t t2;
-    pathmask_t u0; pathmask_t u1; pathmask_t u2;
-    pathmask_t lv0;         /* bit planes of the level used */
-    pathmask_t lv1;
-    pathmask_t lv2;
-    pathmask_t o21; pathmask_t o210; pathmask_t a10; pathmask_t o2a;
-    pathmask_t o10; pathmask_t a2o; pathmask_t a21; pathmask_t a210;
     pathmask_t e0; pathmask_t e1; pathmask_t e2; pathmask_t e3;
     pathmask_t e4; pathmask_t e5; pathmask_t e6; pathmask_t e7;
     pword_t z0; pword_t z1; pword_t z2; pword_t z3;
@@ -92,7 +86,6 @@ struct ig_meta_t {
     pathmask_t candidates;
     bit<16> draw_word0; bit<16> draw_word1; bit<16> draw_word2; bit<16> draw_word3;
     pathmask_t draw_bit0; pathmask_t draw_bit1; pathmask_t draw_bit2; pathmask_t draw_bit3;
-    pathmask_t hit0; pathmask_t hit1; pathmask_t hit2; pathmask_t hit3;
     bit<16> lowest_word;    /* valid ++ path ++ port of the lowest candidate */
     bit<16> pick_word;      /* valid ++ path ++ port of the pick for a new flowlet */
     bit<16> flow_word;      /* valid ++ path ++ port the flowlet keeps (flowlet_path) */
@@ -109,23 +102,22 @@ struct ig_meta_t {
     bit<32> idle;
     bit<32> unknown_left;   /* gap_unknown - idle, saturated: 0 once idle long enough */
     bit<32> skew_bound;
-    bit<32> skew_left;
+    bit<32> skew_over;      /* idle - (skew bound - 1), saturated: non-zero once past it */
     bit<32> gap_over;       /* idle - flowlet_gap, saturated */
     bit<DRAW_ROW_BITS> draw_row;
-    bit<16> frame;          /* bytes of the frame once tagged */
-    bit<16> frame_over;
+    bit<16> frame_over;     /* IPv4 bytes beyond tag_room, saturated */
     /* feedback */
     bit<8>  fb_npaths;
     bit<8>  fb_path;
     bit<8>  fb_over;
     bit<28> fb_age;
     bit<28> fb_fresh_left;
-    bit<4>  rx_head;        /* valid ++ ce */
     bit<32> rx_index;
     bit<32> rx_word;        /* valid ++ ce ++ time (feedback units) */
     bit<32> rx_owd;         /* one-way delay of the tag (ns, incl. the clock offset) */
     bit<8>  tag_span;       /* tag.npaths - tag.path, saturated: 0 = path out of range */
     pathmask_t fb_bit;      /* one-hot of tag.fb_path */
+    bit<32> fb_owd_c;       /* ~tag.fb_owd (owd_low keeps complements) */
     bit<1>  fb_l0; bit<1> fb_l1; bit<1> fb_l2;
     /* classification and bookkeeping */
     bit<16> l4_src;

@@ -44,6 +44,19 @@ control SglbIngress(inout tna_headers_t hdr,
     Hash<bit<DRAW_ROW_BITS>>(HashAlgorithm_t.CRC32) flow_row_hash;
     Hash<bit<8>>(HashAlgorithm_t.CRC32) split_hash;
     Random<bit<DRAW_ROW_BITS>>() draw_random;
+    /* Register indices that concatenate two fields: the identity hash builds
+     * them, so the fields need not be placed at matching PHV offsets. */
+    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) notice_index_hash;
+    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) rx_index_hash;
+    Hash<bit<16>>(HashAlgorithm_t.IDENTITY) fb_index_hash;
+    /* Likewise for fields made of another's bits (a zero-extended or
+     * shifted slice would need the two fields at matching offsets). */
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) rx_word_hash;
+    Hash<bit<8>>(HashAlgorithm_t.IDENTITY) chosen_of_lowest;
+    Hash<bit<8>>(HashAlgorithm_t.IDENTITY) chosen_of_flow;
+    Hash<bit<28>>(HashAlgorithm_t.IDENTITY) coarse_fb_time;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) coarse_gen;
+    Hash<pword_t>(HashAlgorithm_t.IDENTITY) coarse_gen_word;
 
     /* ---- Counters read by the control plane ---- */
     Counter<bit<32>, port_t>(MAX_PORTS, CounterType_t.PACKETS_AND_BYTES) port_rx;
@@ -65,7 +78,8 @@ control SglbIngress(inout tna_headers_t hdr,
         meta.tie_tolerance = tie_tolerance;
         meta.notice_group = notice_group;
         meta.feedback = feedback;
-        meta.tag_frame_max = tag_frame_max;
+        /* an IPv4 packet longer than this is sent untagged */
+        meta.tag_room = tag_frame_max |-| (14 + (bit<16>)TAG_LENGTH);
         meta.fb_fresh = fb_fresh;
         meta.gap_margin = gap_margin;
         meta.gap_unknown = gap_unknown;
@@ -362,7 +376,8 @@ control SglbIngress(inout tna_headers_t hdr,
 
 #define HZ (pathmask_t)0 &&& (pathmask_t)-1
     table pick_draw {
-        key = { meta.hit0: ternary; meta.hit1: ternary; meta.hit2: ternary; meta.hit3: ternary; }
+        key = { meta.draw_bit0: ternary; meta.draw_bit1: ternary; meta.draw_bit2: ternary;
+                meta.draw_bit3: ternary; }
         actions = { pick_0; pick_1; pick_2; pick_3; pick_lowest; }
         const entries = {
             (HZ, HZ, HZ, HZ): pick_lowest();
@@ -382,7 +397,7 @@ control SglbIngress(inout tna_headers_t hdr,
 
     action path_dead() {
         meta.failover = 1;
-        meta.chosen = (bit<8>)meta.lowest_word[14:9];
+        meta.chosen = chosen_of_lowest.get({ meta.lowest_word[14:9] });
         ig_tm_md.ucast_egress_port = meta.lowest_word[8:0];
     }
 
@@ -498,6 +513,191 @@ control SglbIngress(inout tna_headers_t hdr,
         size = MAX_LEAVES;
     }
 
+    /* -- the GLB engine's bitwise steps, one table per stage (see apply) -- */
+    /* The level planes are computed in place of fb_j (fresh feedback) and
+     * rq_j (the profile's level), and e_k first holds the paths above level
+     * k, then the eligible ones at k or below: PHV holds few 8-bit fields. */
+    action glb_inputs() {
+        meta.up = meta.path_slots & ~meta.down;
+        meta.cpw = meta.cp_mask & meta.weighted;
+        meta.fuw = meta.forced_up & meta.weighted;
+        meta.fb0 = meta.fresh & meta.fb0;
+        meta.fb1 = meta.fresh & meta.fb1;
+        meta.fb2 = meta.fresh & meta.fb2;
+        meta.rq0 = meta.rq0 & ~meta.fresh;
+        meta.rq1 = meta.rq1 & ~meta.fresh;
+        meta.rq2 = meta.rq2 & ~meta.fresh;
+        meta.unknown_left = meta.gap_unknown |-| meta.idle;
+        meta.skew_bound = meta.owd_max + meta.owd_min_c;    /* max - min - 1 */
+        meta.gap_over = meta.idle |-| meta.flowlet_gap;
+    }
+
+    /* lv_j (in fb_j): fresh & fb_j and rq_j & ~fresh are disjoint, so ^ is
+     * their union (bf-p4c does not take (a & b) | (c & d) yet). */
+    action glb_levels() {
+        meta.up = meta.up & ~meta.forced_down;
+        meta.cpw = meta.cpw | meta.fuw;
+        meta.fb0 = meta.fb0 ^ meta.rq0;
+        meta.fb1 = meta.fb1 ^ meta.rq1;
+        meta.fb2 = meta.fb2 ^ meta.rq2;
+        meta.skew_bound = meta.skew_bound + meta.gap_margin;
+    }
+
+    action glb_levels_ecmp() {
+        meta.cpw = meta.cp_mask;
+    }
+
+    /* idle is past max - min - 1 + gap_margin iff idle >= max - min + gap_margin */
+    action glb_live() {
+        meta.live = meta.up & meta.cpw;
+        meta.e1 = meta.fb2 | meta.fb1;          /* level >= 2 */
+        meta.e2 = meta.fb1 & meta.fb0;
+        meta.e4 = meta.fb1 | meta.fb0;
+        meta.e5 = meta.fb2 & meta.fb1;          /* level >= 6 */
+        meta.skew_over = meta.idle |-| meta.skew_bound;
+    }
+
+    action glb_eligible() {
+        meta.e7 = meta.live & meta.safe;
+        meta.e0 = meta.e1 | meta.fb0;           /* level >= 1 */
+        meta.e2 = meta.fb2 | meta.e2;           /* level >= 3 */
+        meta.e4 = meta.fb2 & meta.e4;           /* level >= 5 */
+        meta.e6 = meta.e5 & meta.fb0;           /* level 7 */
+    }
+
+    action glb_bands() {
+        meta.e0 = meta.e7 & ~meta.e0;
+        meta.e1 = meta.e7 & ~meta.e1;
+        meta.e2 = meta.e7 & ~meta.e2;
+        meta.e3 = meta.e7 & ~meta.fb2;          /* level >= 4 */
+        meta.e4 = meta.e7 & ~meta.e4;
+        meta.e5 = meta.e7 & ~meta.e5;
+        meta.e6 = meta.e7 & ~meta.e6;
+    }
+
+    action glb_folds() {
+        SGLB_FOLD(meta.z0, meta.e0)
+        SGLB_FOLD(meta.z1, meta.e1)
+        SGLB_FOLD(meta.z2, meta.e2)
+        SGLB_FOLD(meta.z3, meta.e3)
+        SGLB_FOLD(meta.z4, meta.e4)
+        SGLB_FOLD(meta.z5, meta.e5)
+        SGLB_FOLD(meta.z6, meta.e6)
+        SGLB_FOLD(meta.z7, meta.e7)
+    }
+
+    action fb_freshness() {
+        meta.fb_fresh_left = meta.fb_age |-| meta.fb_fresh;
+    }
+
+    /* The tag in two actions: its constants, then the fields copied from
+     * the PHV (one action may use few sources per container). */
+    action tag_constants() {
+        hdr.tag.setValid();
+        hdr.tag.version = SGLB_VERSION;
+        hdr.tag.kind = TAG_KIND;
+        hdr.tag.length = TAG_LENGTH;
+        hdr.tag.ce = 0;
+        hdr.tag.fb_owd = 0;
+        hdr.tag.fb_path = 0;
+        hdr.tag.fb_level = FB_NONE;
+    }
+
+    action tag_copies() {
+        hdr.tag.npaths = meta.path_count;
+        hdr.tag.src_leaf = meta.switch_id;
+        hdr.tag.path = meta.chosen;
+        hdr.tag.ts = meta.now;
+        hdr.tag.next_type = hdr.ethernet.etherType;
+        hdr.ethernet.etherType = ETHERTYPE_SGLB;
+    }
+
+    /* -- fb_level_bits: the three bit planes of a fed-back level -- */
+    action set_fb_levels(bit<1> l0, bit<1> l1, bit<1> l2) {
+        meta.fb_l0 = l0;
+        meta.fb_l1 = l1;
+        meta.fb_l2 = l2;
+    }
+
+    @hidden table fb_level_bits {
+        key = { hdr.tag.fb_level: exact; }
+        actions = { set_fb_levels; }
+        const entries = {
+            0: set_fb_levels(0, 0, 0); 1: set_fb_levels(1, 0, 0);
+            2: set_fb_levels(0, 1, 0); 3: set_fb_levels(1, 1, 0);
+            4: set_fb_levels(0, 0, 1); 5: set_fb_levels(1, 0, 1);
+            6: set_fb_levels(0, 1, 1); 7: set_fb_levels(1, 1, 1);
+        }
+        const default_action = set_fb_levels(0, 0, 0);
+        size = 8;
+    }
+
+    /* -- clock: the coarse times (identity hashes: slices of the timestamp
+     *    at other offsets), then the previous generation -- */
+    action read_clock() {
+        meta.now_fb = coarse_fb_time.get({ ig_prsr_md.global_tstamp[FB_TIME_SHIFT + 27:FB_TIME_SHIFT] });
+        meta.gen32 = coarse_gen.get({ (bit<FB_GEN_SHIFT - 16>)0, ig_prsr_md.global_tstamp[47:FB_GEN_SHIFT] });
+#if FB_GEN_SHIFT + WORD_BITS > 48
+        meta.gen = coarse_gen_word.get({ (bit<FB_GEN_SHIFT + WORD_BITS - 48>)0,
+                                         ig_prsr_md.global_tstamp[47:FB_GEN_SHIFT] });
+#else
+        meta.gen = coarse_gen_word.get({ ig_prsr_md.global_tstamp[FB_GEN_SHIFT + WORD_BITS - 1:FB_GEN_SHIFT] });
+#endif
+    }
+
+    action previous_generation() {
+        meta.gen32_prev = meta.gen32 - 1;
+        meta.gen_prev = meta.gen - 1;
+    }
+
+    /* -- fb_level_out: the level a tag returns, from rx_level's word -- */
+    action put_fb_level(bit<8> level) {
+        hdr.tag.fb_level = level;
+    }
+
+    @hidden table fb_level_out {
+        key = { meta.rx_word[30:28]: exact; }
+        actions = { put_fb_level; }
+        const entries = {
+            0: put_fb_level(0); 1: put_fb_level(1); 2: put_fb_level(2); 3: put_fb_level(3);
+            4: put_fb_level(4); 5: put_fb_level(5); 6: put_fb_level(6); 7: put_fb_level(7);
+        }
+        const default_action = put_fb_level(FB_NONE);
+        size = 8;
+    }
+
+    action probe_masks() {
+        meta.probe_slot = meta.probe_bit & meta.path_slots;
+        meta.probe_down = meta.probe_bit & meta.down;
+    }
+
+    action probe_folds() {
+        SGLB_FOLD(meta.probe_slot_z, meta.probe_slot)
+        SGLB_FOLD(meta.probe_down_z, meta.probe_down)
+    }
+
+#define SGLB_STEP_TABLE(NAME, ACTION)                                          \
+    @hidden table NAME {                                                       \
+        actions = { ACTION; }                                                  \
+        const default_action = ACTION();                                       \
+        size = 1;                                                              \
+    }
+    SGLB_STEP_TABLE(glb_step1, glb_inputs)
+    SGLB_STEP_TABLE(glb_step2, glb_levels)
+    SGLB_STEP_TABLE(glb_step2_ecmp, glb_levels_ecmp)
+    SGLB_STEP_TABLE(glb_step3, glb_live)
+    SGLB_STEP_TABLE(glb_step4, glb_eligible)
+    SGLB_STEP_TABLE(glb_step5, glb_bands)
+    SGLB_STEP_TABLE(glb_fold, glb_folds)
+    SGLB_STEP_TABLE(fb_step, fb_freshness)
+    SGLB_STEP_TABLE(tag_open, tag_constants)
+    SGLB_STEP_TABLE(clock, read_clock)
+    SGLB_STEP_TABLE(probe_step1, probe_masks)
+    SGLB_STEP_TABLE(probe_step2, probe_folds)
+    SGLB_STEP_TABLE(clock_prev, previous_generation)
+    SGLB_STEP_TABLE(tag_stamp, tag_copies)
+#undef SGLB_STEP_TABLE
+
     apply {
         meta.event = EV_COUNTER_SIZE;
         meta.tag_event = EV_COUNTER_SIZE;
@@ -507,11 +707,11 @@ control SglbIngress(inout tna_headers_t hdr,
         port_rx.count(ig_intr_md.ingress_port);
         meta.tol = min(meta.tie_tolerance, 8w7);
         meta.now = ig_intr_md.ingress_mac_tstamp[31:0];
-        meta.now_fb = ig_intr_md.ingress_mac_tstamp[FB_TIME_SHIFT + 27:FB_TIME_SHIFT];
-        meta.gen32 = (bit<32>)ig_intr_md.ingress_mac_tstamp[47:FB_GEN_SHIFT];
-        meta.gen32_prev = meta.gen32 - 1;
-        meta.gen = (pword_t)meta.gen32;
-        meta.gen_prev = (pword_t)meta.gen32_prev;
+        /* Coarse times from the parser's timestamp (the same ns clock): slices
+         * of one field at several alignments would split the field, and with
+         * it the 32-bit copies of the MAC timestamp into the tag and probe. */
+        clock.apply();
+        clock_prev.apply();
         hdr.bridge.setValid();
         hdr.bridge.punt_reason = 0;
         hdr.bridge.pad0 = 0;
@@ -547,7 +747,7 @@ control SglbIngress(inout tna_headers_t hdr,
                     meta.idle = flowlet_touch.execute(meta.flowlet_index);
                     meta.draw_row = draw_random.get();
                     if (meta.feedback == 1) {
-                        meta.owd_min = owd_low_get.execute(meta.dst_leaf);
+                        meta.owd_min_c = owd_low_get.execute(meta.dst_leaf);
                         meta.owd_max = owd_high_get.execute(meta.dst_leaf);
                     }
                 } else {
@@ -670,8 +870,8 @@ control SglbIngress(inout tna_headers_t hdr,
             } else {
                 spine_paths.apply();
                 if (meta.drop_reason == 0) {
-                    meta.notice_index = (bit<32>)(meta.spine_slot[5:0]
-                                                  ++ hdr.notice.leaf_id[LEAF_INDEX_BITS - 1:0]);
+                    meta.notice_index = (bit<32>)notice_index_hash.get({
+                        meta.spine_slot[5:0], hdr.notice.leaf_id[LEAF_INDEX_BITS - 1:0] });
                     meta.notice_flags = 2w0b10;
                     if (hdr.notice.kind == NOTICE_FAIL) {
                         meta.notice_flags = 2w0b11;
@@ -808,11 +1008,10 @@ control SglbIngress(inout tna_headers_t hdr,
                 meta.drop_reason = DROP_NO_ROUTE;   /* no leaf-to-leaf transit */
             } else {
                 /* Record the metric of (source, path) for the feedback ... */
-                meta.rx_index = (bit<32>)(hdr.tag.src_leaf[LEAF_INDEX_BITS - 1:0]
-                                          ++ hdr.tag.path[PATH_INDEX_BITS - 1:0]);
-                meta.rx_head = hdr.tag.ce[3:0] | 4w0b1000;
-                meta.rx_word[27:0] = meta.now_fb;
-                meta.rx_word[31:28] = meta.rx_head;
+                meta.rx_index = (bit<32>)rx_index_hash.get({
+                    hdr.tag.src_leaf[LEAF_INDEX_BITS - 1:0], hdr.tag.path[PATH_INDEX_BITS - 1:0] });
+                /* valid ++ ce (at most QMAX: 3 bits) ++ time */
+                meta.rx_word = rx_word_hash.get({ 1w1, hdr.tag.ce[2:0], meta.now_fb });
                 meta.rx_owd = meta.now - hdr.tag.ts;
                 rx_level_put.execute(meta.rx_index);
                 rx_owd_put.execute(meta.rx_index);
@@ -820,10 +1019,9 @@ control SglbIngress(inout tna_headers_t hdr,
                 /* ... and the metric it returns about one of our paths. */
                 if (hdr.tag.fb_level != FB_NONE) {
                     fb_paths.apply();
-                    meta.fb_l0 = hdr.tag.fb_level[0:0];
-                    meta.fb_l1 = hdr.tag.fb_level[1:1];
-                    meta.fb_l2 = hdr.tag.fb_level[2:2];
+                    fb_level_bits.apply();
                     SGLB_FOR_EACH_WORD(SGLB_STORE_FEEDBACK)
+                    meta.fb_owd_c = ~hdr.tag.fb_owd;
                     owd_low_put.execute(hdr.tag.src_leaf);
                     owd_high_put.execute(hdr.tag.src_leaf);
                     meta.tag_event = EV_FEEDBACK_RECEIVED;
@@ -838,10 +1036,8 @@ control SglbIngress(inout tna_headers_t hdr,
             if (meta.is_probe == 1) {
                 /* A probe takes the path it names whenever that port is up,
                  * excluded or not: that is how a recovery is seen. */
-                meta.probe_slot = meta.probe_bit & meta.path_slots;
-                meta.probe_down = meta.probe_bit & meta.down;
-                SGLB_FOLD(meta.probe_slot_z, meta.probe_slot)
-                SGLB_FOLD(meta.probe_down_z, meta.probe_down)
+                probe_step1.apply();
+                probe_step2.apply();
                 if (meta.probe_slot_z == 0 || meta.probe_down_z != 0) {
                     meta.drop_reason = DROP_NO_LIVE_PATH;
                 } else {
@@ -850,75 +1046,36 @@ control SglbIngress(inout tna_headers_t hdr,
                 }
             } else {
                 /* Live: configured, port up, allowed (a notice in force, else
-                 * the control plane's mask) and a non-zero weight. ECMP knows
-                 * only local link state and the mask. */
-                meta.up = meta.path_slots & ~meta.down;
+                 * the control plane's mask) and a non-zero weight; ECMP knows
+                 * only local link state and the mask. Where a new flowlet may
+                 * go without overtaking the flowlet before it (safe): anywhere
+                 * once idle for gap_unknown (or with feedback off); to the
+                 * paths with fresh delays once idle for the skew of this
+                 * destination's fresh delays plus gap_margin; nowhere before.
+                 * The level of each path as three bit planes: fresh feedback
+                 * replaces the profile's (floored) remote level. e_k: the
+                 * eligible paths (live, safe) at level k or lower. One step
+                 * table per stage (glb_step*): bf-p4c runs an action in one
+                 * stage, so dependent operations go to successive tables. */
+                glb_step1.apply();
                 if (meta.lb_mode == MODE_SGLB) {
-                    meta.allow = meta.cp_mask | meta.forced_up;
-                    meta.allow = meta.allow & ~meta.forced_down;
-                    meta.allow = meta.allow & meta.weighted;
+                    glb_step2.apply();
                 } else {
-                    meta.allow = meta.cp_mask;
+                    glb_step2_ecmp.apply();
                 }
-                meta.live = meta.up & meta.allow;
-
-                /* Where a new flowlet may go without overtaking the flowlet
-                 * before it: anywhere once idle for gap_unknown (or with
-                 * feedback off); to the paths with fresh delays once idle
-                 * for the skew of this destination's fresh delays plus
-                 * gap_margin; nowhere before. */
+                glb_step3.apply();
                 meta.safe = (pathmask_t)-1;
-                meta.unknown_left = meta.gap_unknown |-| meta.idle;
-                meta.skew_bound = meta.owd_max - meta.owd_min;
-                meta.skew_bound = meta.skew_bound + meta.gap_margin;
-                meta.skew_left = meta.skew_bound |-| meta.idle;
-                meta.gap_over = meta.idle |-| meta.flowlet_gap;
                 if (meta.lb_mode == MODE_SGLB && meta.feedback == 1 && meta.unknown_left != 0) {
-                    if (meta.owd_min != 0xFFFFFFFF && meta.skew_left == 0) {
+                    if (meta.owd_min_c != 0 && meta.skew_over != 0) {
                         meta.safe = meta.fresh;
                     } else {
                         meta.safe = 0;
                     }
                 }
-
-                /* Level of each path as three bit planes: fresh feedback
-                 * replaces the profile's (floored) remote level. */
-                meta.t0 = meta.fresh & meta.fb0;
-                meta.t1 = meta.fresh & meta.fb1;
-                meta.t2 = meta.fresh & meta.fb2;
-                meta.u0 = meta.rq0 & ~meta.fresh;
-                meta.u1 = meta.rq1 & ~meta.fresh;
-                meta.u2 = meta.rq2 & ~meta.fresh;
-                meta.lv0 = meta.t0 | meta.u0;
-                meta.lv1 = meta.t1 | meta.u1;
-                meta.lv2 = meta.t2 | meta.u2;
-
-                /* e_k: the eligible paths (live, safe) at level k or lower. */
-                meta.e7 = meta.live & meta.safe;
-                meta.o21 = meta.lv2 | meta.lv1;
-                meta.o210 = meta.o21 | meta.lv0;
-                meta.a10 = meta.lv1 & meta.lv0;
-                meta.o2a = meta.lv2 | meta.a10;
-                meta.o10 = meta.lv1 | meta.lv0;
-                meta.a2o = meta.lv2 & meta.o10;
-                meta.a21 = meta.lv2 & meta.lv1;
-                meta.a210 = meta.a21 & meta.lv0;
-                meta.e0 = meta.e7 & ~meta.o210;
-                meta.e1 = meta.e7 & ~meta.o21;
-                meta.e2 = meta.e7 & ~meta.o2a;
-                meta.e3 = meta.e7 & ~meta.lv2;
-                meta.e4 = meta.e7 & ~meta.a2o;
-                meta.e5 = meta.e7 & ~meta.a21;
-                meta.e6 = meta.e7 & ~meta.a210;
+                glb_step4.apply();
+                glb_step5.apply();
 #if MAX_PATHS == 64
-                SGLB_FOLD(meta.z0, meta.e0)
-                SGLB_FOLD(meta.z1, meta.e1)
-                SGLB_FOLD(meta.z2, meta.e2)
-                SGLB_FOLD(meta.z3, meta.e3)
-                SGLB_FOLD(meta.z4, meta.e4)
-                SGLB_FOLD(meta.z5, meta.e5)
-                SGLB_FOLD(meta.z6, meta.e6)
-                SGLB_FOLD(meta.z7, meta.e7)
+                glb_fold.apply();
 #endif
 
                 if (meta.live == 0) {
@@ -940,10 +1097,10 @@ control SglbIngress(inout tna_headers_t hdr,
 
                     /* Weighted pick: the first draw that is a candidate (the
                      * draws follow capacity), else the lowest candidate. */
-                    meta.hit0 = meta.candidates & meta.draw_bit0;
-                    meta.hit1 = meta.candidates & meta.draw_bit1;
-                    meta.hit2 = meta.candidates & meta.draw_bit2;
-                    meta.hit3 = meta.candidates & meta.draw_bit3;
+                    meta.draw_bit0 = meta.candidates & meta.draw_bit0;
+                    meta.draw_bit1 = meta.candidates & meta.draw_bit1;
+                    meta.draw_bit2 = meta.candidates & meta.draw_bit2;
+                    meta.draw_bit3 = meta.candidates & meta.draw_bit3;
                     pick_draw.apply();
 
                     if (meta.lb_mode == MODE_SGLB) {
@@ -951,7 +1108,7 @@ control SglbIngress(inout tna_headers_t hdr,
                     } else {
                         meta.flow_word = meta.pick_word;
                     }
-                    meta.chosen = (bit<8>)meta.flow_word[14:9];
+                    meta.chosen = chosen_of_flow.get({ meta.flow_word[14:9] });
                     kept_alive.apply();
                     if (meta.failover == 1) {
                         meta.event = EV_FAILOVER;
@@ -964,40 +1121,28 @@ control SglbIngress(inout tna_headers_t hdr,
                     /* The fabric tag: path, clock, and one fresh metric of the
                      * destination's paths toward us, in turn. */
                     if (meta.lb_mode == MODE_SGLB && meta.feedback == 1) {
-                        meta.frame = hdr.ipv4.totalLen + (14 + (bit<16>)TAG_LENGTH);
-                        meta.frame_over = meta.frame |-| meta.tag_frame_max;
+                        meta.frame_over = hdr.ipv4.totalLen |-| meta.tag_room;
                         if (meta.frame_over != 0) {
                             meta.tag_event = EV_TAG_SKIPPED;
                         } else {
-                            hdr.tag.setValid();
-                            hdr.tag.version = SGLB_VERSION;
-                            hdr.tag.kind = TAG_KIND;
-                            hdr.tag.length = TAG_LENGTH;
-                            hdr.tag.npaths = meta.path_count;
-                            hdr.tag.src_leaf = meta.switch_id;
-                            hdr.tag.path = meta.chosen;
-                            hdr.tag.ce = 0;
-                            hdr.tag.ts = meta.now;
-                            hdr.tag.fb_owd = 0;
-                            hdr.tag.fb_path = 0;
-                            hdr.tag.fb_level = FB_NONE;
-                            hdr.tag.next_type = hdr.ethernet.etherType;
-                            hdr.ethernet.etherType = ETHERTYPE_SGLB;
+                            tag_open.apply();
+                            tag_stamp.apply();
                             meta.fb_npaths = fb_npaths_get.execute(meta.dst_leaf);
                             if (meta.fb_npaths != 0) {
                                 meta.fb_npaths = meta.fb_npaths - 1;
                                 meta.fb_path = fb_cursor_next.execute(meta.dst_leaf);
                                 meta.fb_over = meta.fb_path |-| meta.fb_npaths;
-                                meta.rx_index = (bit<32>)(meta.dst_leaf[LEAF_INDEX_BITS - 1:0]
-                                                          ++ meta.fb_path[PATH_INDEX_BITS - 1:0]);
+                                meta.rx_index = (bit<32>)fb_index_hash.get({
+                                    meta.dst_leaf[LEAF_INDEX_BITS - 1:0],
+                                    meta.fb_path[PATH_INDEX_BITS - 1:0] });
                                 meta.rx_word = rx_level_get.execute(meta.rx_index);
                                 hdr.tag.fb_owd = rx_owd_get.execute(meta.rx_index);
                                 meta.fb_age = meta.now_fb - meta.rx_word[27:0];
-                                meta.fb_fresh_left = meta.fb_age |-| meta.fb_fresh;
+                                fb_step.apply();
                                 if (meta.rx_word[31:31] == 1 && meta.fb_over == 0
                                         && meta.fb_fresh_left == 0) {
                                     hdr.tag.fb_path = meta.fb_path;
-                                    hdr.tag.fb_level = (bit<8>)meta.rx_word[30:28];
+                                    fb_level_out.apply();
                                     meta.tag_event = EV_FEEDBACK_SENT;
                                 }
                             }

@@ -65,21 +65,22 @@
     };
 
     /* Per destination: the extremes of the fed-back one-way delays of this
-     * generation (the delay-skew rule). */
+     * generation (the delay-skew rule). owd_low keeps the largest complement
+     * (~smallest delay), so that a stale read returns 0 like owd_high's: a
+     * RegisterAction cannot output a constant such as 0xFFFFFFFF. */
     Register<owd_extreme_t, bit<16>>(MAX_LEAVES) owd_low;
     RegisterAction<owd_extreme_t, bit<16>, bit<32>>(owd_low) owd_low_get = {
         void apply(inout owd_extreme_t v, out bit<32> rv) {
+            rv = 0;
             if (v.gen == meta.gen32 || v.gen == meta.gen32_prev) {
                 rv = v.owd;
-            } else {
-                rv = 0xFFFFFFFF;
             }
         }
     };
     RegisterAction<owd_extreme_t, bit<16>, bit<32>>(owd_low) owd_low_put = {
         void apply(inout owd_extreme_t v) {
-            if (v.gen != meta.gen32 || hdr.tag.fb_owd < v.owd) {
-                v.owd = hdr.tag.fb_owd;
+            if (v.gen != meta.gen32 || meta.fb_owd_c > v.owd) {
+                v.owd = meta.fb_owd_c;
             }
             v.gen = meta.gen32;
         }
