@@ -22,6 +22,9 @@ import grpc
 from . import wire
 from .messages import Message
 
+WRITE_GRACE = 1.0
+"""Seconds a closing session waits for the write in progress to finish."""
+
 
 class Stream(Protocol):
     """What both a gRPC call and a servicer context offer for a stream."""
@@ -42,6 +45,7 @@ class PeerSession:
         self._on_sent = on_sent
         self._queue: asyncio.Queue[Message] = asyncio.Queue(queue_size)
         self._closed = asyncio.Event()
+        self._writing: asyncio.Future[None] | None = None
         self.overflowed = False
         self.received = 0
         self.why: str = ""
@@ -77,6 +81,11 @@ class PeerSession:
         try:
             await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            if self._writing is not None and not tasks[1].done():
+                # a gRPC write cancelled half-way can leave the call unable to end with a
+                # status: let the one in progress finish (it is bounded by the transport)
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(asyncio.shield(self._writing), WRITE_GRACE)
             for t in tasks:
                 t.cancel()
             for t in tasks:
@@ -100,10 +109,16 @@ class PeerSession:
             await asyncio.sleep(0)  # let timers and the other sessions run between messages
 
     async def _writer(self) -> None:
-        while True:
+        while not self._closed.is_set():
             msg = await self._queue.get()
+            if self._closed.is_set():
+                return
             data = wire.encode(msg)
-            await self.stream.write(data)
+            self._writing = asyncio.ensure_future(self.stream.write(data))
+            try:
+                await asyncio.shield(self._writing)
+            finally:
+                self._writing = None
             self._on_sent(msg, len(data))
 
 
