@@ -19,12 +19,12 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import os
-import socket
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from bmv2.process import free_ports
 from fabricmodel import Fabric, Link, Nic
 
 IFNAMSIZ = 15  # Linux interface names: 15 characters + NUL
@@ -55,24 +55,9 @@ class NetOptions:
     overlay's usual jumbo fabric): sglb.p4's tag adds 20 bytes to leaf-to-leaf frames."""
 
 
-def _free_ports(n: int) -> list[int]:
-    """``n`` distinct loopback TCP ports free a moment ago: bound all at once, since one
-    port closed and asked for again may well be handed out a second time."""
-    socks: list[socket.socket] = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            socks.append(s)
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
 def with_free_addresses(fabric: Fabric) -> Fabric:
     """A copy of ``fabric`` whose switches serve P4Runtime, SyncMesh and metrics on free ports."""
-    ports = iter(_free_ports(3 * len(fabric.switches)))
+    ports = iter(free_ports(3 * len(fabric.switches)))
     switches = tuple(dataclasses.replace(
         sw, p4runtime=f"127.0.0.1:{next(ports)}", syncmesh=f"127.0.0.1:{next(ports)}",
         metrics=f"127.0.0.1:{next(ports)}") for sw in fabric.switches)
