@@ -191,6 +191,20 @@ class Progress(threading.Thread):
                 continue
 
 
+def _wait_receivers_ready(state: RunState, receivers: list[subprocess.Popen],
+                          timeout: float) -> None:
+    """Until every load receiver has bound its sockets (its first progress line)."""
+    deadline = time.time() + timeout
+    while len(state.progress) < len(receivers):
+        dead = [p.args for p in receivers if p.poll() is not None]
+        if dead:
+            raise RuntimeError(f"a load receiver exited before it was ready: {dead[0]}")
+        if time.time() > deadline:
+            raise RuntimeError(f"{len(receivers) - len(state.progress)} of {len(receivers)} load "
+                               f"receivers not ready after {timeout:.0f} s")
+        time.sleep(0.05)
+
+
 def _watch_convergence(control, link: str, up: bool, since: float, key: int, state: RunState,
                        timeout: float = 10.0) -> threading.Thread:
     """Once every daemon agrees, the time from the cut until the last of them changed its view
@@ -286,15 +300,24 @@ def run(sc: Scenario) -> dict:
             say(f"[testbed] ReCCL: {len(fabric.hosts)} ranks connected (one per host, every "
                 f"NIC), all-to-all and all-reduce of {sc.reccl_elements * 4 // 1024} KiB, results "
                 "checked bit for bit")
-        start = time.time() + 1.5
+        receivers = []
         for host in sorted({f.dst for f in flows}):
-            ips = ",".join(str(n.ip) for n in fabric.host(host).nics)
-            p = fnet.host(host).popen([py, "-m", "topologies.udpload", "recv", "--listen", ips,
-                                       "--port", str(UDP_PORT), "--duration",
-                                       str(duration + 3.0), "--out", str(run_dir / f"recv-{host}.npz")],
-                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            nics = fabric.host(host).nics
+            p = fnet.host(host).popen(
+                [py, "-m", "topologies.udpload", "recv", "--listen", ",".join(str(n.ip) for n in nics),
+                 "--ifaces", ",".join(fnet.nic_intf(host, n) for n in nics),
+                 "--port", str(UDP_PORT), "--end-on-stdin",
+                 "--out", str(run_dir / f"recv-{host}.npz")],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
             procs.append(p)
+            receivers.append(p)
             Progress(host, p, state).start()
+        _wait_receivers_ready(state, receivers, timeout=60.0)
+        start = time.time() + 1.5
+        for p in receivers:  # they listen until the senders stop, then drain the switches' queues
+            assert p.stdin is not None
+            p.stdin.write(f"{start + duration}\n")
+            p.stdin.close()
         for f in flows:
             procs.append(fnet.host(f.src).popen(
                 [py, "-m", "topologies.udpload", "send", "--flow", str(f.id),
@@ -354,9 +377,9 @@ def run(sc: Scenario) -> dict:
                         f"(offered {sc.rate_mbps * len(flows):.1f})  SyncMesh failovers "
                         f"{control.failovers() - failovers_before}{coll}")
             time.sleep(0.01)
-        for p in procs:
+        for p in procs:  # receivers drain what the switches still queue (udpload.DRAIN_MAX)
             try:
-                p.wait(timeout=duration + 10)
+                p.wait(timeout=duration + 30)
             except subprocess.TimeoutExpired:
                 p.terminate()
         summary = summarise(sc, fnet, control, flows, state, start, duration, run_dir, cut_leaf,
@@ -397,15 +420,18 @@ def summarise(sc: Scenario, fnet, control, flows: list[Flow], state: RunState, s
                                    tuple(f.id for f in flows if cut_leaf in f.src_leaves),
                                    tuple(f.id for f in flows if cut_leaf in f.dst_leaves))
         elif kind == "nic-cut":
+            # rail 0: the cut NIC is the host's first, and rail i joins the hosts' NICs i
             fault = analysis.Fault(state.marks[i][1], "host-nic", m[i], m[i + 1],
                                    tuple(f.id for f in flows if f.src == cut_host),
-                                   tuple(f.id for f in flows if f.dst == cut_host))
+                                   tuple(f.id for f in flows if f.dst == cut_host), rail=0)
         else:
             continue
         faults.append(fault)
         figs.append(analysis.fault_figures(logs, fault))
         if kind == "cut":
             figs[-1].syncmesh_convergence_s = state.convergence.get(i)
+    for host, lines in state.reccl.items():  # every rank's report, for a closer look
+        (run_dir / f"reccl-{host}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     times, rates = analysis.throughput(logs, start, end)
     analysis.plot(run_dir / "throughput.png", times, rates, state.marks, phases, start,
                   f"{fnet.fabric.name}: delivered throughput ({'SGLB' if sc.glb else 'ECMP'}, "

@@ -1,21 +1,35 @@
 """A multi-rail UDP load generator for the testbed (runs inside Mininet hosts).
 
 ``send`` paces datagrams of one flow at a fixed rate, round-robin over the
-host's rails (NIC i to the peer's NIC i) that are alive: the NIC has carrier
-(checked every few ms with SIOCGIFFLAGS) and the receiver's beacons on that rail
-are fresh. A dead rail gets a probe now and then and rejoins when a beacon
-answers. So a host survives the loss of a NIC or its last-hop link the way a
+host's rails (NIC i to the peer's NIC i) that are alive:
+
+* the NIC has carrier (checked every few ms with SIOCGIFFLAGS);
+* the receiver did not report the rail's far end without carrier;
+* the rail's beacons are fresh *relative to the other rails*: a beacon echoes
+  the send time of the datagram it answers, and a rail whose newest echo is
+  more than ``DEAD_AFTER`` older than another rail's is dead. Judging by
+  echoed send times, not arrival times, matters on a loaded testbed: the
+  software switches can queue for a second or more, so beacons keep arriving
+  long after a cut, and an arrival-time rule would revive the dead rail.
+
+A dead rail gets a probe now and then and rejoins when a beacon answers one.
+So a host survives the loss of a NIC or its last-hop link the way a
 multi-rail collective library does, and the fabric's own failover shows in
 what the receiver records.
 
 ``recv`` listens on every rail address, answers with beacons, prints a progress
-line (JSON) every ``--report`` seconds on stdout and writes every datagram it
-received to an ``.npz`` file at the end. The sender writes its send log too, so
-losses and outages are computed exactly afterwards (topologies/analysis.py).
+line (JSON) every ``--report`` seconds on stdout (the first once its sockets are
+bound) and writes every datagram it received to an ``.npz`` file at the end. It
+listens ``--duration`` seconds (or until the time ``--end-on-stdin`` reads), then
+until no data came for ``--drain`` seconds (what the switches still queue is
+not lost). The sender writes its send log too, so losses and outages are
+computed exactly afterwards (topologies/analysis.py).
 
 Datagram: magic ``TBLD``, flow (16 bits), rail (8), kind (8: 0 data, 1 probe,
 2 beacon), seq (32), send time (64, ns, CLOCK_REALTIME: Mininet hosts share the
-kernel clock), padding to ``--size`` bytes.
+kernel clock), padding to ``--size`` bytes. In a beacon, seq is a bitmap of the
+flow's rails whose receiving interface has carrier, and the time is the echoed
+send time of the datagram answered.
 """
 
 from __future__ import annotations
@@ -33,14 +47,17 @@ from pathlib import Path
 
 import numpy as np
 
+from softswitch.ports import force_receive_buffer
+
 HEADER = struct.Struct("!4sHBBIQ")
 MAGIC = b"TBLD"
 DATA, PROBE, BEACON = 0, 1, 2
 SIOCGIFFLAGS = 0x8913
 IFF_UP, IFF_RUNNING = 0x1, 0x40
 BEACON_EVERY = 0.02  # s between beacons per (flow, rail)
-DEAD_AFTER = 0.2  # s without a beacon: the rail is dead
+DEAD_AFTER = 0.2  # s of send time a rail's echoes may lag the freshest rail's
 PROBE_EVERY = 0.05  # s between probes on a dead rail
+DRAIN_MAX = 20.0  # s a receiver keeps draining after --duration, at most
 
 
 def carrier(sock: socket.socket, ifname: str) -> bool:
@@ -60,6 +77,40 @@ def _stop_on_signals(flag: list[bool]) -> None:
     signal.signal(signal.SIGINT, handler)
 
 
+class Rails:
+    """Which rails a sender may use, from its NICs' carrier and the receiver's beacons (no I/O).
+
+    A beacon echoes the send time of the datagram it answers and reports which of the
+    flow's rails reach an interface with carrier at the receiver. A rail is alive if its
+    NIC has carrier, the receiver's latest report (by echoed time) has its far end up,
+    and its newest echo lags the freshest rail's by at most ``DEAD_AFTER``.
+    """
+
+    def __init__(self, count: int, start: float) -> None:
+        self.echo = [start] * count  # newest send time (s) a beacon on the rail echoed
+        self.far_up = [True] * count
+        self._far_up_at = 0.0  # echoed send time of the report in far_up
+        self.link_ok = [True] * count
+
+    def on_beacon(self, rail: int, far_bits: int, echoed: float) -> None:
+        """A beacon arrived on ``rail``: the receiver's carrier bitmap, the echoed send time."""
+        self.echo[rail] = max(self.echo[rail], echoed)
+        if echoed >= self._far_up_at:
+            self._far_up_at = echoed
+            self.far_up = [bool(far_bits >> i & 1) for i in range(len(self.echo))]
+
+    def alive(self) -> list[bool]:
+        """Per rail: usable for data now."""
+        freshest = max(self.echo)
+        return [ok and up and e >= freshest - DEAD_AFTER
+                for ok, up, e in zip(self.link_ok, self.far_up, self.echo, strict=True)]
+
+    def fallback(self) -> list[int]:
+        """When no rail is alive: the freshest one whose NIC is up, if any."""
+        ok = [r for r, up in enumerate(self.link_ok) if up]
+        return [max(ok, key=lambda r: self.echo[r])] if ok else []
+
+
 def send(args: argparse.Namespace) -> int:
     """Send one flow over the alive rails; write the send log."""
     rails = len(args.src)
@@ -76,8 +127,7 @@ def send(args: argparse.Namespace) -> int:
     start = args.start_at or time.time()
     while time.time() < start and not stop[0]:
         time.sleep(min(0.01, start - time.time()))
-    beacon = [start + 0.3] * rails  # grace: rails count as alive at first
-    link_ok = [True] * rails
+    state = Rails(rails, start)
     next_probe = [0.0] * rails
     next_carrier = 0.0
     log_seq, log_ts, log_rail = [], [], []
@@ -90,7 +140,7 @@ def send(args: argparse.Namespace) -> int:
         if now >= end:
             break
         if now >= next_carrier:
-            link_ok = [carrier(socks[r], args.ifaces[r]) for r in range(rails)]
+            state.link_ok = [carrier(socks[r], args.ifaces[r]) for r in range(rails)]
             next_carrier = now + 0.002
         for r, s in enumerate(socks):
             while True:
@@ -100,11 +150,15 @@ def send(args: argparse.Namespace) -> int:
                     break
                 except OSError:
                     break
-                if len(data) >= HEADER.size and data[:4] == MAGIC:
-                    beacon[r] = now
-        alive = [link_ok[r] and now - beacon[r] < DEAD_AFTER for r in range(rails)]
+                if len(data) < HEADER.size or data[:4] != MAGIC:
+                    continue
+                _, flow, _, kind, bits, ts = HEADER.unpack_from(data)
+                if kind != BEACON or flow != args.flow:
+                    continue
+                state.on_beacon(r, bits, ts / 1e9)
+        alive = state.alive()
         for r in range(rails):
-            if not alive[r] and link_ok[r] and now >= next_probe[r]:
+            if not alive[r] and state.link_ok[r] and now >= next_probe[r]:
                 next_probe[r] = now + PROBE_EVERY
                 try:
                     socks[r].sendto(HEADER.pack(MAGIC, args.flow, r, PROBE, 0, time.time_ns()),
@@ -115,9 +169,8 @@ def send(args: argparse.Namespace) -> int:
             time.sleep(min(due - now, 0.002))
             continue
         usable = [r for r in range(rails) if alive[r]]
-        if not usable:  # every rail looks dead: use the one heard from last, if its NIC is up
-            ok = [r for r in range(rails) if link_ok[r]]
-            usable = [max(ok, key=lambda r: beacon[r])] if ok else []
+        if not usable:
+            usable = state.fallback()
         if usable:
             r = usable[rr % len(usable)]
             rr += 1
@@ -143,20 +196,43 @@ def send(args: argparse.Namespace) -> int:
 def recv(args: argparse.Namespace) -> int:
     """Receive on every rail address, answer beacons, report progress, write the receive log."""
     sel = selectors.DefaultSelector()
+    socks = []
     for ip in args.listen:
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        force_receive_buffer(s)
         s.bind((ip, args.port))
         s.setblocking(False)
-        sel.register(s, selectors.EVENT_READ)
+        sel.register(s, selectors.EVENT_READ, len(socks))
+        socks.append(s)
     stop = [False]
     _stop_on_signals(stop)
     flows, rails, seqs, sends, recvs = [], [], [], [], []
     last_beacon: dict[tuple, float] = {}
+    arrives_on: dict[tuple[int, int], int] = {}  # (flow, sender's rail) -> our socket
+    up = [True] * len(socks)
+    next_carrier = 0.0
     total_bytes = total_pkts = 0
+    print(json.dumps({"t": time.time(), "bytes": 0, "pkts": 0, "ready": True}), flush=True)
+    if args.end_on_stdin:  # the senders' end time comes once they are scheduled
+        line = sys.stdin.readline()
+        try:
+            listen_end = float(line)
+        except ValueError:
+            print(f"udpload recv: expected the senders' end time on stdin, got {line[:40]!r}",
+                  file=sys.stderr)
+            return 2
+    else:
+        listen_end = time.time() + args.duration
     next_report = time.time() + args.report
-    end = time.time() + args.duration
-    while not stop[0] and time.time() < end:
+    last_data = time.time()
+    while not stop[0]:
+        now = time.time()
+        if now >= listen_end and (now - last_data >= args.drain
+                                  or now >= listen_end + DRAIN_MAX):
+            break
+        if args.ifaces and now >= next_carrier:
+            up = [carrier(s, name) for s, name in zip(socks, args.ifaces, strict=True)]
+            next_carrier = now + 0.002
         for key, _ in sel.select(timeout=0.02):
             s = key.fileobj
             assert isinstance(s, socket.socket)
@@ -171,6 +247,9 @@ def recv(args: argparse.Namespace) -> int:
                 if len(data) < HEADER.size or data[:4] != MAGIC:
                     continue
                 _, flow, rail, kind, seq, ts = HEADER.unpack_from(data)
+                if kind == BEACON:
+                    continue
+                arrives_on[(flow, rail)] = key.data
                 if kind == DATA:
                     flows.append(flow)
                     rails.append(rail)
@@ -179,12 +258,18 @@ def recv(args: argparse.Namespace) -> int:
                     recvs.append(now_ns)
                     total_bytes += len(data)
                     total_pkts += 1
+                    last_data = now_ns / 1e9
                 bkey = (flow, rail, addr)
                 now = now_ns / 1e9
                 if now - last_beacon.get(bkey, 0.0) >= BEACON_EVERY or kind == PROBE:
                     last_beacon[bkey] = now
+                    # which of this flow's rails reach an interface with carrier (unknown: yes)
+                    bits = 0
+                    for r in range(8):
+                        sock = arrives_on.get((flow, r))
+                        bits |= (sock is None or up[sock]) << r
                     try:
-                        s.sendto(HEADER.pack(MAGIC, flow, rail, BEACON, seq, now_ns), addr)
+                        s.sendto(HEADER.pack(MAGIC, flow, rail, BEACON, bits, ts), addr)
                     except OSError:
                         pass
         now = time.time()
@@ -217,7 +302,15 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("recv")
     r.add_argument("--listen", type=lambda v: v.split(","), required=True)
     r.add_argument("--port", type=int, default=9000)
-    r.add_argument("--duration", type=float, required=True)
+    r.add_argument("--ifaces", type=lambda v: v.split(","), default=[],
+                   help="the interfaces of the --listen addresses, same order (their carrier is "
+                        "reported to senders)")
+    r.add_argument("--duration", type=float, default=0.0, help="seconds to listen at least")
+    r.add_argument("--end-on-stdin", action="store_true",
+                   help="print a ready line, then read the senders' end time (s since the epoch) "
+                        "from stdin and listen until then instead of --duration")
+    r.add_argument("--drain", type=float, default=1.0,
+                   help=f"then stop after this many seconds without data (at most {DRAIN_MAX:.0f} s)")
     r.add_argument("--report", type=float, default=0.2)
     r.add_argument("--out", type=Path, required=True)
     args = p.parse_args(argv)
@@ -226,7 +319,13 @@ def main(argv: list[str] | None = None) -> int:
             p.error("--src, --ifaces and --dst need one entry per rail")
         if args.rate_mbps <= 0 or args.size < HEADER.size or args.duration <= 0:
             p.error(f"need --rate-mbps > 0, --size >= {HEADER.size}, --duration > 0")
+        if len(args.src) > 8:
+            p.error("at most 8 rails")
         return send(args)
+    if args.ifaces and len(args.ifaces) != len(args.listen):
+        p.error("--ifaces needs one entry per --listen address")
+    if (args.duration <= 0 and not args.end_on_stdin) or args.drain < 0:
+        p.error("need --duration > 0 (or --end-on-stdin) and --drain >= 0")
     return recv(args)
 
 

@@ -35,7 +35,7 @@ def leftovers(prefix: str, marker: str) -> list[str]:
 
 
 def test_shortened_scenario_delivers_fails_over_and_cleans_up(tmp_path):
-    sc = demo.Scenario(phase_s=2.5, prefix=PREFIX, out_dir=tmp_path, quiet=True)
+    sc = demo.Scenario(phase_s=3.0, prefix=PREFIX, out_dir=tmp_path, quiet=True)
     s = demo.run(sc)
 
     run_dir = Path(s["run_dir"])

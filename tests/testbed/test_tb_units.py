@@ -9,6 +9,7 @@ import pytest
 
 from fabricmodel import FabricError, leaf_spine, load
 from topologies import analysis
+from topologies.udpload import DEAD_AFTER, Rails
 from topologies.demo import pick_flows
 from topologies.mininet_fabric import FabricNetError, check_names, with_free_addresses
 
@@ -63,6 +64,48 @@ def test_outage_is_time_from_cut_to_last_lost_packet():
     figs = analysis.fault_figures([log, other], fault)
     assert figs.lost == 12
     assert figs.local_outage_s == pytest.approx(0.11) and figs.remote_outage_s == 0.0
+
+
+def test_a_nic_cut_outage_counts_only_the_cut_rails_losses():
+    t = 100 + np.arange(0, 4, 0.01)
+    log = _log(0, t, [10, 11, 250])  # 100.10-100.11 on the cut rail, 102.50 on the other
+    log.sent_rail[:] = 1
+    log.sent_rail[:100] = 0
+    fault = analysis.Fault("nic", "host-nic", 100.0, 104.0, remote_flows=(0,), rail=0)
+    figs = analysis.fault_figures([log], fault)
+    assert figs.lost == 3
+    assert figs.remote_outage_s == pytest.approx(0.11)  # not 2.5: rail 1's loss is not failover
+    assert analysis.outage(log, 100.0, 4.0) == pytest.approx(2.5)
+
+
+def test_beacons_that_arrive_late_do_not_revive_a_cut_rail():
+    # both rails answered data sent up to t=10; then rail 0 is cut. On a loaded testbed the
+    # switches queue for a second, so rail 0's beacons keep arriving, echoing times before the cut
+    rails = Rails(2, start=9.0)
+    for r in (0, 1):
+        rails.on_beacon(r, 0b11, 10.0)
+    assert rails.alive() == [True, True]
+    for k in range(1, 11):  # 1 s later: rail 1 echoes fresh sends, rail 0 still echoes old ones
+        rails.on_beacon(1, 0b11, 10.0 + k * 0.1)
+        rails.on_beacon(0, 0b11, 10.0 - 0.01 * k)
+    assert rails.alive() == [False, True]
+    # a probe on rail 0 answered after the repair brings it back
+    rails.on_beacon(0, 0b11, 11.0 + DEAD_AFTER / 2)
+    assert rails.alive() == [True, True]
+
+
+def test_the_receivers_carrier_report_takes_a_rail_out_until_it_says_otherwise():
+    rails = Rails(2, start=0.0)
+    rails.on_beacon(1, 0b10, 5.0)  # on rail 1: "rail 0 has no carrier at my end"
+    assert rails.alive() == [False, True]
+    rails.on_beacon(0, 0b11, 4.9)  # an older report (queued) does not override it
+    assert rails.alive() == [False, True]
+    rails.on_beacon(0, 0b11, 5.1)  # the answer to a probe after the repair
+    assert rails.alive() == [True, True]
+    rails.link_ok = [True, False]  # our own NIC on rail 1 lost carrier
+    assert rails.alive() == [True, False]
+    rails.link_ok = [False, False]
+    assert rails.alive() == [False, False] and rails.fallback() == []
 
 
 def test_phase_rates_and_throughput_count_what_arrived():
