@@ -18,13 +18,14 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import tools
 
-_RUNNING: set[subprocess.Popen[bytes]] = set()
+_RUNNING: set[subprocess.Popen[Any]] = set()
 
 
-def terminate(proc: subprocess.Popen[bytes], timeout: float = 5.0) -> None:
+def terminate(proc: subprocess.Popen[Any], timeout: float = 5.0) -> None:
     """SIGTERM, then SIGKILL after ``timeout``; forgets the process."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
@@ -34,6 +35,14 @@ def terminate(proc: subprocess.Popen[bytes], timeout: float = 5.0) -> None:
             proc.kill()
             proc.wait()
     _RUNNING.discard(proc)
+
+
+def stop_at_exit(proc: subprocess.Popen[Any]) -> None:
+    """Have ``proc`` terminated when Python exits, unless ``terminate`` stopped it first.
+
+    The testbed's switch nodes use it for softswitch processes too: one reaper for both.
+    """
+    _RUNNING.add(proc)
 
 
 @atexit.register
@@ -135,7 +144,7 @@ class Bmv2Process:
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
-        _RUNNING.add(self.proc)
+        stop_at_exit(self.proc)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -6,14 +6,13 @@ waits until P4Runtime answers a CapabilitiesRequest and stops the process on
 `stop()`. `TARGET=bmv2` in the environment (or `target="bmv2"`) starts BMv2's
 `simple_switch_grpc` instead (``bmv2.process``), with its own Thrift port, when it is
 installed; otherwise `start()` raises TargetError naming what is missing. Processes that are still running
-when the Python process exits (Ctrl-C, a failed test) are terminated by an atexit hook.
+when the Python process exits (Ctrl-C, a failed test) are terminated by an atexit hook
+(``bmv2.process.stop_at_exit``, one reaper for both targets).
 """
 
 from __future__ import annotations
 
-import atexit
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -25,24 +24,7 @@ import topologies.mininet_import  # noqa: F401  (must come before any other mini
 from mininet.node import Switch
 # isort: on
 
-_RUNNING: set[subprocess.Popen] = set()
-
-
-def _terminate(proc: subprocess.Popen, timeout: float = 5.0) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    _RUNNING.discard(proc)
-
-
-@atexit.register
-def _terminate_all() -> None:
-    for proc in list(_RUNNING):
-        _terminate(proc, 2.0)
+from bmv2.process import stop_at_exit, terminate
 
 
 class TargetError(RuntimeError):
@@ -180,7 +162,7 @@ class P4RuntimeSwitch(Switch):
         self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
         log.close()
-        _RUNNING.add(self.proc)
+        stop_at_exit(self.proc)
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -197,6 +179,6 @@ class P4RuntimeSwitch(Switch):
     def stop(self, deleteIntfs: bool = True) -> None:
         """Stop the target process (SIGTERM, then SIGKILL) and remove the interfaces."""
         if self.proc is not None:
-            _terminate(self.proc)
+            terminate(self.proc)
             self.proc = None
         super().stop(deleteIntfs)

@@ -9,9 +9,9 @@ import pytest
 
 from fabricmodel import FabricError, leaf_spine, load
 from topologies import analysis
-from topologies.udpload import DEAD_AFTER, Rails
 from topologies.demo import pick_flows
 from topologies.mininet_fabric import FabricNetError, check_names, with_free_addresses
+from topologies.udpload import DEAD_AFTER, Rails
 
 REPO = Path(__file__).resolve().parents[2]
 LS4X2 = load(REPO / "topologies" / "fabrics" / "ls4x2.yaml")
