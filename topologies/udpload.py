@@ -5,12 +5,13 @@ host's rails (NIC i to the peer's NIC i) that are alive:
 
 * the NIC has carrier (checked every few ms with SIOCGIFFLAGS);
 * the receiver did not report the rail's far end without carrier;
-* the rail's beacons are fresh *relative to the other rails*: a beacon echoes
-  the send time of the datagram it answers, and a rail whose newest echo is
-  more than ``DEAD_AFTER`` older than another rail's is dead. Judging by
-  echoed send times, not arrival times, matters on a loaded testbed: the
-  software switches can queue for a second or more, so beacons keep arriving
-  long after a cut, and an arrival-time rule would revive the dead rail.
+* the newest datagram the rail got answered was sent within the rail's
+  timeout, TCP's retransmission timeout over the round trips that beacons
+  measure (``Rails``). A beacon echoes the send time of the datagram it
+  answers, so liveness is judged by what got through, not by when an answer
+  arrived: on a loaded testbed the software switches can queue for a second,
+  so beacons keep arriving long after a cut, and an arrival-time rule would
+  keep the dead rail alive that long.
 
 A dead rail gets a probe now and then and rejoins when a beacon answers one.
 So a host survives the loss of a NIC or its last-hop link the way a
@@ -55,7 +56,8 @@ DATA, PROBE, BEACON = 0, 1, 2
 SIOCGIFFLAGS = 0x8913
 IFF_UP, IFF_RUNNING = 0x1, 0x40
 BEACON_EVERY = 0.02  # s between beacons per (flow, rail)
-DEAD_AFTER = 0.2  # s of send time a rail's echoes may lag the freshest rail's
+DEAD_AFTER = 0.2  # s: the least time a rail may leave a datagram unanswered (RFC 6298's minimum)
+INITIAL_TIMEOUT = 1.0  # s: the same before the first answer (RFC 6298's initial RTO)
 PROBE_EVERY = 0.05  # s between probes on a dead rail
 DRAIN_MAX = 20.0  # s a receiver keeps draining after --duration, at most
 
@@ -83,27 +85,49 @@ class Rails:
     A beacon echoes the send time of the datagram it answers and reports which of the
     flow's rails reach an interface with carrier at the receiver. A rail is alive if its
     NIC has carrier, the receiver's latest report (by echoed time) has its far end up,
-    and its newest echo lags the freshest rail's by at most ``DEAD_AFTER``.
+    and the newest datagram it got answered was sent within the rail's timeout: TCP's
+    retransmission timeout (RFC 6298: srtt + 4 rttvar, at least ``DEAD_AFTER``) over
+    the round trips that beacons measure. So a rail that is slow (a loaded software
+    switch queues for a second) stays alive, and one that is cut dies after about one
+    round trip even though beacons sent before the cut keep arriving: they echo old
+    send times.
     """
 
     def __init__(self, count: int, start: float) -> None:
         self.echo = [start] * count  # newest send time (s) a beacon on the rail echoed
+        self.srtt: list[float | None] = [None] * count
+        self.rttvar = [0.0] * count
         self.far_up = [True] * count
         self._far_up_at = 0.0  # echoed send time of the report in far_up
         self.link_ok = [True] * count
 
-    def on_beacon(self, rail: int, far_bits: int, echoed: float) -> None:
-        """A beacon arrived on ``rail``: the receiver's carrier bitmap, the echoed send time."""
-        self.echo[rail] = max(self.echo[rail], echoed)
+    def on_beacon(self, rail: int, far_bits: int, echoed: float, now: float) -> None:
+        """A beacon arrived on ``rail`` at ``now``: the receiver's carrier bitmap, the echoed
+        send time."""
+        if echoed > self.echo[rail]:  # an answer to something newer: a round-trip sample
+            self.echo[rail] = echoed
+            sample = max(0.0, now - echoed)
+            srtt = self.srtt[rail]
+            if srtt is None:
+                self.srtt[rail], self.rttvar[rail] = sample, sample / 2
+            else:
+                self.rttvar[rail] = 0.75 * self.rttvar[rail] + 0.25 * abs(srtt - sample)
+                self.srtt[rail] = 0.875 * srtt + 0.125 * sample
         if echoed >= self._far_up_at:
             self._far_up_at = echoed
             self.far_up = [bool(far_bits >> i & 1) for i in range(len(self.echo))]
 
-    def alive(self) -> list[bool]:
+    def timeout(self, rail: int) -> float:
+        """Seconds after a send on ``rail`` within which its answer is due."""
+        srtt = self.srtt[rail]
+        if srtt is None:
+            return INITIAL_TIMEOUT
+        return max(DEAD_AFTER, srtt + 4 * self.rttvar[rail] + BEACON_EVERY)
+
+    def alive(self, now: float) -> list[bool]:
         """Per rail: usable for data now."""
-        freshest = max(self.echo)
-        return [ok and up and e >= freshest - DEAD_AFTER
-                for ok, up, e in zip(self.link_ok, self.far_up, self.echo, strict=True)]
+        return [self.link_ok[r] and self.far_up[r] and now - self.echo[r] <= self.timeout(r)
+                for r in range(len(self.echo))]
 
     def fallback(self) -> list[int]:
         """When no rail is alive: the freshest one whose NIC is up, if any."""
@@ -155,8 +179,8 @@ def send(args: argparse.Namespace) -> int:
                 _, flow, _, kind, bits, ts = HEADER.unpack_from(data)
                 if kind != BEACON or flow != args.flow:
                     continue
-                state.on_beacon(r, bits, ts / 1e9)
-        alive = state.alive()
+                state.on_beacon(r, bits, ts / 1e9, time.time())
+        alive = state.alive(now)
         for r in range(rails):
             if not alive[r] and state.link_ok[r] and now >= next_probe[r]:
                 next_probe[r] = now + PROBE_EVERY

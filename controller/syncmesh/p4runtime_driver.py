@@ -278,6 +278,16 @@ class P4RuntimeDriver:
             async with contextlib.AsyncExitStack() as stack:
                 try:
                     await stack.enter_async_context(sw)
+                except asyncio.CancelledError:
+                    task = asyncio.current_task()
+                    if task is not None and task.cancelling():
+                        raise  # we are being cancelled
+                    # finsy pushes or reads the pipeline in a task of its own; when that fails
+                    # (refused, or past its deadline on a loaded switch) it cancels its stream
+                    # task, and that cancellation surfaces here: a failure to retry, not ours
+                    raise DriverError(f"{self.name}: the switch at {self.address} did not take "
+                                      "or report the pipeline (finsy's log has the reply)",
+                                      Failure.UNREACHABLE) from None
                 except Exception as e:
                     raise DriverError(f"{self.name}: cannot connect to {self.address}: {e}",
                                       Failure.UNREACHABLE,

@@ -297,3 +297,28 @@ def test_punted_notice_epoch_is_written_back_once_the_view_includes_it(switch, s
     assert list(seen) == [(s1, 2)] and seen[s1, 2].epoch == 5 and seen[s1, 2].fail
     assert before["ep0"] == 0 and before["live_mask"] & 1 == 1
     assert after["live_mask"] & 1 == 0 and after["ep0"] == writeback(5) and after["ep1"] == 0
+
+
+def test_a_refused_pipeline_is_a_driver_error_not_a_cancellation(switch, sglb_pipeline, tmp_path):
+    # finsy pushes the pipeline in a task of its own; when the push fails it cancels its run
+    # task, which reached the caller as CancelledError: the daemon took it for its own
+    # cancellation and stopped retrying, its switch never programmed (testbed, under load)
+    from syncmesh.p4runtime_driver import PipelineFiles
+
+    address, device, _ = switch
+    bad = tmp_path / "bad.p4"
+    bad.write_text("this is not P4\n")
+    d = make_driver(address, PipelineFiles(sglb_pipeline.p4info, bad))
+
+    async def scenario():
+        with pytest.raises(DriverError, match="l1: .*pipeline") as info:
+            async with d.session():
+                pass
+        assert info.value.is_unreachable and not d.connected
+        # the same driver object connects once the switch takes a pipeline
+        good = make_driver(address, sglb_pipeline)
+        async with good.session():
+            assert good.connected
+
+    run(scenario())
+    assert device.pipeline is not None

@@ -11,7 +11,7 @@ from fabricmodel import FabricError, leaf_spine, load
 from topologies import analysis
 from topologies.demo import pick_flows
 from topologies.mininet_fabric import FabricNetError, check_names, with_free_addresses
-from topologies.udpload import DEAD_AFTER, Rails
+from topologies.udpload import Rails
 
 REPO = Path(__file__).resolve().parents[2]
 LS4X2 = load(REPO / "topologies" / "fabrics" / "ls4x2.yaml")
@@ -78,34 +78,54 @@ def test_a_nic_cut_outage_counts_only_the_cut_rails_losses():
     assert analysis.outage(log, 100.0, 4.0) == pytest.approx(2.5)
 
 
-def test_beacons_that_arrive_late_do_not_revive_a_cut_rail():
-    # both rails answered data sent up to t=10; then rail 0 is cut. On a loaded testbed the
-    # switches queue for a second, so rail 0's beacons keep arriving, echoing times before the cut
-    rails = Rails(2, start=9.0)
-    for r in (0, 1):
-        rails.on_beacon(r, 0b11, 10.0)
-    assert rails.alive() == [True, True]
-    for k in range(1, 11):  # 1 s later: rail 1 echoes fresh sends, rail 0 still echoes old ones
-        rails.on_beacon(1, 0b11, 10.0 + k * 0.1)
-        rails.on_beacon(0, 0b11, 10.0 - 0.01 * k)
-    assert rails.alive() == [False, True]
+def _answered(rails, rail, sent_from, sent_to, rtt, bits=0b11, every=0.01):
+    """Beacons on ``rail`` answering sends from ``sent_from`` to ``sent_to`` after ``rtt``."""
+    for sent in np.arange(sent_from, sent_to, every):
+        rails.on_beacon(rail, bits, float(sent), float(sent) + rtt)
+
+
+def test_a_slow_rail_stays_alive_and_a_cut_one_dies_within_about_a_round_trip():
+    rails = Rails(2, start=0.0)
+    _answered(rails, 0, 0.0, 5.0, rtt=0.6)  # a loaded switch: 600 ms round trips
+    _answered(rails, 1, 0.0, 5.0, rtt=0.03)
+    assert rails.alive(5.0) == [True, True]  # slow is not dead
+    # rail 0 is cut at t=5: its last answers (to sends before 5) keep arriving until 5.6
+    _answered(rails, 0, 4.99, 5.0, rtt=0.6)
+    _answered(rails, 1, 5.0, 6.0, rtt=0.03)
+    assert rails.alive(5.5) == [True, True]
+    assert rails.alive(5.0 + rails.timeout(0) + 0.01) == [False, True]
+    assert rails.timeout(0) < 1.0  # about one round trip plus its variation
     # a probe on rail 0 answered after the repair brings it back
-    rails.on_beacon(0, 0b11, 11.0 + DEAD_AFTER / 2)
-    assert rails.alive() == [True, True]
+    _answered(rails, 1, 6.0, 7.6, rtt=0.03)
+    rails.on_beacon(0, 0b11, 7.0, 7.6)
+    assert rails.alive(7.6) == [True, True]
+
+
+def test_beacons_that_arrive_late_do_not_revive_a_cut_rail():
+    rails = Rails(2, start=9.0)
+    _answered(rails, 0, 9.0, 10.0, rtt=0.05)
+    _answered(rails, 1, 9.0, 10.0, rtt=0.05)
+    # rail 0 is cut at t=10 while its return path queues: beacons answering the last sends
+    # before the cut arrive until t=10.3, then beacons for older sends until t=11
+    _answered(rails, 0, 9.99, 10.0, rtt=0.3, every=0.001)
+    for k in range(10):
+        rails.on_beacon(0, 0b11, 9.9 + 0.01 * k, 10.3 + 0.07 * k)
+    _answered(rails, 1, 10.0, 11.0, rtt=0.05)
+    assert rails.timeout(0) < 1.0
+    assert rails.alive(11.0) == [False, True]
 
 
 def test_the_receivers_carrier_report_takes_a_rail_out_until_it_says_otherwise():
     rails = Rails(2, start=0.0)
-    rails.on_beacon(1, 0b10, 5.0)  # on rail 1: "rail 0 has no carrier at my end"
-    assert rails.alive() == [False, True]
-    rails.on_beacon(0, 0b11, 4.9)  # an older report (queued) does not override it
-    assert rails.alive() == [False, True]
-    rails.on_beacon(0, 0b11, 5.1)  # the answer to a probe after the repair
-    assert rails.alive() == [True, True]
+    rails.on_beacon(1, 0b10, 5.0, 5.05)  # on rail 1: "rail 0 has no carrier at my end"
+    rails.on_beacon(0, 0b11, 4.9, 5.06)  # an older report (queued) does not override it
+    assert rails.alive(5.1) == [False, True]
+    rails.on_beacon(0, 0b11, 5.1, 5.15)  # the answer to a probe after the repair
+    assert rails.alive(5.15) == [True, True]
     rails.link_ok = [True, False]  # our own NIC on rail 1 lost carrier
-    assert rails.alive() == [True, False]
+    assert rails.alive(5.15) == [True, False]
     rails.link_ok = [False, False]
-    assert rails.alive() == [False, False] and rails.fallback() == []
+    assert rails.alive(5.15) == [False, False] and rails.fallback() == []
 
 
 def test_phase_rates_and_throughput_count_what_arrived():
