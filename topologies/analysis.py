@@ -47,9 +47,11 @@ class Fault:
     """Flows whose source leaf sits at the cut (failover decided locally)."""
     remote_flows: tuple[int, ...] = ()
     """Flows whose path is chosen by a leaf that learns of the cut remotely."""
-    rail: int | None = None
-    """The rail a host-NIC cut takes away: only its losses make the outage (losses on the
-    surviving rails, e.g. a loaded software switch's, are not the failover's)."""
+    rails: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    """Per flow, the rails whose packets can cross the fault (a NIC cut: that NIC's rail; a
+    leaf-spine cut: rails from or to that leaf). Only their losses make a flow's outage:
+    losses elsewhere, e.g. a loaded software switch's, are not the failover's. A flow not
+    listed: every rail."""
 
 
 @dataclass
@@ -75,13 +77,13 @@ def load_flow(flow: int, src: str, dst: str, send_file: Path, recv_file: Path,
                    r["seq"][mine], r["recv_ns"][mine] / 1e9, size)
 
 
-def outage(log: FlowLog, at: float, window: float, rail: int | None = None) -> float:
+def outage(log: FlowLog, at: float, window: float, rails: tuple[int, ...] | None = None) -> float:
     """Seconds after ``at`` until the last packet of the flow that was lost (0: none lost);
-    with ``rail``, the last one lost of those sent on that rail."""
+    with ``rails``, the last one lost of those sent on these rails."""
     ok = log.delivered
     sel = (log.sent_t >= at) & (log.sent_t < at + window) & ~ok
-    if rail is not None:
-        sel &= log.sent_rail == rail
+    if rails is not None:
+        sel &= np.isin(log.sent_rail, rails)
     if not sel.any():
         return 0.0
     return float(log.sent_t[sel].max() - at)
@@ -95,7 +97,7 @@ def fault_figures(logs: Sequence[FlowLog], fault: Fault, window: float = 3.0) ->
         sel = (log.sent_t >= fault.at) & (log.sent_t < fault.restored_at)
         lost += int((sel & ~log.delivered).sum())
         per[log.flow] = outage(log, fault.at, min(window, fault.restored_at - fault.at),
-                               fault.rail)
+                               fault.rails.get(log.flow))
     local = [per[f] for f in fault.local_flows if f in per]
     remote = [per[f] for f in fault.remote_flows if f in per]
     return FaultFigures(fault.name, lost, max(local) if local else None,

@@ -415,15 +415,21 @@ def summarise(sc: Scenario, fnet, control, flows: list[Flow], state: RunState, s
     phases += [(f"{i + 1}: {label}", m[i], m[i + 1]) for i, (_, label) in enumerate(state.marks)]
     faults, figs = [], []
     for i, kind in enumerate(state.kinds):
-        if kind == "cut":
-            fault = analysis.Fault(state.marks[i][1], "leaf-spine", m[i], m[i + 1],
-                                   tuple(f.id for f in flows if cut_leaf in f.src_leaves),
-                                   tuple(f.id for f in flows if cut_leaf in f.dst_leaves))
+        if kind == "cut":  # a leaf's uplink carries the rails that start or end at the leaf
+            fault = analysis.Fault(
+                state.marks[i][1], "leaf-spine", m[i], m[i + 1],
+                tuple(f.id for f in flows if cut_leaf in f.src_leaves),
+                tuple(f.id for f in flows if cut_leaf in f.dst_leaves),
+                {f.id: tuple(r for r, leaves in enumerate(zip(f.src_leaves, f.dst_leaves,
+                                                              strict=True))
+                             if cut_leaf in leaves) for f in flows})
         elif kind == "nic-cut":
             # rail 0: the cut NIC is the host's first, and rail i joins the hosts' NICs i
+            touched = [f for f in flows if cut_host in (f.src, f.dst)]
             fault = analysis.Fault(state.marks[i][1], "host-nic", m[i], m[i + 1],
-                                   tuple(f.id for f in flows if f.src == cut_host),
-                                   tuple(f.id for f in flows if f.dst == cut_host), rail=0)
+                                   tuple(f.id for f in touched if f.src == cut_host),
+                                   tuple(f.id for f in touched if f.dst == cut_host),
+                                   {f.id: (0,) for f in touched})
         else:
             continue
         faults.append(fault)

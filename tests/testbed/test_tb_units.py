@@ -71,7 +71,7 @@ def test_a_nic_cut_outage_counts_only_the_cut_rails_losses():
     log = _log(0, t, [10, 11, 250])  # 100.10-100.11 on the cut rail, 102.50 on the other
     log.sent_rail[:] = 1
     log.sent_rail[:100] = 0
-    fault = analysis.Fault("nic", "host-nic", 100.0, 104.0, remote_flows=(0,), rail=0)
+    fault = analysis.Fault("nic", "host-nic", 100.0, 104.0, remote_flows=(0,), rails={0: (0,)})
     figs = analysis.fault_figures([log], fault)
     assert figs.lost == 3
     assert figs.remote_outage_s == pytest.approx(0.11)  # not 2.5: rail 1's loss is not failover
