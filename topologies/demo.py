@@ -171,8 +171,8 @@ class RankLines(threading.Thread):
         for line in self.proc.stdout:
             try:
                 self.lines.append(json.loads(line))
-            except ValueError:
-                self.lines.append({"error": line.strip()[:300]})
+            except ValueError:  # ReCCL's own log lines (stderr): kept, but an error is JSON
+                self.lines.append({"log": line.strip()[:300]})
 
 
 class Progress(threading.Thread):
@@ -495,6 +495,7 @@ def reccl_figures(state: RunState, phases: list[tuple[str, float, float]]) -> di
     out["wrong"] = sum(not x["correct"] for x in ops)
     out["ranks_finished"] = len(done)
     out["errors"] = [x["error"] for lines in state.reccl.values() for x in lines if "error" in x]
+    out["log_lines"] = [x["log"] for lines in state.reccl.values() for x in lines if "log" in x][:20]
     out["events"] = sorted({e for x in done for e in x.get("events", [])})[:20]
     return out
 
