@@ -30,24 +30,7 @@ SOL_PACKET = 263
 PACKET_STATISTICS = 6
 PACKET_IGNORE_OUTGOING = 23
 PACKET_OUTGOING = 4
-SO_RCVBUFFORCE = 33  # Linux; not exported by Python's socket module
-RECEIVE_BUFFER = 4 << 20
 _MAX_FRAME = 65536 + 64
-
-
-def force_receive_buffer(sock: socket.socket, nbytes: int = RECEIVE_BUFFER) -> int:
-    """Give ``sock`` a receive buffer of ``nbytes``, above net.core.rmem_max if allowed.
-
-    SO_RCVBUF is silently capped at rmem_max (212,992 bytes by default: ~90 frames
-    of 1,500 bytes on a raw socket), so a software switch that stalls for a few ms
-    under load drops what arrives meanwhile. SO_RCVBUFFORCE needs CAP_NET_ADMIN;
-    without it the capped size is what we get. Returns the size the kernel granted.
-    """
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, nbytes)
-    except OSError:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, nbytes)
-    return sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
 
 
 class PortError(Exception):
@@ -133,7 +116,7 @@ class PortSet:
                     s.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
                 except OSError:
                     pass  # old kernel: outgoing frames are filtered by pkttype below
-                force_receive_buffer(s)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
                 s.bind((port.ifname, ETH_P_ALL))
                 s.setblocking(False)
                 port.sock = s

@@ -48,8 +48,6 @@ from pathlib import Path
 
 import numpy as np
 
-from softswitch.ports import force_receive_buffer
-
 HEADER = struct.Struct("!4sHBBIQ")
 MAGIC = b"TBLD"
 DATA, PROBE, BEACON = 0, 1, 2
@@ -60,6 +58,18 @@ DEAD_AFTER = 0.2  # s: the least time a rail may leave a datagram unanswered (RF
 INITIAL_TIMEOUT = 1.0  # s: the same before the first answer (RFC 6298's initial RTO)
 PROBE_EVERY = 0.05  # s between probes on a dead rail
 DRAIN_MAX = 20.0  # s a receiver keeps draining after --duration, at most
+SO_RCVBUFFORCE = 33  # Linux; not exported by Python's socket module
+RECEIVE_BUFFER = 4 << 20
+
+
+def force_receive_buffer(sock: socket.socket, nbytes: int = RECEIVE_BUFFER) -> None:
+    """A receive buffer of ``nbytes`` even above net.core.rmem_max (208 KiB on a stock kernel,
+    which a receiver that Python stalls for a moment overruns); needs CAP_NET_ADMIN, as the
+    testbed has, else the capped size."""
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, nbytes)
+    except OSError:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, nbytes)
 
 
 def carrier(sock: socket.socket, ifname: str) -> bool:
