@@ -113,7 +113,7 @@ def _path_tables(ports: dict[int, int], max_paths: int) -> list[Entity]:
     on_port: dict[int, int] = {}
     for i, port in sorted(ports.items()):
         out.append(TableWrite("path_ports", (("hdr.probe.path", i),), "set_path_port",
-                              (("port", port), ("path_bit", 1 << i))))
+                              (("port", port),)))
         out.append(TableWrite("fb_paths", (("hdr.tag.fb_path", i),), "set_fb_bit",
                               (("path_bit", 1 << i),)))
         on_port[port] = on_port.get(port, 0) | 1 << i
@@ -193,7 +193,7 @@ def _profiles(profiles: list[TableWrite], ports: dict[int, int],
         for row, draw in enumerate(draw_rows(weights)):
             params: list[tuple[str, int]] = []
             for j, path in enumerate(draw):
-                params += [(f"word{j}", path_word(path, ports[path])), (f"bit{j}", 1 << path)]
+                params.append((f"word{j}", path_word(path, ports[path])))
             out.append(TableWrite("draws", (("meta.wprof", profile), ("meta.draw_row", row)),
                                   "set_draws", tuple(params)))
     return out

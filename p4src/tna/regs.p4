@@ -127,7 +127,8 @@
         fresh_put_##W.execute(hdr.tag.src_leaf);                               \
     }
 
-/* Const entries: path I is alive if its bit is set in `live`. */
-#define SGLB_ALIVE_ENTRY(I) ((bit<8>)I, PATH_BIT(I) &&& PATH_BIT(I)) : keep_path();
+/* Const entries of kept_alive: a valid word of path I keeps it if I's bit is
+ * set in `live`. */
+#define SGLB_ALIVE_ENTRY(I) ((bit<7>)(64 + I), PATH_BIT(I) &&& PATH_BIT(I)) : keep_path(I);
 
 #endif

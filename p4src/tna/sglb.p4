@@ -53,10 +53,14 @@ control SglbIngress(inout tna_headers_t hdr,
      * shifted slice would need the two fields at matching offsets). */
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) rx_word_hash;
     Hash<bit<8>>(HashAlgorithm_t.IDENTITY) chosen_of_lowest;
-    Hash<bit<8>>(HashAlgorithm_t.IDENTITY) chosen_of_flow;
     Hash<bit<28>>(HashAlgorithm_t.IDENTITY) coarse_fb_time;
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) coarse_gen;
     Hash<pword_t>(HashAlgorithm_t.IDENTITY) coarse_gen_word;
+    /* live into the levels' PHV group (see ig_meta_t): a copy by the hash
+     * unit links no containers, where an ALU move would. */
+#define SGLB_LIVE_HASH(W, HI, LO) Hash<pword_t>(HashAlgorithm_t.IDENTITY) live_hash_##W;
+    SGLB_FOR_EACH_WORD(SGLB_LIVE_HASH)
+#undef SGLB_LIVE_HASH
 
     /* ---- Counters read by the control plane ---- */
     Counter<bit<32>, port_t>(MAX_PORTS, CounterType_t.PACKETS_AND_BYTES) port_rx;
@@ -138,9 +142,10 @@ control SglbIngress(inout tna_headers_t hdr,
     }
 
     /* -- ipv4_route -- */
+    /* The source MAC is rewritten with the TTL, once the checks passed: the
+     * route then needs nothing from switch_config and runs in stage 0. */
     action to_host(port_t port, bit<48> host_mac) {
         ig_tm_md.ucast_egress_port = port;
-        hdr.ethernet.srcAddr = meta.switch_mac;
         hdr.ethernet.dstAddr = host_mac;
         meta.dec_ttl = 1;
         meta.forwarded = 1;
@@ -149,7 +154,7 @@ control SglbIngress(inout tna_headers_t hdr,
     action to_leaf(bit<16> leaf) {
         meta.dst_leaf = leaf;
         meta.to_leaf = 1;
-        hdr.ethernet.srcAddr = meta.switch_mac;
+        meta.leaf_route = 1;
         meta.dec_ttl = 1;
     }
 
@@ -160,7 +165,7 @@ control SglbIngress(inout tna_headers_t hdr,
     }
 
     action no_route() {
-        meta.drop_reason = DROP_NO_ROUTE;
+        meta.route_miss = 1;
     }
 
     table ipv4_route {
@@ -231,20 +236,19 @@ control SglbIngress(inout tna_headers_t hdr,
     /* -- draws: four paths drawn in proportion to capacity, per weight
      *    profile and row (the control plane spreads each column over the
      *    weights); each as a word valid (bit 15) ++ path (14:9) ++ port (8:0),
-     *    the word the flowlet keeps, and its one-hot bit. -- */
-    action set_draws(bit<16> word0, pathmask_t bit0, bit<16> word1, pathmask_t bit1,
-                     bit<16> word2, pathmask_t bit2, bit<16> word3, pathmask_t bit3) {
-        meta.draw_word0 = word0; meta.draw_bit0 = bit0;
-        meta.draw_word1 = word1; meta.draw_bit1 = bit1;
-        meta.draw_word2 = word2; meta.draw_bit2 = bit2;
-        meta.draw_word3 = word3; meta.draw_bit3 = bit3;
+     *    the word the flowlet keeps. -- */
+    action set_draws(bit<16> word0, bit<16> word1, bit<16> word2, bit<16> word3) {
+        meta.draw_word0 = word0;
+        meta.draw_word1 = word1;
+        meta.draw_word2 = word2;
+        meta.draw_word3 = word3;
     }
 
     action no_draws() {
-        meta.draw_bit0 = 0;
-        meta.draw_bit1 = 0;
-        meta.draw_bit2 = 0;
-        meta.draw_bit3 = 0;
+        meta.draw_word0 = 0;
+        meta.draw_word1 = 0;
+        meta.draw_word2 = 0;
+        meta.draw_word3 = 0;
     }
 
     table draws {
@@ -366,57 +370,78 @@ control SglbIngress(inout tna_headers_t hdr,
     }
 #undef ZW
 
-    /* -- pick_draw: the first of the four draws that is a candidate (hit_j:
-     *    candidates & draw_bit_j; HZ: "is zero"), else the lowest candidate -- */
+    /* -- draw_hit_j: is draw j a candidate? (ternary on the candidates: path
+     *    i matches bit i set; the key's top bit is the word's valid bit) -- */
+#define SGLB_HIT_KEY(I) ((bit<7>)(64 + I), PATH_BIT(I) &&& PATH_BIT(I))
+#define SGLB_HIT_ENTRY_0(I) SGLB_HIT_KEY(I) : draw_hit0();
+#define SGLB_HIT_ENTRY_1(I) SGLB_HIT_KEY(I) : draw_hit1();
+#define SGLB_HIT_ENTRY_2(I) SGLB_HIT_KEY(I) : draw_hit2();
+#define SGLB_HIT_ENTRY_3(I) SGLB_HIT_KEY(I) : draw_hit3();
+#define SGLB_DRAW_HIT(J)                                                       \
+    action draw_hit##J() { meta.hit##J = 1; }                                  \
+    action draw_miss##J() { meta.hit##J = 0; }                                 \
+    @hidden table draw_hit_##J {                                               \
+        key = { meta.draw_word##J[15:9]: exact; meta.candidates: ternary; }    \
+        actions = { draw_hit##J; draw_miss##J; }                               \
+        const entries = { SGLB_FOR_EACH_PATH(SGLB_HIT_ENTRY_##J) }             \
+        const default_action = draw_miss##J();                                 \
+        size = MAX_PATHS;                                                      \
+    }
+    SGLB_DRAW_HIT(0)
+    SGLB_DRAW_HIT(1)
+    SGLB_DRAW_HIT(2)
+    SGLB_DRAW_HIT(3)
+#undef SGLB_DRAW_HIT
+
+    /* -- pick_draw: the first of the four draws that is a candidate, else the
+     *    lowest candidate -- */
     action pick_0() { meta.pick_word = meta.draw_word0; }
     action pick_1() { meta.pick_word = meta.draw_word1; }
     action pick_2() { meta.pick_word = meta.draw_word2; }
     action pick_3() { meta.pick_word = meta.draw_word3; }
     action pick_lowest() { meta.pick_word = meta.lowest_word; }
 
-#define HZ (pathmask_t)0 &&& (pathmask_t)-1
     table pick_draw {
-        key = { meta.draw_bit0: ternary; meta.draw_bit1: ternary; meta.draw_bit2: ternary;
-                meta.draw_bit3: ternary; }
+        key = { meta.hit0: ternary; meta.hit1: ternary; meta.hit2: ternary; meta.hit3: ternary; }
         actions = { pick_0; pick_1; pick_2; pick_3; pick_lowest; }
         const entries = {
-            (HZ, HZ, HZ, HZ): pick_lowest();
-            (HZ, HZ, HZ, _): pick_3();
-            (HZ, HZ, _, _): pick_2();
-            (HZ, _, _, _): pick_1();
+            (0, 0, 0, 0): pick_lowest();
+            (0, 0, 0, _): pick_3();
+            (0, 0, _, _): pick_2();
+            (0, _, _, _): pick_1();
         }
         default_action = pick_0();
         size = 4;
     }
-#undef HZ
 
-    /* -- kept_alive: is the flowlet's path still live? -- */
-    action keep_path() {
-        ig_tm_md.ucast_egress_port = meta.flow_word[8:0];
+    /* -- kept_alive: is the flowlet's path still live? (keyed by the word's
+     *    valid bit and path: entry I gives the path's number) -- */
+    action keep_path(bit<8> path) {
+        meta.chosen = path;
+        meta.out_port = meta.flow_word[8:0];
     }
 
     action path_dead() {
         meta.failover = 1;
         meta.chosen = chosen_of_lowest.get({ meta.lowest_word[14:9] });
-        ig_tm_md.ucast_egress_port = meta.lowest_word[8:0];
+        meta.out_port = meta.lowest_word[8:0];
     }
 
     table kept_alive {
-        key = { meta.chosen: exact; meta.live: ternary; }
+        key = { meta.flow_word[15:9]: exact; meta.live: ternary; }
         actions = { keep_path; path_dead; }
         const entries = { SGLB_FOR_EACH_PATH(SGLB_ALIVE_ENTRY) }
         default_action = path_dead();
         size = MAX_PATHS;
     }
 
-    /* -- path_ports: port and one-hot bit of a path (probes, fed-back paths) -- */
-    action set_path_port(port_t port, pathmask_t path_bit) {
+    /* -- path_ports: the port of a probe's path -- */
+    action set_path_port(port_t port) {
         meta.probe_port = port;
-        meta.probe_bit = path_bit;
     }
 
     action no_path_port() {
-        meta.probe_bit = 0;
+        meta.probe_port = 0;
     }
 
     table path_ports {
@@ -426,7 +451,28 @@ control SglbIngress(inout tna_headers_t hdr,
         size = MAX_PATHS;
     }
 
-    /* -- fb_paths: one-hot bit and level planes of a fed-back path -- */
+    /* -- probe_alive: the probe's path is configured and its port up (entry
+     *    I: bit I set in path_slots and clear in down) -- */
+    action probe_path_up() {
+        meta.probe_up = 1;
+    }
+
+    action probe_path_down() {
+        meta.probe_up = 0;
+    }
+
+#define SGLB_PROBE_ENTRY(I) \
+    ((bit<8>)I, PATH_BIT(I) &&& PATH_BIT(I), 0 &&& PATH_BIT(I)) : probe_path_up();
+    @hidden table probe_alive {
+        key = { hdr.probe.path: exact; meta.path_slots: ternary; meta.down: ternary; }
+        actions = { probe_path_up; probe_path_down; }
+        const entries = { SGLB_FOR_EACH_PATH(SGLB_PROBE_ENTRY) }
+        const default_action = probe_path_down();
+        size = MAX_PATHS;
+    }
+#undef SGLB_PROBE_ENTRY
+
+    /* -- fb_paths: one-hot bit of a fed-back path -- */
     action set_fb_bit(pathmask_t path_bit) {
         meta.fb_bit = path_bit;
     }
@@ -446,10 +492,11 @@ control SglbIngress(inout tna_headers_t hdr,
     action set_spine(pathmask_t paths, bit<16> slot) {
         meta.notice_paths = paths;
         meta.spine_slot = slot;
+        meta.spine_known = 1;
     }
 
     action unknown_spine() {
-        meta.drop_reason = DROP_UNKNOWN_SPINE;
+        meta.spine_known = 0;
     }
 
     table spine_paths {
@@ -513,14 +560,15 @@ control SglbIngress(inout tna_headers_t hdr,
         size = MAX_LEAVES;
     }
 
-    /* -- the GLB engine's bitwise steps, one table per stage (see apply) -- */
-    /* The level planes are computed in place of fb_j (fresh feedback) and
-     * rq_j (the profile's level), and e_k first holds the paths above level
-     * k, then the eligible ones at k or below: PHV holds few 8-bit fields. */
+    /* -- the GLB engine's bitwise steps, one table per stage (see apply) --
+     * Liveness is computed in place of path_slots (up), cp_mask (allowed)
+     * and forced_up (forced up & weighted); the level planes in place of
+     * fb_j (fresh feedback) and rq_j (the profile's level); e_k first holds
+     * the paths above level k, then the eligible ones at k or below. */
     action glb_inputs() {
-        meta.up = meta.path_slots & ~meta.down;
-        meta.cpw = meta.cp_mask & meta.weighted;
-        meta.fuw = meta.forced_up & meta.weighted;
+        meta.path_slots = meta.path_slots & ~meta.down;
+        meta.cp_mask = meta.cp_mask & meta.weighted;
+        meta.forced_up = meta.forced_up & meta.weighted;
         meta.fb0 = meta.fresh & meta.fb0;
         meta.fb1 = meta.fresh & meta.fb1;
         meta.fb2 = meta.fresh & meta.fb2;
@@ -532,24 +580,25 @@ control SglbIngress(inout tna_headers_t hdr,
         meta.gap_over = meta.idle |-| meta.flowlet_gap;
     }
 
+    /* ECMP knows only local link state and the control plane's mask. */
+    action glb_inputs_ecmp() {
+        meta.path_slots = meta.path_slots & ~meta.down;
+    }
+
     /* lv_j (in fb_j): fresh & fb_j and rq_j & ~fresh are disjoint, so ^ is
      * their union (bf-p4c does not take (a & b) | (c & d) yet). */
     action glb_levels() {
-        meta.up = meta.up & ~meta.forced_down;
-        meta.cpw = meta.cpw | meta.fuw;
+        meta.path_slots = meta.path_slots & ~meta.forced_down;
+        meta.cp_mask = meta.cp_mask | meta.forced_up;
         meta.fb0 = meta.fb0 ^ meta.rq0;
         meta.fb1 = meta.fb1 ^ meta.rq1;
         meta.fb2 = meta.fb2 ^ meta.rq2;
         meta.skew_bound = meta.skew_bound + meta.gap_margin;
     }
 
-    action glb_levels_ecmp() {
-        meta.cpw = meta.cp_mask;
-    }
-
     /* idle is past max - min - 1 + gap_margin iff idle >= max - min + gap_margin */
     action glb_live() {
-        meta.live = meta.up & meta.cpw;
+        meta.live = meta.path_slots & meta.cp_mask;
         meta.e1 = meta.fb2 | meta.fb1;          /* level >= 2 */
         meta.e2 = meta.fb1 & meta.fb0;
         meta.e4 = meta.fb1 | meta.fb0;
@@ -557,19 +606,35 @@ control SglbIngress(inout tna_headers_t hdr,
         meta.skew_over = meta.idle |-| meta.skew_bound;
     }
 
-    action glb_eligible() {
-        meta.e7 = meta.live & meta.safe;
+#define SGLB_COPY_LIVE(W, HI, LO) meta.live_copy[HI:LO] = live_hash_##W.get({ meta.live[HI:LO] });
+    action glb_above() {
+        SGLB_FOR_EACH_WORD(SGLB_COPY_LIVE)
         meta.e0 = meta.e1 | meta.fb0;           /* level >= 1 */
         meta.e2 = meta.fb2 | meta.e2;           /* level >= 3 */
+        meta.e3 = meta.fb2;                     /* level >= 4 */
         meta.e4 = meta.fb2 & meta.e4;           /* level >= 5 */
         meta.e6 = meta.e5 & meta.fb0;           /* level 7 */
+    }
+#undef SGLB_COPY_LIVE
+
+    /* e7: the eligible paths (live and safe, see apply) */
+    action glb_safe_all() {
+        meta.e7 = meta.live_copy;
+    }
+
+    action glb_safe_fresh() {
+        meta.e7 = meta.live_copy & meta.fresh;
+    }
+
+    action glb_safe_none() {
+        meta.e7 = 0;
     }
 
     action glb_bands() {
         meta.e0 = meta.e7 & ~meta.e0;
         meta.e1 = meta.e7 & ~meta.e1;
         meta.e2 = meta.e7 & ~meta.e2;
-        meta.e3 = meta.e7 & ~meta.fb2;          /* level >= 4 */
+        meta.e3 = meta.e7 & ~meta.e3;
         meta.e4 = meta.e7 & ~meta.e4;
         meta.e5 = meta.e7 & ~meta.e5;
         meta.e6 = meta.e7 & ~meta.e6;
@@ -586,6 +651,12 @@ control SglbIngress(inout tna_headers_t hdr,
         SGLB_FOLD(meta.z7, meta.e7)
     }
 
+    /* Nowhere safe to move (or ECMP): the flowlet stays on its path, or the
+     * lowest live one if it has none or it died. */
+    action band_live() {
+        meta.candidates = meta.live_copy;
+    }
+
     action fb_freshness() {
         meta.fb_fresh_left = meta.fb_age |-| meta.fb_fresh;
     }
@@ -598,6 +669,10 @@ control SglbIngress(inout tna_headers_t hdr,
         hdr.tag.kind = TAG_KIND;
         hdr.tag.length = TAG_LENGTH;
         hdr.tag.ce = 0;
+    }
+
+    /* No fresh metric to return (fb_level_out returns one). */
+    action tag_no_feedback() {
         hdr.tag.fb_owd = 0;
         hdr.tag.fb_path = 0;
         hdr.tag.fb_level = FB_NONE;
@@ -650,13 +725,16 @@ control SglbIngress(inout tna_headers_t hdr,
         meta.gen_prev = meta.gen - 1;
     }
 
-    /* -- fb_level_out: the level a tag returns, from rx_level's word -- */
+    /* -- fb_level_out: the metric a tag returns: fb_path, the level from
+     *    rx_level's word, the delay from rx_owd -- */
     action put_fb_level(bit<8> level) {
         hdr.tag.fb_level = level;
+        hdr.tag.fb_path = meta.fb_path;
+        hdr.tag.fb_owd = meta.fb_owd;
     }
 
     @hidden table fb_level_out {
-        key = { meta.rx_word[30:28]: exact; }
+        key = { meta.fb_word[30:28]: exact; }
         actions = { put_fb_level; }
         const entries = {
             0: put_fb_level(0); 1: put_fb_level(1); 2: put_fb_level(2); 3: put_fb_level(3);
@@ -666,16 +744,6 @@ control SglbIngress(inout tna_headers_t hdr,
         size = 8;
     }
 
-    action probe_masks() {
-        meta.probe_slot = meta.probe_bit & meta.path_slots;
-        meta.probe_down = meta.probe_bit & meta.down;
-    }
-
-    action probe_folds() {
-        SGLB_FOLD(meta.probe_slot_z, meta.probe_slot)
-        SGLB_FOLD(meta.probe_down_z, meta.probe_down)
-    }
-
 #define SGLB_STEP_TABLE(NAME, ACTION)                                          \
     @hidden table NAME {                                                       \
         actions = { ACTION; }                                                  \
@@ -683,17 +751,20 @@ control SglbIngress(inout tna_headers_t hdr,
         size = 1;                                                              \
     }
     SGLB_STEP_TABLE(glb_step1, glb_inputs)
+    SGLB_STEP_TABLE(glb_step1_ecmp, glb_inputs_ecmp)
     SGLB_STEP_TABLE(glb_step2, glb_levels)
-    SGLB_STEP_TABLE(glb_step2_ecmp, glb_levels_ecmp)
     SGLB_STEP_TABLE(glb_step3, glb_live)
-    SGLB_STEP_TABLE(glb_step4, glb_eligible)
-    SGLB_STEP_TABLE(glb_step5, glb_bands)
+    SGLB_STEP_TABLE(glb_step4, glb_above)
+    SGLB_STEP_TABLE(glb_step5_all, glb_safe_all)
+    SGLB_STEP_TABLE(glb_step5_fresh, glb_safe_fresh)
+    SGLB_STEP_TABLE(glb_step5_none, glb_safe_none)
+    SGLB_STEP_TABLE(glb_step6, glb_bands)
     SGLB_STEP_TABLE(glb_fold, glb_folds)
+    SGLB_STEP_TABLE(glb_live_band, band_live)
     SGLB_STEP_TABLE(fb_step, fb_freshness)
     SGLB_STEP_TABLE(tag_open, tag_constants)
+    SGLB_STEP_TABLE(tag_fb_none, tag_no_feedback)
     SGLB_STEP_TABLE(clock, read_clock)
-    SGLB_STEP_TABLE(probe_step1, probe_masks)
-    SGLB_STEP_TABLE(probe_step2, probe_folds)
     SGLB_STEP_TABLE(clock_prev, previous_generation)
     SGLB_STEP_TABLE(tag_stamp, tag_copies)
 #undef SGLB_STEP_TABLE
@@ -719,10 +790,12 @@ control SglbIngress(inout tna_headers_t hdr,
         hdr.bridge.pad1 = 0;
         hdr.bridge.raise_ce = 0;
 
-        /* ---- Lookups and reads that need not wait for the checks of stage 1
-         * (a packet that fails them is dropped, whatever they found): the
-         * route, and on a leaf the destination's profile, state and draws,
-         * on a spine its downlinks. Stage count is the budget on Tofino. ---- */
+        /* ---- Speculative work: lookups, reads and the whole GLB engine run
+         * beside the checks of stage 1, not after them (the stage count is
+         * the budget on Tofino). A packet that fails a check is dropped at
+         * the end whatever they found; the side effects they keep are its
+         * flowlet's (last-seen time, the path of a new flowlet) and the
+         * feedback cursor's turn (see docs/sglb.md). ---- */
         if (hdr.ipv4.isValid()) {
             if (hdr.l4.isValid()) {
                 meta.l4_src = hdr.l4.srcPort;
@@ -731,12 +804,19 @@ control SglbIngress(inout tna_headers_t hdr,
             ipv4_route.apply();
         } else if (hdr.probe.isValid()) {
             meta.dst_leaf = hdr.probe.dst_leaf;
+        } else if (hdr.notice.isValid()) {
+            spine_paths.apply();
+        }
+        if (hdr.tag.isValid()) {
+            fb_paths.apply();
+            fb_level_bits.apply();
         }
         if (meta.role == ROLE_LEAF) {
             if (hdr.probe.isValid()) {
                 SGLB_FOR_EACH_WORD(SGLB_READ_DOWN)
                 path_ports.apply();
-            } else if (meta.to_leaf == 1) {
+                probe_alive.apply();
+            } else if (meta.leaf_route == 1) {
                 dst_profile.apply();
                 SGLB_FOR_EACH_WORD(SGLB_READ_DOWN)
                 SGLB_FOR_EACH_WORD(SGLB_READ_DESTINATION)
@@ -756,8 +836,90 @@ control SglbIngress(inout tna_headers_t hdr,
                                                         meta.l4_dst });
                 }
                 draws.apply();
+                meta.frame_over = hdr.ipv4.totalLen |-| meta.tag_room;
+
+                /* The GLB engine. Live: configured, port up, allowed (a notice
+                 * in force, else the control plane's mask) and a non-zero
+                 * weight; ECMP knows only local link state and the mask. Where
+                 * a new flowlet may go without overtaking the flowlet before
+                 * it (safe): anywhere once idle for gap_unknown (or with
+                 * feedback off); to the paths with fresh delays once idle for
+                 * the skew of this destination's fresh delays plus gap_margin;
+                 * nowhere before. The level of each path as three bit planes:
+                 * fresh feedback replaces the profile's (floored) remote level.
+                 * e_k: the eligible paths (live, safe) at level k or lower.
+                 * One step table per stage (glb_step*): bf-p4c runs an action
+                 * in one stage, so dependent operations go to successive
+                 * tables. */
+                if (meta.lb_mode == MODE_SGLB) {
+                    glb_step1.apply();
+                    glb_step2.apply();
+                } else {
+                    glb_step1_ecmp.apply();
+                }
+                glb_step3.apply();
+                glb_step4.apply();
+                if (meta.lb_mode == MODE_SGLB && meta.feedback == 1 && meta.unknown_left != 0) {
+                    if (meta.owd_min_c != 0 && meta.skew_over != 0) {
+                        glb_step5_fresh.apply();
+                    } else {
+                        glb_step5_none.apply();
+                    }
+                } else {
+                    glb_step5_all.apply();
+                }
+                glb_step6.apply();
+#if MAX_PATHS == 64
+                glb_fold.apply();
+#endif
+                if (meta.lb_mode == MODE_ECMP || SGLB_NONEMPTY(7) == 0) {
+                    glb_live_band.apply();
+                } else {
+                    band_select.apply();
+                    if (meta.gap_over != 0) {
+                        meta.new_flowlet = 1;
+                    }
+                }
+                /* Weighted pick: the first draw that is a candidate (the
+                 * draws follow capacity), else the lowest candidate; none when
+                 * no path is live (lowest_word's valid bit clear). */
+                lowest_path.apply();
+                draw_hit_0.apply();
+                draw_hit_1.apply();
+                draw_hit_2.apply();
+                draw_hit_3.apply();
+                pick_draw.apply();
+                if (meta.lb_mode == MODE_SGLB) {
+                    meta.flow_word = flowlet_follow.execute(meta.flowlet_index);
+                } else {
+                    meta.flow_word = meta.pick_word;
+                }
+                kept_alive.apply();
+
+                /* The feedback the tag returns: one fresh metric of the
+                 * destination's paths toward us, in turn (beside the engine:
+                 * it needs only the destination). */
+                if (meta.lb_mode == MODE_SGLB && meta.feedback == 1 && meta.frame_over == 0) {
+                    meta.fb_npaths = fb_npaths_get.execute(meta.dst_leaf);
+                    if (meta.fb_npaths != 0) {
+                        meta.fb_npaths = meta.fb_npaths - 1;
+                        meta.fb_path = fb_cursor_next.execute(meta.dst_leaf);
+                        meta.fb_over = meta.fb_path |-| meta.fb_npaths;
+                        meta.fb_index = (bit<32>)fb_index_hash.get({
+                            meta.dst_leaf[LEAF_INDEX_BITS - 1:0],
+                            meta.fb_path[PATH_INDEX_BITS - 1:0] });
+                        meta.fb_word = rx_level_get.execute(meta.fb_index);
+                        meta.fb_owd = rx_owd_get.execute(meta.fb_index);
+                        meta.fb_age = meta.now_fb - meta.fb_word[27:0];
+                        fb_step.apply();
+                        if (meta.fb_word[31:31] == 1 && meta.fb_over == 0
+                                && meta.fb_fresh_left == 0) {
+                            meta.fb_send = 1;
+                        }
+                    }
+                }
             }
-        } else if (meta.to_leaf == 1 || hdr.probe.isValid()) {
+        } else if (meta.leaf_route == 1 || hdr.probe.isValid()) {
             leaf_downlinks.apply();
             meta.links_now = leaf_links_get.execute(meta.dst_leaf);
             meta.split = split_hash.get({ hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
@@ -867,9 +1029,10 @@ control SglbIngress(inout tna_headers_t hdr,
                         || meta.nb_id != hdr.notice.spine_id)) {
                 /* Only the spine it names, on the port bound to that spine. */
                 meta.drop_reason = DROP_NOTICE_WRONG_PORT;
+            } else if (meta.spine_known == 0) {
+                meta.drop_reason = DROP_UNKNOWN_SPINE;
             } else {
-                spine_paths.apply();
-                if (meta.drop_reason == 0) {
+                {
                     meta.notice_index = (bit<32>)notice_index_hash.get({
                         meta.spine_slot[5:0], hdr.notice.leaf_id[LEAF_INDEX_BITS - 1:0] });
                     meta.notice_flags = 2w0b10;
@@ -966,194 +1129,114 @@ control SglbIngress(inout tna_headers_t hdr,
         } else if (hdr.tag.isValid() && !hdr.ipv4.isValid()) {
             meta.drop_reason = DROP_BAD_TAG;
         } else if (hdr.ipv4.isValid()) {
-            if (hdr.tag.isValid()) {
-                meta.tag_span = hdr.tag.npaths |-| hdr.tag.path;
-                if (hdr.tag.version != SGLB_VERSION || hdr.tag.length != TAG_LENGTH
-                        || hdr.tag.npaths == 0 || hdr.tag.npaths > MAX_PATHS
-                        || meta.tag_span == 0 || hdr.tag.ce > QMAX
-                        || hdr.tag.src_leaf >= MAX_LEAVES
-                        || (hdr.tag.fb_level != FB_NONE
-                            && (hdr.tag.fb_level > QMAX || hdr.tag.fb_path >= MAX_PATHS))) {
-                    meta.drop_reason = DROP_BAD_TAG;
-                } else if (meta.role == ROLE_LEAF && meta.nb_kind != NEIGHBOUR_SPINE) {
-                    meta.drop_reason = DROP_TAG_WRONG_PORT;
-                } else if (meta.role == ROLE_SPINE && (meta.nb_kind != NEIGHBOUR_LEAF
-                                                       || meta.nb_id != hdr.tag.src_leaf)) {
-                    meta.drop_reason = DROP_TAG_WRONG_PORT;
-                }
-            }
-            if (meta.drop_reason != 0) {
-                /* counted below */
+            /* One chain of conditions (none reads drop_reason), in the order
+             * of the v1model program: the tag, the route, then IPv4. */
+            meta.tag_span = hdr.tag.npaths |-| hdr.tag.path;
+            if (hdr.tag.isValid() && (hdr.tag.version != SGLB_VERSION
+                    || hdr.tag.length != TAG_LENGTH
+                    || hdr.tag.npaths == 0 || hdr.tag.npaths > MAX_PATHS
+                    || meta.tag_span == 0 || hdr.tag.ce > QMAX
+                    || hdr.tag.src_leaf >= MAX_LEAVES
+                    || (hdr.tag.fb_level != FB_NONE
+                        && (hdr.tag.fb_level > QMAX || hdr.tag.fb_path >= MAX_PATHS)))) {
+                meta.drop_reason = DROP_BAD_TAG;
+            } else if (hdr.tag.isValid() && meta.role == ROLE_LEAF
+                    && meta.nb_kind != NEIGHBOUR_SPINE) {
+                meta.drop_reason = DROP_TAG_WRONG_PORT;
+            } else if (hdr.tag.isValid() && meta.role == ROLE_SPINE
+                    && (meta.nb_kind != NEIGHBOUR_LEAF || meta.nb_id != hdr.tag.src_leaf)) {
+                meta.drop_reason = DROP_TAG_WRONG_PORT;
+            } else if (meta.route_miss == 1) {
+                meta.drop_reason = DROP_NO_ROUTE;
             } else if (hdr.ipv4.version != 4 || meta.checksum_error) {
                 meta.drop_reason = DROP_BAD_IPV4;
             } else if (hdr.ipv4.ihl != 5) {
                 meta.drop_reason = DROP_UNSUPPORTED;
             } else if (hdr.ipv4.ttl <= 1) {
                 meta.drop_reason = DROP_TTL_EXPIRED;
-            } else if (meta.dec_ttl == 1) {
-                hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+            } else {
+                meta.data_ok = 1;
+                if (meta.dec_ttl == 1) {
+                    hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+                    hdr.ethernet.srcAddr = meta.switch_mac;
+                }
             }
         } else {
             meta.drop_reason = DROP_UNSUPPORTED;
         }
         hdr.packet_out.setInvalid();
 
+        /* ---- Stage 2 (leaf): a tagged packet from the fabric that passed
+         * the checks (data_ok, so that it need not wait for drop_reason) ---- */
+        if (meta.data_ok == 1 && meta.role == ROLE_LEAF && hdr.tag.isValid()
+                && meta.leaf_route == 0) {
+            /* Record the metric of (source, path) for the feedback ... */
+            meta.rx_index = (bit<32>)rx_index_hash.get({
+                hdr.tag.src_leaf[LEAF_INDEX_BITS - 1:0], hdr.tag.path[PATH_INDEX_BITS - 1:0] });
+            /* valid ++ ce (at most QMAX: 3 bits) ++ time */
+            meta.rx_word = rx_word_hash.get({ 1w1, hdr.tag.ce[2:0], meta.now_fb });
+            meta.rx_owd = meta.now - hdr.tag.ts;
+            rx_level_put.execute(meta.rx_index);
+            rx_owd_put.execute(meta.rx_index);
+            fb_npaths_put.execute(hdr.tag.src_leaf);
+            /* ... and the metric it returns about one of our paths. */
+            if (hdr.tag.fb_level != FB_NONE) {
+                SGLB_FOR_EACH_WORD(SGLB_STORE_FEEDBACK)
+                meta.fb_owd_c = ~hdr.tag.fb_owd;
+                owd_low_put.execute(hdr.tag.src_leaf);
+                owd_high_put.execute(hdr.tag.src_leaf);
+                meta.tag_event = EV_FEEDBACK_RECEIVED;
+            }
+            hdr.ethernet.etherType = hdr.tag.next_type;
+            hdr.tag.setInvalid();
+        }
+
+        /* ---- Stage 2 (leaf): the decision, from what the engine found ---- */
         if (meta.drop_reason == 0 && meta.to_leaf == 1 && meta.dst_leaf >= MAX_LEAVES) {
             meta.drop_reason = DROP_NO_ROUTE;
-        }
-
-        /* ---- Stage 2 (leaf): a tagged packet from the fabric ---- */
-        if (meta.drop_reason == 0 && meta.role == ROLE_LEAF && hdr.tag.isValid()) {
-            if (meta.to_leaf == 1) {
-                meta.drop_reason = DROP_NO_ROUTE;   /* no leaf-to-leaf transit */
-            } else {
-                /* Record the metric of (source, path) for the feedback ... */
-                meta.rx_index = (bit<32>)rx_index_hash.get({
-                    hdr.tag.src_leaf[LEAF_INDEX_BITS - 1:0], hdr.tag.path[PATH_INDEX_BITS - 1:0] });
-                /* valid ++ ce (at most QMAX: 3 bits) ++ time */
-                meta.rx_word = rx_word_hash.get({ 1w1, hdr.tag.ce[2:0], meta.now_fb });
-                meta.rx_owd = meta.now - hdr.tag.ts;
-                rx_level_put.execute(meta.rx_index);
-                rx_owd_put.execute(meta.rx_index);
-                fb_npaths_put.execute(hdr.tag.src_leaf);
-                /* ... and the metric it returns about one of our paths. */
-                if (hdr.tag.fb_level != FB_NONE) {
-                    fb_paths.apply();
-                    fb_level_bits.apply();
-                    SGLB_FOR_EACH_WORD(SGLB_STORE_FEEDBACK)
-                    meta.fb_owd_c = ~hdr.tag.fb_owd;
-                    owd_low_put.execute(hdr.tag.src_leaf);
-                    owd_high_put.execute(hdr.tag.src_leaf);
-                    meta.tag_event = EV_FEEDBACK_RECEIVED;
-                }
-                hdr.ethernet.etherType = hdr.tag.next_type;
-                hdr.tag.setInvalid();
-            }
-        }
-
-        /* ---- Stage 2 (leaf): the GLB engine ---- */
-        if (meta.drop_reason == 0 && meta.role == ROLE_LEAF && meta.to_leaf == 1) {
+        } else if (meta.drop_reason == 0 && meta.role == ROLE_LEAF && meta.to_leaf == 1) {
             if (meta.is_probe == 1) {
                 /* A probe takes the path it names whenever that port is up,
                  * excluded or not: that is how a recovery is seen. */
-                probe_step1.apply();
-                probe_step2.apply();
-                if (meta.probe_slot_z == 0 || meta.probe_down_z != 0) {
+                if (meta.probe_up == 0) {
                     meta.drop_reason = DROP_NO_LIVE_PATH;
                 } else {
                     ig_tm_md.ucast_egress_port = meta.probe_port;
                     meta.forwarded = 1;
                 }
+            } else if (hdr.tag.isValid()) {
+                meta.drop_reason = DROP_NO_ROUTE;   /* no leaf-to-leaf transit */
+            } else if (meta.lowest_word[15:15] == 0) {
+                /* no candidate: no path is live */
+                meta.drop_reason = DROP_NO_LIVE_PATH;
             } else {
-                /* Live: configured, port up, allowed (a notice in force, else
-                 * the control plane's mask) and a non-zero weight; ECMP knows
-                 * only local link state and the mask. Where a new flowlet may
-                 * go without overtaking the flowlet before it (safe): anywhere
-                 * once idle for gap_unknown (or with feedback off); to the
-                 * paths with fresh delays once idle for the skew of this
-                 * destination's fresh delays plus gap_margin; nowhere before.
-                 * The level of each path as three bit planes: fresh feedback
-                 * replaces the profile's (floored) remote level. e_k: the
-                 * eligible paths (live, safe) at level k or lower. One step
-                 * table per stage (glb_step*): bf-p4c runs an action in one
-                 * stage, so dependent operations go to successive tables. */
-                glb_step1.apply();
-                if (meta.lb_mode == MODE_SGLB) {
-                    glb_step2.apply();
-                } else {
-                    glb_step2_ecmp.apply();
+                ig_tm_md.ucast_egress_port = meta.out_port;
+                if (meta.failover == 1) {
+                    meta.event = EV_FAILOVER;
+                } else if (meta.new_flowlet == 1) {
+                    meta.event = EV_NEW_FLOWLET;
                 }
-                glb_step3.apply();
-                meta.safe = (pathmask_t)-1;
-                if (meta.lb_mode == MODE_SGLB && meta.feedback == 1 && meta.unknown_left != 0) {
-                    if (meta.owd_min_c != 0 && meta.skew_over != 0) {
-                        meta.safe = meta.fresh;
+                hdr.bridge.raise_ce = 1;
+                meta.forwarded = 1;
+
+                /* The fabric tag: path, clock, and the feedback found above. */
+                if (meta.lb_mode == MODE_SGLB && meta.feedback == 1) {
+                    if (meta.frame_over != 0) {
+                        meta.tag_event = EV_TAG_SKIPPED;
                     } else {
-                        meta.safe = 0;
-                    }
-                }
-                glb_step4.apply();
-                glb_step5.apply();
-#if MAX_PATHS == 64
-                glb_fold.apply();
-#endif
-
-                if (meta.live == 0) {
-                    meta.drop_reason = DROP_NO_LIVE_PATH;
-                } else {
-                    if (meta.lb_mode == MODE_ECMP) {
-                        meta.candidates = meta.live;
-                    } else if (SGLB_NONEMPTY(7) == 0) {
-                        /* Nowhere safe to move: the flowlet stays (its path,
-                         * or the lowest live one if it has none or it died). */
-                        meta.candidates = meta.live;
-                    } else {
-                        band_select.apply();
-                        if (meta.gap_over != 0) {
-                            meta.new_flowlet = 1;
-                        }
-                    }
-                    lowest_path.apply();
-
-                    /* Weighted pick: the first draw that is a candidate (the
-                     * draws follow capacity), else the lowest candidate. */
-                    meta.draw_bit0 = meta.candidates & meta.draw_bit0;
-                    meta.draw_bit1 = meta.candidates & meta.draw_bit1;
-                    meta.draw_bit2 = meta.candidates & meta.draw_bit2;
-                    meta.draw_bit3 = meta.candidates & meta.draw_bit3;
-                    pick_draw.apply();
-
-                    if (meta.lb_mode == MODE_SGLB) {
-                        meta.flow_word = flowlet_follow.execute(meta.flowlet_index);
-                    } else {
-                        meta.flow_word = meta.pick_word;
-                    }
-                    meta.chosen = chosen_of_flow.get({ meta.flow_word[14:9] });
-                    kept_alive.apply();
-                    if (meta.failover == 1) {
-                        meta.event = EV_FAILOVER;
-                    } else if (meta.new_flowlet == 1) {
-                        meta.event = EV_NEW_FLOWLET;
-                    }
-                    hdr.bridge.raise_ce = 1;
-                    meta.forwarded = 1;
-
-                    /* The fabric tag: path, clock, and one fresh metric of the
-                     * destination's paths toward us, in turn. */
-                    if (meta.lb_mode == MODE_SGLB && meta.feedback == 1) {
-                        meta.frame_over = hdr.ipv4.totalLen |-| meta.tag_room;
-                        if (meta.frame_over != 0) {
-                            meta.tag_event = EV_TAG_SKIPPED;
+                        tag_open.apply();
+                        tag_stamp.apply();
+                        if (meta.fb_send == 1) {
+                            fb_level_out.apply();
+                            meta.tag_event = EV_FEEDBACK_SENT;
                         } else {
-                            tag_open.apply();
-                            tag_stamp.apply();
-                            meta.fb_npaths = fb_npaths_get.execute(meta.dst_leaf);
-                            if (meta.fb_npaths != 0) {
-                                meta.fb_npaths = meta.fb_npaths - 1;
-                                meta.fb_path = fb_cursor_next.execute(meta.dst_leaf);
-                                meta.fb_over = meta.fb_path |-| meta.fb_npaths;
-                                meta.rx_index = (bit<32>)fb_index_hash.get({
-                                    meta.dst_leaf[LEAF_INDEX_BITS - 1:0],
-                                    meta.fb_path[PATH_INDEX_BITS - 1:0] });
-                                meta.rx_word = rx_level_get.execute(meta.rx_index);
-                                hdr.tag.fb_owd = rx_owd_get.execute(meta.rx_index);
-                                meta.fb_age = meta.now_fb - meta.rx_word[27:0];
-                                fb_step.apply();
-                                if (meta.rx_word[31:31] == 1 && meta.fb_over == 0
-                                        && meta.fb_fresh_left == 0) {
-                                    hdr.tag.fb_path = meta.fb_path;
-                                    fb_level_out.apply();
-                                    meta.tag_event = EV_FEEDBACK_SENT;
-                                }
-                            }
+                            tag_fb_none.apply();
                         }
                     }
                 }
             }
-        }
-
-        /* ---- Stage 2 (spine): down to the destination leaf ---- */
-        if (meta.drop_reason == 0 && meta.role == ROLE_SPINE && meta.to_leaf == 1) {
+        } else if (meta.drop_reason == 0 && meta.role == ROLE_SPINE && meta.to_leaf == 1) {
+            /* ---- Stage 2 (spine): down to the destination leaf ---- */
             if (meta.has_downlinks == 0) {
                 meta.drop_reason = DROP_NO_ROUTE;
             } else {
