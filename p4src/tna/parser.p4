@@ -72,15 +72,22 @@ struct ig_meta_t {
     pathmask_t fresh;
     bit<32> owd_min_c;      /* ~ the smallest fresh delay; 0: none fresh */
     bit<32> owd_max;
-    /* The GLB engine (one ALU operation per statement). Its masks form two
+    /* The GLB engine (one ALU operation per statement). Its masks form three
      * groups that no ALU operation links, so that bf-p4c can place each in
-     * its own PHV container group: liveness (path_slots, down, forced_down,
-     * forced_up, cp_mask, weighted, updated in place, then live) and levels
-     * (fresh, fb_j, rq_j, the bands e_k, live_copy, candidates). Liveness
-     * reaches the levels' group through an identity hash (live_copy); the
-     * draws, the probe and kept_alive test membership by table lookups. */
+     * its own PHV container group (a group holds 12 normal containers of a
+     * size): liveness (path_slots, down, forced_down, forced_up, cp_mask,
+     * weighted updated in place, fresh_l, live, live_safe), level planes
+     * (fresh, fb_j, rq_j) and bands (e_k, live_copy, candidates). Values
+     * cross between groups through identity hashes (a copy by the hash unit
+     * links no containers, where an ALU move would); the draws, the probe
+     * and kept_alive test membership by table lookups. */
+    pathmask_t fresh_l;     /* fresh, in the liveness group */
     pathmask_t live;
-    pathmask_t live_copy;
+    pathmask_t live_safe;   /* live and safe (see SglbIngress.apply) */
+    pathmask_t live_copy;   /* live, in the bands' group */
+    /* e_k: the eligible paths at level k or lower; before that the level
+     * planes (e6: plane 0, e0: plane 1, e3: plane 2), then the paths above
+     * level k. */
     pathmask_t e0; pathmask_t e1; pathmask_t e2; pathmask_t e3;
     pathmask_t e4; pathmask_t e5; pathmask_t e6; pathmask_t e7;
     pword_t z0; pword_t z1; pword_t z2; pword_t z3;
@@ -90,6 +97,7 @@ struct ig_meta_t {
     bit<16> draw_word0; bit<16> draw_word1; bit<16> draw_word2; bit<16> draw_word3;
     bit<1>  hit0; bit<1> hit1; bit<1> hit2; bit<1> hit3;    /* draw j is a candidate */
     bit<16> lowest_word;    /* valid ++ path ++ port of the lowest candidate */
+    bit<8>  lowest_chosen;  /* its path */
     bit<16> pick_word;      /* valid ++ path ++ port of the pick for a new flowlet */
     bit<16> flow_word;      /* valid ++ path ++ port the flowlet keeps (flowlet_path) */
     port_t  out_port;       /* kept_alive: the port of the flowlet's (or the failover) path */
@@ -147,7 +155,10 @@ struct ig_meta_t {
     bit<32> notice_key;     /* epoch mod 2^30 << 2 | valid << 1 | fail */
     bit<2>  notice_flags;
     bit<32> notice_held;
-    bit<32> notice_ahead;
+    bit<32> notice_ahead;   /* newer - older of the held and the offered epoch */
+    bit<32> notice_gap;     /* notice_ahead - 1, saturated */
+    bit<1>  notice_le1;     /* notice_ahead <= 1 as a signed number */
+    bit<1>  notice_near;    /* notice_ahead within -1..1 */
     bit<32> notice_index;
     pathmask_t notice_paths;
     bit<16> spine_slot;

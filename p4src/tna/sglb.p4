@@ -56,11 +56,17 @@ control SglbIngress(inout tna_headers_t hdr,
     Hash<bit<28>>(HashAlgorithm_t.IDENTITY) coarse_fb_time;
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) coarse_gen;
     Hash<pword_t>(HashAlgorithm_t.IDENTITY) coarse_gen_word;
-    /* live into the levels' PHV group (see ig_meta_t): a copy by the hash
-     * unit links no containers, where an ALU move would. */
-#define SGLB_LIVE_HASH(W, HI, LO) Hash<pword_t>(HashAlgorithm_t.IDENTITY) live_hash_##W;
-    SGLB_FOR_EACH_WORD(SGLB_LIVE_HASH)
-#undef SGLB_LIVE_HASH
+    /* Copies between the GLB engine's PHV groups (see ig_meta_t): a copy by
+     * the hash unit links no containers, where an ALU move would. */
+#define SGLB_COPY_HASHES(W, HI, LO)                                            \
+    Hash<pword_t>(HashAlgorithm_t.IDENTITY) fresh_copy_##W;                    \
+    Hash<pword_t>(HashAlgorithm_t.IDENTITY) plane0_copy_##W;                   \
+    Hash<pword_t>(HashAlgorithm_t.IDENTITY) plane1_copy_##W;                   \
+    Hash<pword_t>(HashAlgorithm_t.IDENTITY) plane2_copy_##W;                   \
+    Hash<pword_t>(HashAlgorithm_t.IDENTITY) live_copy_##W;                     \
+    Hash<pword_t>(HashAlgorithm_t.IDENTITY) safe_copy_##W;
+    SGLB_FOR_EACH_WORD(SGLB_COPY_HASHES)
+#undef SGLB_COPY_HASHES
 
     /* ---- Counters read by the control plane ---- */
     Counter<bit<32>, port_t>(MAX_PORTS, CounterType_t.PACKETS_AND_BYTES) port_rx;
@@ -421,9 +427,11 @@ control SglbIngress(inout tna_headers_t hdr,
         meta.out_port = meta.flow_word[8:0];
     }
 
+    /* (a default action cannot use the hash unit: lowest_step numbers the
+     * lowest candidate beforehand) */
     action path_dead() {
         meta.failover = 1;
-        meta.chosen = chosen_of_lowest.get({ meta.lowest_word[14:9] });
+        meta.chosen = meta.lowest_chosen;
         meta.out_port = meta.lowest_word[8:0];
     }
 
@@ -563,12 +571,23 @@ control SglbIngress(inout tna_headers_t hdr,
     /* -- the GLB engine's bitwise steps, one table per stage (see apply) --
      * Liveness is computed in place of path_slots (up), cp_mask (allowed)
      * and forced_up (forced up & weighted); the level planes in place of
-     * fb_j (fresh feedback) and rq_j (the profile's level); e_k first holds
-     * the paths above level k, then the eligible ones at k or below. */
+     * fb_j (fresh feedback) and rq_j (the profile's level), then copied to
+     * e6, e0, e3, where the paths above each level k are built, then the
+     * eligible ones at k or below. */
+#define SGLB_COPY(DST, HASH, SRC, W, HI, LO) DST[HI:LO] = HASH##_##W.get({ SRC[HI:LO] });
+#define SGLB_COPY_FRESH(W, HI, LO) SGLB_COPY(meta.fresh_l, fresh_copy, meta.fresh, W, HI, LO)
+#define SGLB_COPY_PLANES(W, HI, LO)                                            \
+    SGLB_COPY(meta.e6, plane0_copy, meta.fb0, W, HI, LO)                                  \
+    SGLB_COPY(meta.e0, plane1_copy, meta.fb1, W, HI, LO)                                  \
+    SGLB_COPY(meta.e3, plane2_copy, meta.fb2, W, HI, LO)
+#define SGLB_COPY_LIVE(W, HI, LO) SGLB_COPY(meta.live_copy, live_copy, meta.live, W, HI, LO)
+#define SGLB_COPY_SAFE(W, HI, LO) SGLB_COPY(meta.e7, safe_copy, meta.live_safe, W, HI, LO)
+
     action glb_inputs() {
         meta.path_slots = meta.path_slots & ~meta.down;
         meta.cp_mask = meta.cp_mask & meta.weighted;
         meta.forced_up = meta.forced_up & meta.weighted;
+        SGLB_FOR_EACH_WORD(SGLB_COPY_FRESH)
         meta.fb0 = meta.fresh & meta.fb0;
         meta.fb1 = meta.fresh & meta.fb1;
         meta.fb2 = meta.fresh & meta.fb2;
@@ -576,6 +595,7 @@ control SglbIngress(inout tna_headers_t hdr,
         meta.rq1 = meta.rq1 & ~meta.fresh;
         meta.rq2 = meta.rq2 & ~meta.fresh;
         meta.unknown_left = meta.gap_unknown |-| meta.idle;
+        meta.frame_over = hdr.ipv4.totalLen |-| meta.tag_room;
         meta.skew_bound = meta.owd_max + meta.owd_min_c;    /* max - min - 1 */
         meta.gap_over = meta.idle |-| meta.flowlet_gap;
     }
@@ -599,36 +619,48 @@ control SglbIngress(inout tna_headers_t hdr,
     /* idle is past max - min - 1 + gap_margin iff idle >= max - min + gap_margin */
     action glb_live() {
         meta.live = meta.path_slots & meta.cp_mask;
-        meta.e1 = meta.fb2 | meta.fb1;          /* level >= 2 */
-        meta.e2 = meta.fb1 & meta.fb0;
-        meta.e4 = meta.fb1 | meta.fb0;
-        meta.e5 = meta.fb2 & meta.fb1;          /* level >= 6 */
+        SGLB_FOR_EACH_WORD(SGLB_COPY_PLANES)
         meta.skew_over = meta.idle |-| meta.skew_bound;
     }
 
-#define SGLB_COPY_LIVE(W, HI, LO) meta.live_copy[HI:LO] = live_hash_##W.get({ meta.live[HI:LO] });
-    action glb_above() {
-        SGLB_FOR_EACH_WORD(SGLB_COPY_LIVE)
-        meta.e0 = meta.e1 | meta.fb0;           /* level >= 1 */
-        meta.e2 = meta.fb2 | meta.e2;           /* level >= 3 */
-        meta.e3 = meta.fb2;                     /* level >= 4 */
-        meta.e4 = meta.fb2 & meta.e4;           /* level >= 5 */
-        meta.e6 = meta.e5 & meta.fb0;           /* level 7 */
-    }
-#undef SGLB_COPY_LIVE
-
-    /* e7: the eligible paths (live and safe, see apply) */
+    /* With the planes p0 (e6), p1 (e0), p2 (e3): level >= 2 is p2 | p1, >= 3
+     * p2 | (p1 & p0), >= 5 p2 & (p1 | p0), >= 6 p2 & p1; and live_safe (where
+     * a new flowlet may go, see apply) in one of three variants. */
+#define SGLB_ABOVE                                                             \
+        SGLB_FOR_EACH_WORD(SGLB_COPY_LIVE)                                     \
+        meta.e1 = meta.e3 | meta.e0;                                           \
+        meta.e2 = meta.e0 & meta.e6;                                           \
+        meta.e4 = meta.e0 | meta.e6;                                           \
+        meta.e5 = meta.e3 & meta.e0;
     action glb_safe_all() {
-        meta.e7 = meta.live_copy;
+        SGLB_ABOVE
+        meta.live_safe = meta.live;
     }
 
     action glb_safe_fresh() {
-        meta.e7 = meta.live_copy & meta.fresh;
+        SGLB_ABOVE
+        meta.live_safe = meta.live & meta.fresh_l;
     }
 
     action glb_safe_none() {
-        meta.e7 = 0;
+        SGLB_ABOVE
+        meta.live_safe = 0;
     }
+#undef SGLB_ABOVE
+
+    /* level >= 1: (>= 2) | p0, >= 3, >= 5, 7: (>= 6) & p0; e7 the eligible paths */
+    action glb_above() {
+        SGLB_FOR_EACH_WORD(SGLB_COPY_SAFE)
+        meta.e0 = meta.e1 | meta.e6;
+        meta.e2 = meta.e3 | meta.e2;
+        meta.e4 = meta.e3 & meta.e4;
+        meta.e6 = meta.e5 & meta.e6;
+    }
+#undef SGLB_COPY
+#undef SGLB_COPY_FRESH
+#undef SGLB_COPY_PLANES
+#undef SGLB_COPY_LIVE
+#undef SGLB_COPY_SAFE
 
     action glb_bands() {
         meta.e0 = meta.e7 & ~meta.e0;
@@ -657,8 +689,39 @@ control SglbIngress(inout tna_headers_t hdr,
         meta.candidates = meta.live_copy;
     }
 
+    /* Saturated differences in step actions: a gateway cannot compute them
+     * (the front end would fold a plain statement into the condition). */
     action fb_freshness() {
         meta.fb_fresh_left = meta.fb_age |-| meta.fb_fresh;
+        meta.fb_over = meta.fb_path |-| meta.fb_npaths;
+    }
+
+    action tag_span_of() {
+        meta.tag_span = hdr.tag.npaths |-| hdr.tag.path;
+    }
+
+    action spine_split() {
+        meta.split_left = meta.share_a |-| meta.split;
+    }
+
+    action notice_ahead_wb() {
+        meta.notice_ahead = meta.notice_held - meta.notice_key;
+    }
+
+    action notice_ahead_offer() {
+        meta.notice_ahead = meta.notice_key - meta.notice_held;
+    }
+
+    action lowest_number() {
+        meta.lowest_chosen = chosen_of_lowest.get({ meta.lowest_word[14:9] });
+    }
+
+    action fb_received() {
+        meta.tag_event = EV_FEEDBACK_RECEIVED;
+    }
+
+    action notice_gap_of() {
+        meta.notice_gap = meta.notice_ahead |-| 1;
     }
 
     /* The tag in two actions: its constants, then the fields copied from
@@ -709,9 +772,16 @@ control SglbIngress(inout tna_headers_t hdr,
 
     /* -- clock: the coarse times (identity hashes: slices of the timestamp
      *    at other offsets), then the previous generation -- */
-    action read_clock() {
+    action read_clock_fb() {
         meta.now_fb = coarse_fb_time.get({ ig_prsr_md.global_tstamp[FB_TIME_SHIFT + 27:FB_TIME_SHIFT] });
+    }
+
+    /* (one step table per hash: at most 32 bits of hash output per table) */
+    action read_clock_gen() {
         meta.gen32 = coarse_gen.get({ (bit<FB_GEN_SHIFT - 16>)0, ig_prsr_md.global_tstamp[47:FB_GEN_SHIFT] });
+    }
+
+    action read_clock_word() {
 #if FB_GEN_SHIFT + WORD_BITS > 48
         meta.gen = coarse_gen_word.get({ (bit<FB_GEN_SHIFT + WORD_BITS - 48>)0,
                                          ig_prsr_md.global_tstamp[47:FB_GEN_SHIFT] });
@@ -754,17 +824,26 @@ control SglbIngress(inout tna_headers_t hdr,
     SGLB_STEP_TABLE(glb_step1_ecmp, glb_inputs_ecmp)
     SGLB_STEP_TABLE(glb_step2, glb_levels)
     SGLB_STEP_TABLE(glb_step3, glb_live)
-    SGLB_STEP_TABLE(glb_step4, glb_above)
-    SGLB_STEP_TABLE(glb_step5_all, glb_safe_all)
-    SGLB_STEP_TABLE(glb_step5_fresh, glb_safe_fresh)
-    SGLB_STEP_TABLE(glb_step5_none, glb_safe_none)
+    SGLB_STEP_TABLE(glb_step4_all, glb_safe_all)
+    SGLB_STEP_TABLE(glb_step4_fresh, glb_safe_fresh)
+    SGLB_STEP_TABLE(glb_step4_none, glb_safe_none)
+    SGLB_STEP_TABLE(glb_step5, glb_above)
     SGLB_STEP_TABLE(glb_step6, glb_bands)
     SGLB_STEP_TABLE(glb_fold, glb_folds)
     SGLB_STEP_TABLE(glb_live_band, band_live)
     SGLB_STEP_TABLE(fb_step, fb_freshness)
+    SGLB_STEP_TABLE(tag_step, tag_span_of)
+    SGLB_STEP_TABLE(spine_step, spine_split)
+    SGLB_STEP_TABLE(notice_step_wb, notice_ahead_wb)
+    SGLB_STEP_TABLE(notice_step_offer, notice_ahead_offer)
+    SGLB_STEP_TABLE(notice_step_gap, notice_gap_of)
     SGLB_STEP_TABLE(tag_open, tag_constants)
     SGLB_STEP_TABLE(tag_fb_none, tag_no_feedback)
-    SGLB_STEP_TABLE(clock, read_clock)
+    SGLB_STEP_TABLE(clock_fb, read_clock_fb)
+    SGLB_STEP_TABLE(clock_gen, read_clock_gen)
+    SGLB_STEP_TABLE(clock_word, read_clock_word)
+    SGLB_STEP_TABLE(lowest_step, lowest_number)
+    SGLB_STEP_TABLE(fb_received_step, fb_received)
     SGLB_STEP_TABLE(clock_prev, previous_generation)
     SGLB_STEP_TABLE(tag_stamp, tag_copies)
 #undef SGLB_STEP_TABLE
@@ -781,7 +860,9 @@ control SglbIngress(inout tna_headers_t hdr,
         /* Coarse times from the parser's timestamp (the same ns clock): slices
          * of one field at several alignments would split the field, and with
          * it the 32-bit copies of the MAC timestamp into the tag and probe. */
-        clock.apply();
+        clock_fb.apply();
+        clock_gen.apply();
+        clock_word.apply();
         clock_prev.apply();
         hdr.bridge.setValid();
         hdr.bridge.punt_reason = 0;
@@ -808,6 +889,7 @@ control SglbIngress(inout tna_headers_t hdr,
             spine_paths.apply();
         }
         if (hdr.tag.isValid()) {
+            tag_step.apply();
             fb_paths.apply();
             fb_level_bits.apply();
         }
@@ -836,7 +918,6 @@ control SglbIngress(inout tna_headers_t hdr,
                                                         meta.l4_dst });
                 }
                 draws.apply();
-                meta.frame_over = hdr.ipv4.totalLen |-| meta.tag_room;
 
                 /* The GLB engine. Live: configured, port up, allowed (a notice
                  * in force, else the control plane's mask) and a non-zero
@@ -858,16 +939,16 @@ control SglbIngress(inout tna_headers_t hdr,
                     glb_step1_ecmp.apply();
                 }
                 glb_step3.apply();
-                glb_step4.apply();
                 if (meta.lb_mode == MODE_SGLB && meta.feedback == 1 && meta.unknown_left != 0) {
                     if (meta.owd_min_c != 0 && meta.skew_over != 0) {
-                        glb_step5_fresh.apply();
+                        glb_step4_fresh.apply();
                     } else {
-                        glb_step5_none.apply();
+                        glb_step4_none.apply();
                     }
                 } else {
-                    glb_step5_all.apply();
+                    glb_step4_all.apply();
                 }
+                glb_step5.apply();
                 glb_step6.apply();
 #if MAX_PATHS == 64
                 glb_fold.apply();
@@ -884,6 +965,7 @@ control SglbIngress(inout tna_headers_t hdr,
                  * draws follow capacity), else the lowest candidate; none when
                  * no path is live (lowest_word's valid bit clear). */
                 lowest_path.apply();
+                lowest_step.apply();
                 draw_hit_0.apply();
                 draw_hit_1.apply();
                 draw_hit_2.apply();
@@ -899,12 +981,12 @@ control SglbIngress(inout tna_headers_t hdr,
                 /* The feedback the tag returns: one fresh metric of the
                  * destination's paths toward us, in turn (beside the engine:
                  * it needs only the destination). */
-                if (meta.lb_mode == MODE_SGLB && meta.feedback == 1 && meta.frame_over == 0) {
+                if (meta.lb_mode == MODE_SGLB && meta.feedback == 1) {
+                  if (meta.frame_over == 0) {
                     meta.fb_npaths = fb_npaths_get.execute(meta.dst_leaf);
                     if (meta.fb_npaths != 0) {
                         meta.fb_npaths = meta.fb_npaths - 1;
                         meta.fb_path = fb_cursor_next.execute(meta.dst_leaf);
-                        meta.fb_over = meta.fb_path |-| meta.fb_npaths;
                         meta.fb_index = (bit<32>)fb_index_hash.get({
                             meta.dst_leaf[LEAF_INDEX_BITS - 1:0],
                             meta.fb_path[PATH_INDEX_BITS - 1:0] });
@@ -912,11 +994,13 @@ control SglbIngress(inout tna_headers_t hdr,
                         meta.fb_owd = rx_owd_get.execute(meta.fb_index);
                         meta.fb_age = meta.now_fb - meta.fb_word[27:0];
                         fb_step.apply();
-                        if (meta.fb_word[31:31] == 1 && meta.fb_over == 0
-                                && meta.fb_fresh_left == 0) {
-                            meta.fb_send = 1;
+                        if (meta.fb_word[31:31] == 1 && meta.fb_over == 0) {
+                            if (meta.fb_fresh_left == 0) {
+                                meta.fb_send = 1;
+                            }
                         }
                     }
+                  }
                 }
             }
         } else if (meta.leaf_route == 1 || hdr.probe.isValid()) {
@@ -924,6 +1008,7 @@ control SglbIngress(inout tna_headers_t hdr,
             meta.links_now = leaf_links_get.execute(meta.dst_leaf);
             meta.split = split_hash.get({ hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
                                           hdr.ipv4.protocol, meta.l4_src, meta.l4_dst });
+            spine_step.apply();
         }
 
         /* ---- Stage 1: classify and handle control packets ---- */
@@ -1042,40 +1127,50 @@ control SglbIngress(inout tna_headers_t hdr,
                     meta.notice_key = hdr.notice.epoch << 2;
                     meta.notice_key[1:0] = meta.notice_flags;
                     if (hdr.notice.kind == NOTICE_WRITEBACK) {
+                        meta.notice_held = notice_peek.execute(meta.notice_index);
+                        notice_step_wb.apply();         /* held - written-back */
+                    } else {
+                        meta.notice_held = notice_offer.execute(meta.notice_index);
+                        notice_step_offer.apply();      /* key - held */
+                    }
+                    notice_step_gap.apply();
+                    /* at most 1 as a signed number; within 1 either way */
+                    if (meta.notice_ahead[31:31] == 1) {
+                        meta.notice_le1 = 1;
+                    } else if (meta.notice_gap == 0) {
+                        meta.notice_le1 = 1;
+                    }
+                    if (meta.notice_ahead == 0xFFFFFFFF) {
+                        meta.notice_near = 1;
+                    } else if (meta.notice_gap == 0) {
+                        meta.notice_near = 1;
+                    }
+                    if (hdr.notice.kind == NOTICE_WRITEBACK) {
                         /* The control plane's view includes the notice of this
                          * epoch: its mask rules again, unless a newer notice
                          * came meanwhile (then the held epoch is ahead). */
-                        meta.notice_held = notice_peek.execute(meta.notice_index);
-                        meta.notice_ahead = meta.notice_held - meta.notice_key;
-                        /* held - written-back <= 1 as a signed number */
-                        if (meta.notice_held != 0 && (meta.notice_ahead[31:31] == 1
-                                                      || meta.notice_ahead <= 1)) {
+                        if (meta.notice_held != 0 && meta.notice_le1 == 1) {
                             SGLB_FOR_EACH_WORD(SGLB_NOTICE_CONFIRMED)
                         }
                         meta.consumed = 1;
-                    } else {
-                        meta.notice_held = notice_offer.execute(meta.notice_index);
-                        meta.notice_ahead = meta.notice_key - meta.notice_held;
+                    } else if (meta.notice_held == 0 || meta.notice_le1 == 0) {
                         /* key - held > 1 as a signed number: a newer epoch */
-                        if (meta.notice_held == 0 || (meta.notice_ahead[31:31] == 0
-                                                      && meta.notice_ahead > 1)) {
-                            if (hdr.notice.kind == NOTICE_FAIL) {
-                                SGLB_FOR_EACH_WORD(SGLB_NOTICE_FAIL)
-                            } else {
-                                SGLB_FOR_EACH_WORD(SGLB_NOTICE_RECOVER)
-                            }
-                            /* Applied: the control plane gets it (write-back). */
-                            meta.event = EV_NOTICE_RECEIVED;
-                            ig_tm_md.ucast_egress_port = CPU_PORT;
-                            meta.punt_reason = PUNT_NOTICE;
-                            meta.forwarded = 1;
-                        } else if (meta.notice_ahead == 0xFFFFFFFF || meta.notice_ahead <= 1) {
-                            meta.event = EV_NOTICE_DUPLICATE;
-                            meta.consumed = 1;
+                        if (hdr.notice.kind == NOTICE_FAIL) {
+                            SGLB_FOR_EACH_WORD(SGLB_NOTICE_FAIL)
                         } else {
-                            meta.event = EV_NOTICE_STALE;
-                            meta.consumed = 1;
+                            SGLB_FOR_EACH_WORD(SGLB_NOTICE_RECOVER)
                         }
+                        /* Applied: the control plane gets it (write-back). */
+                        meta.event = EV_NOTICE_RECEIVED;
+                        ig_tm_md.ucast_egress_port = CPU_PORT;
+                        meta.punt_reason = PUNT_NOTICE;
+                        meta.forwarded = 1;
+                    } else if (meta.notice_near == 1) {
+                        meta.event = EV_NOTICE_DUPLICATE;
+                        meta.consumed = 1;
+                    } else {
+                        meta.event = EV_NOTICE_STALE;
+                        meta.consumed = 1;
                     }
                 }
             }
@@ -1120,25 +1215,42 @@ control SglbIngress(inout tna_headers_t hdr,
                 meta.event = EV_PROBE_REPLIED;
             }
         } else if (hdr.arp.isValid()) {
-            if (hdr.arp.oper == 1 && hdr.arp.htype == 1 && hdr.arp.ptype == ETHERTYPE_IPV4
-                    && hdr.arp.spa != hdr.arp.tpa) {
-                arp_proxy.apply();
-            } else {
+            /* one condition per gateway: a gateway reads at most 4 bytes + 12 bits */
+            if (hdr.arp.oper != 1) {
                 meta.drop_reason = DROP_UNSUPPORTED;
+            } else if (hdr.arp.htype != 1) {
+                meta.drop_reason = DROP_UNSUPPORTED;
+            } else if (hdr.arp.ptype != ETHERTYPE_IPV4) {
+                meta.drop_reason = DROP_UNSUPPORTED;
+            } else if (hdr.arp.spa == hdr.arp.tpa) {
+                meta.drop_reason = DROP_UNSUPPORTED;
+            } else {
+                arp_proxy.apply();
             }
         } else if (hdr.tag.isValid() && !hdr.ipv4.isValid()) {
             meta.drop_reason = DROP_BAD_TAG;
         } else if (hdr.ipv4.isValid()) {
             /* One chain of conditions (none reads drop_reason), in the order
              * of the v1model program: the tag, the route, then IPv4. */
-            meta.tag_span = hdr.tag.npaths |-| hdr.tag.path;
-            if (hdr.tag.isValid() && (hdr.tag.version != SGLB_VERSION
-                    || hdr.tag.length != TAG_LENGTH
-                    || hdr.tag.npaths == 0 || hdr.tag.npaths > MAX_PATHS
-                    || meta.tag_span == 0 || hdr.tag.ce > QMAX
-                    || hdr.tag.src_leaf >= MAX_LEAVES
-                    || (hdr.tag.fb_level != FB_NONE
-                        && (hdr.tag.fb_level > QMAX || hdr.tag.fb_path >= MAX_PATHS)))) {
+            if (hdr.tag.isValid() && hdr.tag.version != SGLB_VERSION) {
+                meta.drop_reason = DROP_BAD_TAG;
+            } else if (hdr.tag.isValid() && hdr.tag.length != TAG_LENGTH) {
+                meta.drop_reason = DROP_BAD_TAG;
+            } else if (hdr.tag.isValid() && hdr.tag.npaths == 0) {
+                meta.drop_reason = DROP_BAD_TAG;
+            } else if (hdr.tag.isValid() && hdr.tag.npaths > MAX_PATHS) {
+                meta.drop_reason = DROP_BAD_TAG;
+            } else if (hdr.tag.isValid() && meta.tag_span == 0) {
+                meta.drop_reason = DROP_BAD_TAG;
+            } else if (hdr.tag.isValid() && hdr.tag.ce > QMAX) {
+                meta.drop_reason = DROP_BAD_TAG;
+            } else if (hdr.tag.isValid() && hdr.tag.src_leaf >= MAX_LEAVES) {
+                meta.drop_reason = DROP_BAD_TAG;
+            } else if (hdr.tag.isValid() && hdr.tag.fb_level != FB_NONE
+                       && hdr.tag.fb_level > QMAX) {
+                meta.drop_reason = DROP_BAD_TAG;
+            } else if (hdr.tag.isValid() && hdr.tag.fb_level != FB_NONE
+                       && hdr.tag.fb_path >= MAX_PATHS) {
                 meta.drop_reason = DROP_BAD_TAG;
             } else if (hdr.tag.isValid() && meta.role == ROLE_LEAF
                     && meta.nb_kind != NEIGHBOUR_SPINE) {
@@ -1185,7 +1297,7 @@ control SglbIngress(inout tna_headers_t hdr,
                 meta.fb_owd_c = ~hdr.tag.fb_owd;
                 owd_low_put.execute(hdr.tag.src_leaf);
                 owd_high_put.execute(hdr.tag.src_leaf);
-                meta.tag_event = EV_FEEDBACK_RECEIVED;
+                fb_received_step.apply();
             }
             hdr.ethernet.etherType = hdr.tag.next_type;
             hdr.tag.setInvalid();
@@ -1242,7 +1354,6 @@ control SglbIngress(inout tna_headers_t hdr,
             } else {
                 hdr.bridge.raise_ce = 1;
                 meta.forwarded = 1;
-                meta.split_left = meta.share_a |-| meta.split;
                 if (meta.links_now == 0 && meta.down_a != meta.down_b) {
                     /* Flows split in proportion to the members' capacity. */
                     if (meta.split_left != 0) {
@@ -1295,14 +1406,16 @@ control SglbEgress(inout tna_headers_t hdr,
      * DRE period), so it reads like the v1model DRE's bytes. */
     Lpf<bit<32>, port_t>(MAX_PORTS) dre;
 
-    /* -- port_levels: the level of a port's estimate (range per level k) -- */
+    /* -- port_levels: the level of a port's estimate (one ternary entry per
+     *    level k: the estimate's bits above the port's shift equal k; bf-p4c
+     *    matches a range on 5 nibbles at most) -- */
     action set_level(bit<8> level) {
         meta.level = level;
     }
 
     /* Default: a port nobody described reads saturated. */
     table port_levels {
-        key = { eg_intr_md.egress_port: exact; meta.rate: range; }
+        key = { eg_intr_md.egress_port: exact; meta.rate: ternary; }
         actions = { set_level; }
         default_action = set_level(QMAX);
         size = MAX_PORTS * 8;

@@ -26,7 +26,7 @@ from sglb.tna_config import (
     at_most,
     draw_rows,
     level_planes,
-    level_ranges,
+    level_entries,
     lowest_entries,
     switch_params,
     writeback_frame,
@@ -121,14 +121,20 @@ def test_thin_paths_keep_a_slot():
     assert any(7 in r for r in rows)
 
 
-def test_level_ranges_cover_every_estimate_once():
-    ranges = level_ranges(1000, 6)
-    t = level_thresholds(1000, 6)
-    assert ranges[0].lo == 0 and ranges[-1].hi == 0xFFFFFFFF
-    assert [r.level for r in ranges] == list(range(8))
-    assert [r.lo for r in ranges[1:]] == t
-    for a, b in itertools.pairwise(ranges):
-        assert a.hi + 1 == b.lo
+def test_level_entries_give_the_v1model_level():
+    """Every estimate matches at most one ternary entry, whose level is the
+    v1model program's (the number of thresholds it reaches); none matches from
+    8 << shift on, where the table's default (QMAX) applies."""
+    rng = random.Random(7)
+    for mbps in (1, 10, 1000, 100000, 800000):
+        t = level_thresholds(mbps, 6)
+        entries = level_entries(mbps, 6)
+        assert [e.level for e in entries] == list(range(8))
+        samples = {0, 0xFFFFFFFF, *(x + d for x in t for d in (-1, 0, 1)),
+                   *(rng.randrange(0, 9 * t[0] + 1) for _ in range(500))}
+        for rate in samples:
+            hits = [e.level for e in entries if rate & e.mask == e.value]
+            assert (hits or [7]) == [sum(1 for x in t if rate >= x)], (mbps, rate, hits)
 
 
 def test_lowest_entries_match_exactly_the_lowest_candidate():
