@@ -90,8 +90,8 @@ struct ig_meta_t {
      * level k. */
     pathmask_t e0; pathmask_t e1; pathmask_t e2; pathmask_t e3;
     pathmask_t e4; pathmask_t e5; pathmask_t e6; pathmask_t e7;
-    pword_t z0; pword_t z1; pword_t z2; pword_t z3;
-    pword_t z4; pword_t z5; pword_t z6; pword_t z7;
+    bit<1>  safe_none;      /* live_safe is empty: nowhere safe to move */
+    bit<1>  banded;         /* band_select chose the candidates */
     bit<8>  tol;            /* tie_tolerance, at most 7 */
     pathmask_t candidates;
     bit<16> draw_word0; bit<16> draw_word1; bit<16> draw_word2; bit<16> draw_word3;
@@ -107,9 +107,7 @@ struct ig_meta_t {
     bit<32> now;            /* ns mod 2^32 */
     bit<28> now_fb;
     pword_t gen;
-    pword_t gen_prev;
     bit<32> gen32;
-    bit<32> gen32_prev;
     bit<16> flowlet_index;
     bit<32> idle;
     bit<32> unknown_left;   /* gap_unknown - idle, saturated: 0 once idle long enough */
@@ -135,7 +133,13 @@ struct ig_meta_t {
     bit<32> fb_owd;         /* rx_owd of (destination, fb_path) */
     bit<28> fb_age;
     bit<28> fb_fresh_left;
+    bit<1>  fb_try;         /* the cursor named a path: fb_word, fb_owd are its */
     bit<1>  fb_send;        /* the tag carries (fb_path, fb_word's level, fb_owd) */
+    /* operations of the register access tables (0: read) */
+    bit<8>  down_op;        /* OP_DOWN / OP_UP: port-status (leaf) */
+    bit<8>  rx_op;          /* 1: store a tag's metric (rx_level, rx_owd, fb_npaths) */
+    bit<8>  fb_op;          /* 1: store the metric a tag returns (planes, fresh, owd) */
+    bit<8>  links_op;       /* OP_DOWN / OP_UP: port-status (spine) */
     /* classification and bookkeeping */
     bit<16> l4_src;
     bit<16> l4_dst;
@@ -153,12 +157,10 @@ struct ig_meta_t {
     bit<8>  goes_down;
     bit<8>  port_was;
     bit<32> notice_key;     /* epoch mod 2^30 << 2 | valid << 1 | fail */
-    bit<2>  notice_flags;
-    bit<32> notice_held;
-    bit<32> notice_ahead;   /* newer - older of the held and the offered epoch */
-    bit<32> notice_gap;     /* notice_ahead - 1, saturated */
-    bit<1>  notice_le1;     /* notice_ahead <= 1 as a signed number */
-    bit<1>  notice_near;    /* notice_ahead within -1..1 */
+    bit<32> notice_rv;      /* notice_epoch's answer: key - held (write-back: held - key) */
+    bit<8>  notice_seen;    /* notice_seen: something is held */
+    bit<1>  notice_ok;      /* a notice that passed the checks */
+    bit<1>  notice_applied;
     bit<32> notice_index;
     pathmask_t notice_paths;
     bit<16> spine_slot;

@@ -48,6 +48,8 @@ control SglbIngress(inout tna_headers_t hdr,
      * them, so the fields need not be placed at matching PHV offsets. */
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) notice_index_hash;
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) rx_index_hash;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) fail_key_hash;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) other_key_hash;
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) fb_index_hash;
     /* Likewise for fields made of another's bits (a zero-extended or
      * shifted slice would need the two fields at matching offsets). */
@@ -283,10 +285,12 @@ control SglbIngress(inout tna_headers_t hdr,
 
     /* -- band_select: the candidates are the eligible paths at most
      *    tie_tolerance levels above the lowest level of any eligible path:
-     *    the lowest level m is the number of leading empty e_k (z_k: e_k
-     *    folded into a word), found by entry priority (ZW: "is zero"). -- */
+     *    the lowest level m is the number of leading empty e_k, found by
+     *    entry priority on the masks themselves (ZW: "is zero"; no folds into
+     *    words, which would link the words' PHV containers) -- */
     action take_band(pathmask_t chosen_band) {
         meta.candidates = chosen_band;
+        meta.banded = 1;
     }
     action band_0() { take_band(meta.e0); }
     action band_1() { take_band(meta.e1); }
@@ -297,12 +301,11 @@ control SglbIngress(inout tna_headers_t hdr,
     action band_6() { take_band(meta.e6); }
     action band_7() { take_band(meta.e7); }
 
-#define ZW (pword_t)0 &&& (pword_t)-1
+#define ZW (pathmask_t)0 &&& (pathmask_t)-1
     table band_select {
         key = {
-            SGLB_NONEMPTY(0): ternary; SGLB_NONEMPTY(1): ternary; SGLB_NONEMPTY(2): ternary;
-            SGLB_NONEMPTY(3): ternary; SGLB_NONEMPTY(4): ternary; SGLB_NONEMPTY(5): ternary;
-            SGLB_NONEMPTY(6): ternary; meta.tol: exact;
+            meta.e0: ternary; meta.e1: ternary; meta.e2: ternary; meta.e3: ternary;
+            meta.e4: ternary; meta.e5: ternary; meta.e6: ternary; meta.tol: exact;
         }
         actions = { band_0; band_1; band_2; band_3; band_4; band_5; band_6; band_7; }
         const entries = {
@@ -535,6 +538,7 @@ control SglbIngress(inout tna_headers_t hdr,
     action peer(bit<16> leaf, bit<8> member) {
         meta.peer_found = 1;
         meta.peer_leaf = leaf;
+        meta.dst_leaf = leaf;
         meta.peer_member = member;
     }
 
@@ -568,6 +572,54 @@ control SglbIngress(inout tna_headers_t hdr,
         size = MAX_LEAVES;
     }
 
+    /* the default of the access tables: an index from the PHV needs the
+     * hash unit, which a default action cannot use */
+    action access_none() { }
+
+    /* -- notice_seen: marked by an offer, read by a write-back -- */
+    action seen_mark() { meta.notice_seen = notice_seen_mark.execute(meta.notice_index); }
+    action seen_read() { meta.notice_seen = notice_seen_get.execute(meta.notice_index); }
+    @hidden table notice_seen_access {
+        key = { meta.notice_ok: exact; hdr.notice.kind: ternary; }
+        actions = { seen_mark; seen_read; access_none; }
+        const entries = { (1, NOTICE_WRITEBACK): seen_read(); (1, _): seen_mark(); }
+        const default_action = access_none();
+        size = 2;
+    }
+
+    /* -- register access tables: each register is executed by one table
+     *    (regs.p4), the operation chosen by its key (0, no entry: read) -- */
+    SGLB_FOR_EACH_WORD(SGLB_WORD_ACCESS)
+
+    action owd_low_read() { meta.owd_min_c = owd_low_get.execute(meta.dst_leaf); }
+    action owd_low_store() { owd_low_put.execute(meta.dst_leaf); }
+    SGLB_ACCESS_TABLE(owd_low_access, meta.fb_op: exact;, owd_low_store;,
+                      1: owd_low_store();, owd_low_read)
+    action owd_high_read() { meta.owd_max = owd_high_get.execute(meta.dst_leaf); }
+    action owd_high_store() { owd_high_put.execute(meta.dst_leaf); }
+    SGLB_ACCESS_TABLE(owd_high_access, meta.fb_op: exact;, owd_high_store;,
+                      1: owd_high_store();, owd_high_read)
+
+    action npaths_read() { meta.fb_npaths = fb_npaths_get.execute(meta.dst_leaf); }
+    action npaths_store() { fb_npaths_put.execute(meta.dst_leaf); }
+    SGLB_ACCESS_TABLE(npaths_access, meta.rx_op: exact;, npaths_store;,
+                      1: npaths_store();, npaths_read)
+
+    action rx_level_read() { meta.fb_word = rx_level_get.execute(meta.rx_index); }
+    action rx_level_store() { rx_level_put.execute(meta.rx_index); }
+    SGLB_ACCESS_TABLE(rx_level_access, meta.rx_op: exact;, rx_level_store;,
+                      1: rx_level_store();, rx_level_read)
+    action rx_owd_read() { meta.fb_owd = rx_owd_get.execute(meta.rx_index); }
+    action rx_owd_store() { rx_owd_put.execute(meta.rx_index); }
+    SGLB_ACCESS_TABLE(rx_owd_access, meta.rx_op: exact;, rx_owd_store;,
+                      1: rx_owd_store();, rx_owd_read)
+
+    action links_read() { meta.links_now = leaf_links_get.execute(meta.dst_leaf); }
+    action links_down() { meta.links_was = leaf_links_down.execute(meta.dst_leaf); }
+    action links_up() { meta.links_was = leaf_links_up.execute(meta.dst_leaf); }
+    SGLB_ACCESS_TABLE(links_access, meta.links_op: exact;, links_down; links_up;,
+                      OP_DOWN: links_down(); OP_UP: links_up();, links_read)
+
     /* -- the GLB engine's bitwise steps, one table per stage (see apply) --
      * Liveness is computed in place of path_slots (up), cp_mask (allowed)
      * and forced_up (forced up & weighted); the level planes in place of
@@ -595,7 +647,6 @@ control SglbIngress(inout tna_headers_t hdr,
         meta.rq1 = meta.rq1 & ~meta.fresh;
         meta.rq2 = meta.rq2 & ~meta.fresh;
         meta.unknown_left = meta.gap_unknown |-| meta.idle;
-        meta.frame_over = hdr.ipv4.totalLen |-| meta.tag_room;
         meta.skew_bound = meta.owd_max + meta.owd_min_c;    /* max - min - 1 */
         meta.gap_over = meta.idle |-| meta.flowlet_gap;
     }
@@ -672,15 +723,16 @@ control SglbIngress(inout tna_headers_t hdr,
         meta.e6 = meta.e7 & ~meta.e6;
     }
 
-    action glb_folds() {
-        SGLB_FOLD(meta.z0, meta.e0)
-        SGLB_FOLD(meta.z1, meta.e1)
-        SGLB_FOLD(meta.z2, meta.e2)
-        SGLB_FOLD(meta.z3, meta.e3)
-        SGLB_FOLD(meta.z4, meta.e4)
-        SGLB_FOLD(meta.z5, meta.e5)
-        SGLB_FOLD(meta.z6, meta.e6)
-        SGLB_FOLD(meta.z7, meta.e7)
+
+    /* -- safe_empty: no path is live and safe (a lookup, not a fold) -- */
+    action safe_is_empty() { meta.safe_none = 1; }
+    action safe_not_empty() { meta.safe_none = 0; }
+    @hidden table safe_empty {
+        key = { meta.live_safe: ternary; }
+        actions = { safe_is_empty; safe_not_empty; }
+        const entries = { (pathmask_t)0 &&& (pathmask_t)-1: safe_is_empty(); }
+        const default_action = safe_not_empty();
+        size = 1;
     }
 
     /* Nowhere safe to move (or ECMP): the flowlet stays on its path, or the
@@ -696,20 +748,24 @@ control SglbIngress(inout tna_headers_t hdr,
         meta.fb_over = meta.fb_path |-| meta.fb_npaths;
     }
 
+    action key_of_fail() {
+        meta.notice_key = fail_key_hash.get({ hdr.notice.epoch[29:0], 2w0b11 });
+    }
+
+    action key_of_other() {
+        meta.notice_key = other_key_hash.get({ hdr.notice.epoch[29:0], 2w0b10 });
+    }
+
+    action frame_overrun() {
+        meta.frame_over = hdr.ipv4.totalLen |-| meta.tag_room;
+    }
+
     action tag_span_of() {
         meta.tag_span = hdr.tag.npaths |-| hdr.tag.path;
     }
 
     action spine_split() {
         meta.split_left = meta.share_a |-| meta.split;
-    }
-
-    action notice_ahead_wb() {
-        meta.notice_ahead = meta.notice_held - meta.notice_key;
-    }
-
-    action notice_ahead_offer() {
-        meta.notice_ahead = meta.notice_key - meta.notice_held;
     }
 
     action lowest_number() {
@@ -720,9 +776,6 @@ control SglbIngress(inout tna_headers_t hdr,
         meta.tag_event = EV_FEEDBACK_RECEIVED;
     }
 
-    action notice_gap_of() {
-        meta.notice_gap = meta.notice_ahead |-| 1;
-    }
 
     /* The tag in two actions: its constants, then the fields copied from
      * the PHV (one action may use few sources per container). */
@@ -790,10 +843,6 @@ control SglbIngress(inout tna_headers_t hdr,
 #endif
     }
 
-    action previous_generation() {
-        meta.gen32_prev = meta.gen32 - 1;
-        meta.gen_prev = meta.gen - 1;
-    }
 
     /* -- fb_level_out: the metric a tag returns: fb_path, the level from
      *    rx_level's word, the delay from rx_owd -- */
@@ -829,14 +878,13 @@ control SglbIngress(inout tna_headers_t hdr,
     SGLB_STEP_TABLE(glb_step4_none, glb_safe_none)
     SGLB_STEP_TABLE(glb_step5, glb_above)
     SGLB_STEP_TABLE(glb_step6, glb_bands)
-    SGLB_STEP_TABLE(glb_fold, glb_folds)
     SGLB_STEP_TABLE(glb_live_band, band_live)
     SGLB_STEP_TABLE(fb_step, fb_freshness)
     SGLB_STEP_TABLE(tag_step, tag_span_of)
+    SGLB_STEP_TABLE(frame_step, frame_overrun)
+    SGLB_STEP_TABLE(notice_fail_key, key_of_fail)
+    SGLB_STEP_TABLE(notice_other_key, key_of_other)
     SGLB_STEP_TABLE(spine_step, spine_split)
-    SGLB_STEP_TABLE(notice_step_wb, notice_ahead_wb)
-    SGLB_STEP_TABLE(notice_step_offer, notice_ahead_offer)
-    SGLB_STEP_TABLE(notice_step_gap, notice_gap_of)
     SGLB_STEP_TABLE(tag_open, tag_constants)
     SGLB_STEP_TABLE(tag_fb_none, tag_no_feedback)
     SGLB_STEP_TABLE(clock_fb, read_clock_fb)
@@ -844,7 +892,6 @@ control SglbIngress(inout tna_headers_t hdr,
     SGLB_STEP_TABLE(clock_word, read_clock_word)
     SGLB_STEP_TABLE(lowest_step, lowest_number)
     SGLB_STEP_TABLE(fb_received_step, fb_received)
-    SGLB_STEP_TABLE(clock_prev, previous_generation)
     SGLB_STEP_TABLE(tag_stamp, tag_copies)
 #undef SGLB_STEP_TABLE
 
@@ -863,7 +910,6 @@ control SglbIngress(inout tna_headers_t hdr,
         clock_fb.apply();
         clock_gen.apply();
         clock_word.apply();
-        clock_prev.apply();
         hdr.bridge.setValid();
         hdr.bridge.punt_reason = 0;
         hdr.bridge.pad0 = 0;
@@ -886,126 +932,53 @@ control SglbIngress(inout tna_headers_t hdr,
         } else if (hdr.probe.isValid()) {
             meta.dst_leaf = hdr.probe.dst_leaf;
         } else if (hdr.notice.isValid()) {
+            meta.dst_leaf = hdr.notice.leaf_id;
             spine_paths.apply();
+            /* its register index (spine slot ++ leaf) and key (epoch ++ valid
+             * ++ fail), by identity hashes: one step each */
+            meta.notice_index = (bit<32>)notice_index_hash.get({
+                meta.spine_slot[5:0], hdr.notice.leaf_id[LEAF_INDEX_BITS - 1:0] });
+            if (hdr.notice.kind == NOTICE_FAIL) {
+                notice_fail_key.apply();
+            } else {
+                notice_other_key.apply();
+            }
+        } else if (hdr.port_status.isValid()) {
+            if (meta.role == ROLE_LEAF) {
+                port_paths.apply();
+            } else {
+                port_peer.apply();
+            }
         }
         if (hdr.tag.isValid()) {
             tag_step.apply();
             fb_paths.apply();
             fb_level_bits.apply();
+            if (meta.leaf_route == 0) {
+                meta.dst_leaf = hdr.tag.src_leaf;   /* the state it updates */
+            }
         }
         if (meta.role == ROLE_LEAF) {
             if (hdr.probe.isValid()) {
-                SGLB_FOR_EACH_WORD(SGLB_READ_DOWN)
                 path_ports.apply();
-                probe_alive.apply();
             } else if (meta.leaf_route == 1) {
                 dst_profile.apply();
-                SGLB_FOR_EACH_WORD(SGLB_READ_DOWN)
-                SGLB_FOR_EACH_WORD(SGLB_READ_DESTINATION)
                 if (meta.lb_mode == MODE_SGLB) {
                     meta.flowlet_index = flowlet_hash.get({ hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
                                                             hdr.ipv4.protocol, meta.l4_src,
                                                             meta.l4_dst });
                     meta.idle = flowlet_touch.execute(meta.flowlet_index);
                     meta.draw_row = draw_random.get();
-                    if (meta.feedback == 1) {
-                        meta.owd_min_c = owd_low_get.execute(meta.dst_leaf);
-                        meta.owd_max = owd_high_get.execute(meta.dst_leaf);
-                    }
                 } else {
                     meta.draw_row = flow_row_hash.get({ hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
                                                         hdr.ipv4.protocol, meta.l4_src,
                                                         meta.l4_dst });
                 }
                 draws.apply();
-
-                /* The GLB engine. Live: configured, port up, allowed (a notice
-                 * in force, else the control plane's mask) and a non-zero
-                 * weight; ECMP knows only local link state and the mask. Where
-                 * a new flowlet may go without overtaking the flowlet before
-                 * it (safe): anywhere once idle for gap_unknown (or with
-                 * feedback off); to the paths with fresh delays once idle for
-                 * the skew of this destination's fresh delays plus gap_margin;
-                 * nowhere before. The level of each path as three bit planes:
-                 * fresh feedback replaces the profile's (floored) remote level.
-                 * e_k: the eligible paths (live, safe) at level k or lower.
-                 * One step table per stage (glb_step*): bf-p4c runs an action
-                 * in one stage, so dependent operations go to successive
-                 * tables. */
-                if (meta.lb_mode == MODE_SGLB) {
-                    glb_step1.apply();
-                    glb_step2.apply();
-                } else {
-                    glb_step1_ecmp.apply();
-                }
-                glb_step3.apply();
-                if (meta.lb_mode == MODE_SGLB && meta.feedback == 1 && meta.unknown_left != 0) {
-                    if (meta.owd_min_c != 0 && meta.skew_over != 0) {
-                        glb_step4_fresh.apply();
-                    } else {
-                        glb_step4_none.apply();
-                    }
-                } else {
-                    glb_step4_all.apply();
-                }
-                glb_step5.apply();
-                glb_step6.apply();
-#if MAX_PATHS == 64
-                glb_fold.apply();
-#endif
-                if (meta.lb_mode == MODE_ECMP || SGLB_NONEMPTY(7) == 0) {
-                    glb_live_band.apply();
-                } else {
-                    band_select.apply();
-                    if (meta.gap_over != 0) {
-                        meta.new_flowlet = 1;
-                    }
-                }
-                /* Weighted pick: the first draw that is a candidate (the
-                 * draws follow capacity), else the lowest candidate; none when
-                 * no path is live (lowest_word's valid bit clear). */
-                lowest_path.apply();
-                lowest_step.apply();
-                draw_hit_0.apply();
-                draw_hit_1.apply();
-                draw_hit_2.apply();
-                draw_hit_3.apply();
-                pick_draw.apply();
-                if (meta.lb_mode == MODE_SGLB) {
-                    meta.flow_word = flowlet_follow.execute(meta.flowlet_index);
-                } else {
-                    meta.flow_word = meta.pick_word;
-                }
-                kept_alive.apply();
-
-                /* The feedback the tag returns: one fresh metric of the
-                 * destination's paths toward us, in turn (beside the engine:
-                 * it needs only the destination). */
-                if (meta.lb_mode == MODE_SGLB && meta.feedback == 1) {
-                  if (meta.frame_over == 0) {
-                    meta.fb_npaths = fb_npaths_get.execute(meta.dst_leaf);
-                    if (meta.fb_npaths != 0) {
-                        meta.fb_npaths = meta.fb_npaths - 1;
-                        meta.fb_path = fb_cursor_next.execute(meta.dst_leaf);
-                        meta.fb_index = (bit<32>)fb_index_hash.get({
-                            meta.dst_leaf[LEAF_INDEX_BITS - 1:0],
-                            meta.fb_path[PATH_INDEX_BITS - 1:0] });
-                        meta.fb_word = rx_level_get.execute(meta.fb_index);
-                        meta.fb_owd = rx_owd_get.execute(meta.fb_index);
-                        meta.fb_age = meta.now_fb - meta.fb_word[27:0];
-                        fb_step.apply();
-                        if (meta.fb_word[31:31] == 1 && meta.fb_over == 0) {
-                            if (meta.fb_fresh_left == 0) {
-                                meta.fb_send = 1;
-                            }
-                        }
-                    }
-                  }
-                }
+                frame_step.apply();
             }
         } else if (meta.leaf_route == 1 || hdr.probe.isValid()) {
             leaf_downlinks.apply();
-            meta.links_now = leaf_links_get.execute(meta.dst_leaf);
             meta.split = split_hash.get({ hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
                                           hdr.ipv4.protocol, meta.l4_src, meta.l4_dst });
             spine_step.apply();
@@ -1038,62 +1011,26 @@ control SglbIngress(inout tna_headers_t hdr,
                 meta.port_was = port_state_put.execute((port_t)hdr.port_status.port);
                 if (meta.port_was == meta.goes_down) {
                     meta.event = EV_PORT_STATUS_DUP;
+                } else if (meta.goes_down == 1) {
+                    meta.event = EV_PORT_DOWN;
                 } else {
+                    meta.event = EV_PORT_UP;
+                }
+                /* The updates (idempotent: a duplicate changes nothing) go to
+                 * the access tables: the leaf's path_down, the spine's
+                 * leaf_links (then a notice if the leaf's reachability
+                 * changed, after them). */
+                if (meta.role == ROLE_LEAF) {
                     if (meta.goes_down == 1) {
-                        meta.event = EV_PORT_DOWN;
+                        meta.down_op = OP_DOWN;
                     } else {
-                        meta.event = EV_PORT_UP;
+                        meta.down_op = OP_UP;
                     }
-                    if (meta.role == ROLE_LEAF) {
-                        port_paths.apply();
-                        if (meta.goes_down == 1) {
-                            SGLB_FOR_EACH_WORD(SGLB_PORT_DOWN)
-                        } else {
-                            SGLB_FOR_EACH_WORD(SGLB_PORT_UP)
-                        }
+                } else if (meta.peer_found == 1) {
+                    if (meta.goes_down == 1) {
+                        meta.links_op = OP_DOWN;
                     } else {
-                        port_peer.apply();
-                        if (meta.peer_found == 1) {
-                            if (meta.goes_down == 1) {
-                                meta.links_was = leaf_links_down.execute(meta.peer_leaf);
-                                meta.links_now = meta.links_was | meta.peer_member;
-                            } else {
-                                meta.links_was = leaf_links_up.execute(meta.peer_leaf);
-                                meta.links_now = meta.links_was & ~meta.peer_member;
-                            }
-                            /* The leaf's reachability changed: both links down now
-                             * and not before (FAIL), or the other way (RECOVER). */
-                            meta.reach_was = 1;
-                            if (meta.links_was == 3) {
-                                meta.reach_was = 0;
-                            }
-                            meta.reach_now = 1;
-                            if (meta.links_now == 3) {
-                                meta.reach_now = 0;
-                            }
-                            if (meta.notice_group != 0 && meta.reach_was != meta.reach_now) {
-                                hdr.notice.setValid();
-                                hdr.notice.version = SGLB_VERSION;
-                                if (meta.goes_down == 1) {
-                                    hdr.notice.kind = NOTICE_FAIL;
-                                } else {
-                                    hdr.notice.kind = NOTICE_RECOVER;
-                                }
-                                hdr.notice.length = NOTICE_LENGTH;
-                                hdr.notice.reserved = 0;
-                                hdr.notice.spine_id = meta.switch_id;
-                                hdr.notice.leaf_id = meta.peer_leaf;
-                                hdr.notice.epoch = hdr.port_status.seq;
-                                hdr.port_status.setInvalid();
-                                hdr.ethernet.dstAddr = 0xFFFFFFFFFFFF;
-                                hdr.ethernet.srcAddr = meta.switch_mac;
-                                hdr.ethernet.etherType = ETHERTYPE_SGLB;
-                                ig_tm_md.mcast_grp_a = meta.notice_group;
-                                meta.consumed = 0;
-                                meta.forwarded = 1;
-                                meta.event = EV_NOTICE_SENT;
-                            }
-                        }
+                        meta.links_op = OP_UP;
                     }
                 }
             }
@@ -1118,59 +1055,39 @@ control SglbIngress(inout tna_headers_t hdr,
                 meta.drop_reason = DROP_UNKNOWN_SPINE;
             } else {
                 {
-                    meta.notice_index = (bit<32>)notice_index_hash.get({
-                        meta.spine_slot[5:0], hdr.notice.leaf_id[LEAF_INDEX_BITS - 1:0] });
-                    meta.notice_flags = 2w0b10;
-                    if (hdr.notice.kind == NOTICE_FAIL) {
-                        meta.notice_flags = 2w0b11;
-                    }
-                    meta.notice_key = hdr.notice.epoch << 2;
-                    meta.notice_key[1:0] = meta.notice_flags;
+                    /* notice_rv: key - held (a write-back: held - key) */
+                    meta.notice_ok = 1;
                     if (hdr.notice.kind == NOTICE_WRITEBACK) {
-                        meta.notice_held = notice_peek.execute(meta.notice_index);
-                        notice_step_wb.apply();         /* held - written-back */
+                        meta.notice_rv = notice_peek.execute(meta.notice_index);
                     } else {
-                        meta.notice_held = notice_offer.execute(meta.notice_index);
-                        notice_step_offer.apply();      /* key - held */
+                        meta.notice_rv = notice_offer.execute(meta.notice_index);
                     }
-                    notice_step_gap.apply();
-                    /* at most 1 as a signed number; within 1 either way */
-                    if (meta.notice_ahead[31:31] == 1) {
-                        meta.notice_le1 = 1;
-                    } else if (meta.notice_gap == 0) {
-                        meta.notice_le1 = 1;
-                    }
-                    if (meta.notice_ahead == 0xFFFFFFFF) {
-                        meta.notice_near = 1;
-                    } else if (meta.notice_gap == 0) {
-                        meta.notice_near = 1;
-                    }
+                    notice_seen_access.apply();
                     if (hdr.notice.kind == NOTICE_WRITEBACK) {
                         /* The control plane's view includes the notice of this
-                         * epoch: its mask rules again, unless a newer notice
-                         * came meanwhile (then the held epoch is ahead). */
-                        if (meta.notice_held != 0 && meta.notice_le1 == 1) {
-                            SGLB_FOR_EACH_WORD(SGLB_NOTICE_CONFIRMED)
-                        }
+                         * epoch: its mask rules again (forced_* access), unless
+                         * a newer notice came meanwhile. */
                         meta.consumed = 1;
-                    } else if (meta.notice_held == 0 || meta.notice_le1 == 0) {
-                        /* key - held > 1 as a signed number: a newer epoch */
-                        if (hdr.notice.kind == NOTICE_FAIL) {
-                            SGLB_FOR_EACH_WORD(SGLB_NOTICE_FAIL)
-                        } else {
-                            SGLB_FOR_EACH_WORD(SGLB_NOTICE_RECOVER)
-                        }
+                    } else if (meta.notice_seen == 0) {
+                        meta.notice_applied = 1;
+                    } else if (meta.notice_rv[31:1] == 0) {
+                        meta.event = EV_NOTICE_DUPLICATE;       /* key - held: 0 or 1 */
+                        meta.consumed = 1;
+                    } else if (meta.notice_rv[31:31] == 0) {
+                        meta.notice_applied = 1;                /* newer */
+                    } else if (meta.notice_rv == 0xFFFFFFFF) {
+                        meta.event = EV_NOTICE_DUPLICATE;       /* -1 */
+                        meta.consumed = 1;
+                    } else {
+                        meta.event = EV_NOTICE_STALE;
+                        meta.consumed = 1;
+                    }
+                    if (meta.notice_applied == 1) {
                         /* Applied: the control plane gets it (write-back). */
                         meta.event = EV_NOTICE_RECEIVED;
                         ig_tm_md.ucast_egress_port = CPU_PORT;
                         meta.punt_reason = PUNT_NOTICE;
                         meta.forwarded = 1;
-                    } else if (meta.notice_near == 1) {
-                        meta.event = EV_NOTICE_DUPLICATE;
-                        meta.consumed = 1;
-                    } else {
-                        meta.event = EV_NOTICE_STALE;
-                        meta.consumed = 1;
                     }
                 }
             }
@@ -1279,28 +1196,162 @@ control SglbIngress(inout tna_headers_t hdr,
         hdr.packet_out.setInvalid();
 
         /* ---- Stage 2 (leaf): a tagged packet from the fabric that passed
-         * the checks (data_ok, so that it need not wait for drop_reason) ---- */
+         * the checks (data_ok, so that it need not wait for drop_reason):
+         * its metric of (source, path) for the feedback, and the metric it
+         * returns about one of our paths (stored by the access tables) ---- */
         if (meta.data_ok == 1 && meta.role == ROLE_LEAF && hdr.tag.isValid()
                 && meta.leaf_route == 0) {
-            /* Record the metric of (source, path) for the feedback ... */
+            meta.rx_op = 1;
             meta.rx_index = (bit<32>)rx_index_hash.get({
                 hdr.tag.src_leaf[LEAF_INDEX_BITS - 1:0], hdr.tag.path[PATH_INDEX_BITS - 1:0] });
             /* valid ++ ce (at most QMAX: 3 bits) ++ time */
             meta.rx_word = rx_word_hash.get({ 1w1, hdr.tag.ce[2:0], meta.now_fb });
             meta.rx_owd = meta.now - hdr.tag.ts;
-            rx_level_put.execute(meta.rx_index);
-            rx_owd_put.execute(meta.rx_index);
-            fb_npaths_put.execute(hdr.tag.src_leaf);
-            /* ... and the metric it returns about one of our paths. */
             if (hdr.tag.fb_level != FB_NONE) {
-                SGLB_FOR_EACH_WORD(SGLB_STORE_FEEDBACK)
+                meta.fb_op = 1;
                 meta.fb_owd_c = ~hdr.tag.fb_owd;
-                owd_low_put.execute(hdr.tag.src_leaf);
-                owd_high_put.execute(hdr.tag.src_leaf);
                 fb_received_step.apply();
             }
-            hdr.ethernet.etherType = hdr.tag.next_type;
-            hdr.tag.setInvalid();
+        }
+
+        /* ---- Stage 2: the registers, each by its access table; then the
+         * GLB engine on what they read ---- */
+        if (meta.role == ROLE_LEAF) {
+            SGLB_FOR_EACH_WORD(SGLB_APPLY_WORD_ACCESS)
+            owd_low_access.apply();
+            owd_high_access.apply();
+            npaths_access.apply();
+            /* The feedback the tag returns: one fresh metric of the
+             * destination's paths toward us, in turn (beside the engine: it
+             * needs only the destination). */
+            if (meta.leaf_route == 1 && meta.lb_mode == MODE_SGLB && meta.feedback == 1) {
+                if (meta.frame_over == 0 && meta.fb_npaths != 0) {
+                    meta.fb_try = 1;
+                    meta.fb_npaths = meta.fb_npaths - 1;
+                    meta.fb_path = fb_cursor_next.execute(meta.dst_leaf);
+                    meta.rx_index = (bit<32>)fb_index_hash.get({
+                        meta.dst_leaf[LEAF_INDEX_BITS - 1:0],
+                        meta.fb_path[PATH_INDEX_BITS - 1:0] });
+                }
+            }
+            rx_level_access.apply();
+            rx_owd_access.apply();
+            if (meta.rx_op == 1) {
+                /* stored (the access tables read the tag): deliver untagged */
+                hdr.ethernet.etherType = hdr.tag.next_type;
+                hdr.tag.setInvalid();
+            }
+            if (hdr.probe.isValid()) {
+                probe_alive.apply();
+            } else if (meta.leaf_route == 1) {
+                /* The GLB engine. Live: configured, port up, allowed (a notice
+                 * in force, else the control plane's mask) and a non-zero
+                 * weight; ECMP knows only local link state and the mask. Where
+                 * a new flowlet may go without overtaking the flowlet before
+                 * it (safe): anywhere once idle for gap_unknown (or with
+                 * feedback off); to the paths with fresh delays once idle for
+                 * the skew of this destination's fresh delays plus gap_margin;
+                 * nowhere before. The level of each path as three bit planes:
+                 * fresh feedback replaces the profile's (floored) remote level.
+                 * e_k: the eligible paths (live, safe) at level k or lower.
+                 * One step table per stage (glb_step*): bf-p4c runs an action
+                 * in one stage, so dependent operations go to successive
+                 * tables. */
+                if (meta.lb_mode == MODE_SGLB) {
+                    glb_step1.apply();
+                    glb_step2.apply();
+                } else {
+                    glb_step1_ecmp.apply();
+                }
+                glb_step3.apply();
+                if (meta.lb_mode == MODE_SGLB && meta.feedback == 1 && meta.unknown_left != 0) {
+                    if (meta.owd_min_c != 0 && meta.skew_over != 0) {
+                        glb_step4_fresh.apply();
+                    } else {
+                        glb_step4_none.apply();
+                    }
+                } else {
+                    glb_step4_all.apply();
+                }
+                glb_step5.apply();
+                safe_empty.apply();
+                glb_step6.apply();
+                if (meta.lb_mode == MODE_ECMP || meta.safe_none == 1) {
+                    glb_live_band.apply();
+                } else {
+                    band_select.apply();
+                }
+                if (meta.banded == 1 && meta.gap_over != 0) {
+                    meta.new_flowlet = 1;
+                }
+                /* Weighted pick: the first draw that is a candidate (the
+                 * draws follow capacity), else the lowest candidate; none when
+                 * no path is live (lowest_word's valid bit clear). */
+                lowest_path.apply();
+                lowest_step.apply();
+                draw_hit_0.apply();
+                draw_hit_1.apply();
+                draw_hit_2.apply();
+                draw_hit_3.apply();
+                pick_draw.apply();
+                if (meta.lb_mode == MODE_SGLB) {
+                    meta.flow_word = flowlet_follow.execute(meta.flowlet_index);
+                } else {
+                    meta.flow_word = meta.pick_word;
+                }
+                kept_alive.apply();
+
+                if (meta.fb_try == 1) {
+                    meta.fb_age = meta.now_fb - meta.fb_word[27:0];
+                    fb_step.apply();
+                    if (meta.fb_word[31:31] == 1 && meta.fb_over == 0) {
+                        if (meta.fb_fresh_left == 0) {
+                            meta.fb_send = 1;
+                        }
+                    }
+                }
+            }
+        } else {
+            links_access.apply();
+            if (meta.links_op != 0) {
+                if (meta.links_op == OP_DOWN) {
+                    meta.links_now = meta.links_was | meta.peer_member;
+                } else {
+                    meta.links_now = meta.links_was & ~meta.peer_member;
+                }
+                /* The leaf's reachability changed: both links down now
+                 * and not before (FAIL), or the other way (RECOVER). */
+                meta.reach_was = 1;
+                if (meta.links_was == 3) {
+                    meta.reach_was = 0;
+                }
+                meta.reach_now = 1;
+                if (meta.links_now == 3) {
+                    meta.reach_now = 0;
+                }
+                if (meta.notice_group != 0 && meta.reach_was != meta.reach_now) {
+                    hdr.notice.setValid();
+                    hdr.notice.version = SGLB_VERSION;
+                    if (meta.goes_down == 1) {
+                        hdr.notice.kind = NOTICE_FAIL;
+                    } else {
+                        hdr.notice.kind = NOTICE_RECOVER;
+                    }
+                    hdr.notice.length = NOTICE_LENGTH;
+                    hdr.notice.reserved = 0;
+                    hdr.notice.spine_id = meta.switch_id;
+                    hdr.notice.leaf_id = meta.peer_leaf;
+                    hdr.notice.epoch = hdr.port_status.seq;
+                    hdr.port_status.setInvalid();
+                    hdr.ethernet.dstAddr = 0xFFFFFFFFFFFF;
+                    hdr.ethernet.srcAddr = meta.switch_mac;
+                    hdr.ethernet.etherType = ETHERTYPE_SGLB;
+                    ig_tm_md.mcast_grp_a = meta.notice_group;
+                    meta.consumed = 0;
+                    meta.forwarded = 1;
+                    meta.event = EV_NOTICE_SENT;
+                }
+            }
         }
 
         /* ---- Stage 2 (leaf): the decision, from what the engine found ---- */
