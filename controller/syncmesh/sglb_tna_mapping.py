@@ -31,8 +31,8 @@ from sglb.config import QMAX, Feedback
 from sglb.tna_config import (
     WEIGHT_PROFILES,
     draw_rows,
-    level_planes,
     level_entries,
+    level_planes,
     lowest_entries,
     path_word,
     switch_params,

@@ -1220,27 +1220,6 @@ control SglbIngress(inout tna_headers_t hdr,
             SGLB_FOR_EACH_WORD(SGLB_APPLY_WORD_ACCESS)
             owd_low_access.apply();
             owd_high_access.apply();
-            npaths_access.apply();
-            /* The feedback the tag returns: one fresh metric of the
-             * destination's paths toward us, in turn (beside the engine: it
-             * needs only the destination). */
-            if (meta.leaf_route == 1 && meta.lb_mode == MODE_SGLB && meta.feedback == 1) {
-                if (meta.frame_over == 0 && meta.fb_npaths != 0) {
-                    meta.fb_try = 1;
-                    meta.fb_npaths = meta.fb_npaths - 1;
-                    meta.fb_path = fb_cursor_next.execute(meta.dst_leaf);
-                    meta.rx_index = (bit<32>)fb_index_hash.get({
-                        meta.dst_leaf[LEAF_INDEX_BITS - 1:0],
-                        meta.fb_path[PATH_INDEX_BITS - 1:0] });
-                }
-            }
-            rx_level_access.apply();
-            rx_owd_access.apply();
-            if (meta.rx_op == 1) {
-                /* stored (the access tables read the tag): deliver untagged */
-                hdr.ethernet.etherType = hdr.tag.next_type;
-                hdr.tag.setInvalid();
-            }
             if (hdr.probe.isValid()) {
                 probe_alive.apply();
             } else if (meta.leaf_route == 1) {
@@ -1301,13 +1280,36 @@ control SglbIngress(inout tna_headers_t hdr,
                 }
                 kept_alive.apply();
 
-                if (meta.fb_try == 1) {
-                    meta.fb_age = meta.now_fb - meta.fb_word[27:0];
-                    fb_step.apply();
-                    if (meta.fb_word[31:31] == 1 && meta.fb_over == 0) {
-                        if (meta.fb_fresh_left == 0) {
-                            meta.fb_send = 1;
-                        }
+            }
+            /* After the engine in program order (bf-p4c orders a block after
+             * the tables before it), beside it in the pipeline: */
+            npaths_access.apply();
+            /* The feedback the tag returns: one fresh metric of the
+             * destination's paths toward us, in turn (beside the engine: it
+             * needs only the destination). */
+            if (meta.leaf_route == 1 && meta.lb_mode == MODE_SGLB && meta.feedback == 1) {
+                if (meta.frame_over == 0 && meta.fb_npaths != 0) {
+                    meta.fb_try = 1;
+                    meta.fb_npaths = meta.fb_npaths - 1;
+                    meta.fb_path = fb_cursor_next.execute(meta.dst_leaf);
+                    meta.rx_index = (bit<32>)fb_index_hash.get({
+                        meta.dst_leaf[LEAF_INDEX_BITS - 1:0],
+                        meta.fb_path[PATH_INDEX_BITS - 1:0] });
+                }
+            }
+            rx_level_access.apply();
+            rx_owd_access.apply();
+            if (meta.rx_op == 1) {
+                /* stored (the access tables read the tag): deliver untagged */
+                hdr.ethernet.etherType = hdr.tag.next_type;
+                hdr.tag.setInvalid();
+            }
+            if (meta.fb_try == 1) {
+                meta.fb_age = meta.now_fb - meta.fb_word[27:0];
+                fb_step.apply();
+                if (meta.fb_word[31:31] == 1 && meta.fb_over == 0) {
+                    if (meta.fb_fresh_left == 0) {
+                        meta.fb_send = 1;
                     }
                 }
             }
