@@ -12,7 +12,8 @@ What differs from the v1model program's encodings (``sglb.config``), and why
   least-congested band with bitwise logic.
 * *Draws.* Capacity weights become a weight profile (``wprof``) and a table
   of rows of four paths drawn in proportion to capacity (``draw_rows``).
-* *Levels by range.* port_levels holds one range entry per level and port.
+* *Levels by ternary match.* port_levels holds one ternary entry per level and
+  port (the estimate's bits above the port's shift).
 * *Write-backs are packets.* A notice epoch is confirmed by a notice of kind
   ``NOTICE_WRITEBACK`` sent as a PacketOut (``writeback_frame``).
 """
@@ -33,7 +34,7 @@ from sglb.config import (
     Feedback,
     Params,
     check_max_paths,
-    level_thresholds,
+    dre_shift,
 )
 from sglb.headers import NOTICE_WRITEBACK
 
@@ -148,25 +149,26 @@ def draw_rows(weights: Sequence[int], rows: int = DRAW_ROWS,
 
 
 @dataclass(frozen=True)
-class LevelRange:
-    """One range entry of port_levels: estimates lo..hi read ``level``."""
+class LevelEntry:
+    """One ternary entry of port_levels: estimates e with e & mask == value read
+    ``level``."""
 
-    lo: int
-    hi: int
+    value: int
+    mask: int
     level: int
 
 
-def level_ranges(capacity_mbps: float, period_shift: int) -> list[LevelRange]:
-    """port_levels' range entries of a port: level k from threshold t_k (the
-    v1model program's thresholds, k << dre_shift bytes: the Lpf runs in rate
-    mode with the DRE period as time constant, so it reads on that scale)."""
-    t = [0, *level_thresholds(capacity_mbps, period_shift), U32 + 1]
-    out = []
-    for level in range(QMAX + 1):
-        lo, hi = t[level], t[level + 1] - 1
-        if lo <= hi:
-            out.append(LevelRange(lo, hi, level))
-    return out
+def level_entries(capacity_mbps: float, period_shift: int) -> list[LevelEntry]:
+    """port_levels' ternary entries of a port: level k is estimate >> shift for
+    k < 8, shift being the v1model program's (thresholds k << shift bytes: the
+    Lpf runs in rate mode with the DRE period as time constant, so it reads on
+    that scale); an estimate of 8 << shift or more matches no entry and reads
+    QMAX, the table's default. Ternary, not range: bf-p4c matches ranges on at
+    most 5 nibbles of a key, the estimate has 8."""
+    shift = dre_shift(capacity_mbps, period_shift)
+    mask = U32 & ~((1 << shift) - 1)
+    return [LevelEntry(level << shift, mask, level) for level in range(QMAX + 1)
+            if level << shift <= U32]
 
 
 PATH_WORD_VALID = 1 << 15

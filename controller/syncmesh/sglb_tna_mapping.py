@@ -13,7 +13,7 @@ that differ (docs/sglb.md, "The Tofino program"):
 | ``spine_paths`` ``set_spine(paths)`` | ``set_spine(paths, slot)`` |
 | ``port_peer`` ``peer(leaf, sibling)`` | ``peer(leaf, member)`` (1: lower port, 2: higher, 3: only link) |
 | ``leaf_downlinks`` ``set_downlinks(a, b, share_a)`` | the same, port_a the lower port |
-| ``port_levels`` ``set_levels(t1..t7)`` | ``port_levels[port, rate range]`` ``set_level(k)`` |
+| ``port_levels`` ``set_levels(t1..t7)`` | ``port_levels[port, rate ternary]`` ``set_level(k)`` |
 | ``port_neighbour[standard_metadata.ingress_port]`` | ``port_neighbour[ig_intr_md.ingress_port]`` |
 | written-back epochs ``ep_i`` | ``writeback_frame`` PacketOuts (``writeback_frames``) |
 
@@ -31,8 +31,8 @@ from sglb.config import QMAX, Feedback
 from sglb.tna_config import (
     WEIGHT_PROFILES,
     draw_rows,
+    level_entries,
     level_planes,
-    level_ranges,
     lowest_entries,
     path_word,
     switch_params,
@@ -113,7 +113,7 @@ def _path_tables(ports: dict[int, int], max_paths: int) -> list[Entity]:
     on_port: dict[int, int] = {}
     for i, port in sorted(ports.items()):
         out.append(TableWrite("path_ports", (("hdr.probe.path", i),), "set_path_port",
-                              (("port", port), ("path_bit", 1 << i))))
+                              (("port", port),)))
         out.append(TableWrite("fb_paths", (("hdr.tag.fb_path", i),), "set_fb_bit",
                               (("path_bit", 1 << i),)))
         on_port[port] = on_port.get(port, 0) | 1 << i
@@ -161,9 +161,9 @@ def _port_levels(e: TableWrite, desired: Mapping[OpKey, SwitchOp],
     mbps = next(op.mbps for op in desired.values()
                 if isinstance(op, PortCapacity) and op.port == port)
     return [TableWrite("port_levels", (("eg_intr_md.egress_port", port),
-                                       ("meta.rate", (r.lo, r.hi))),
+                                       ("meta.rate", (r.value, r.mask))),
                        "set_level", (("level", r.level),), priority=1)
-            for r in level_ranges(mbps, identity.dre_period_shift)]
+            for r in level_entries(mbps, identity.dre_period_shift)]
 
 
 def _profiles(profiles: list[TableWrite], ports: dict[int, int],
@@ -193,7 +193,7 @@ def _profiles(profiles: list[TableWrite], ports: dict[int, int],
         for row, draw in enumerate(draw_rows(weights)):
             params: list[tuple[str, int]] = []
             for j, path in enumerate(draw):
-                params += [(f"word{j}", path_word(path, ports[path])), (f"bit{j}", 1 << path)]
+                params.append((f"word{j}", path_word(path, ports[path])))
             out.append(TableWrite("draws", (("meta.wprof", profile), ("meta.draw_row", row)),
                                   "set_draws", tuple(params)))
     return out

@@ -57,6 +57,7 @@ struct ig_meta_t {
     bit<16> nb_id;
     /* dst_profile */
     pathmask_t cp_mask;
+    pathmask_t weighted;    /* paths with a non-zero capacity weight */
     pathmask_t rq0;         /* bit planes of the remote level (floored by unknown_level) */
     pathmask_t rq1;
     pathmask_t rq2;
@@ -71,33 +72,42 @@ struct ig_meta_t {
     pathmask_t fresh;
     bit<32> owd_min_c;      /* ~ the smallest fresh delay; 0: none fresh */
     bit<32> owd_max;
-    /* the GLB engine (one ALU operation per statement: temporaries) */
-    pathmask_t weighted;    /* dst_profile: paths with a non-zero capacity weight */
-    pathmask_t up;
-    pathmask_t cpw;         /* cp_mask & weighted, then allowed (| forced up & weighted) */
-    pathmask_t fuw;         /* forced_up & weighted */
+    /* The GLB engine (one ALU operation per statement). Its masks form three
+     * groups that no ALU operation links, so that bf-p4c can place each in
+     * its own PHV container group (a group holds 12 normal containers of a
+     * size): liveness (path_slots, down, forced_down, forced_up, cp_mask,
+     * weighted updated in place, fresh_l, live, live_safe), level planes
+     * (fresh, fb_j, rq_j) and bands (e_k, live_copy, candidates). Values
+     * cross between groups through identity hashes (a copy by the hash unit
+     * links no containers, where an ALU move would); the draws, the probe
+     * and kept_alive test membership by table lookups. */
+    pathmask_t fresh_l;     /* fresh, in the liveness group */
     pathmask_t live;
-    pathmask_t safe;
+    pathmask_t live_safe;   /* live and safe (see SglbIngress.apply) */
+    pathmask_t live_copy;   /* live, in the bands' group */
+    /* e_k: the eligible paths at level k or lower; before that the level
+     * planes (e6: plane 0, e0: plane 1, e3: plane 2), then the paths above
+     * level k. */
     pathmask_t e0; pathmask_t e1; pathmask_t e2; pathmask_t e3;
     pathmask_t e4; pathmask_t e5; pathmask_t e6; pathmask_t e7;
-    pword_t z0; pword_t z1; pword_t z2; pword_t z3;
-    pword_t z4; pword_t z5; pword_t z6; pword_t z7;
+    bit<1>  safe_none;      /* live_safe is empty: nowhere safe to move */
+    bit<1>  banded;         /* band_select chose the candidates */
     bit<8>  tol;            /* tie_tolerance, at most 7 */
     pathmask_t candidates;
     bit<16> draw_word0; bit<16> draw_word1; bit<16> draw_word2; bit<16> draw_word3;
-    pathmask_t draw_bit0; pathmask_t draw_bit1; pathmask_t draw_bit2; pathmask_t draw_bit3;
+    bit<1>  hit0; bit<1> hit1; bit<1> hit2; bit<1> hit3;    /* draw j is a candidate */
     bit<16> lowest_word;    /* valid ++ path ++ port of the lowest candidate */
+    bit<8>  lowest_chosen;  /* its path */
     bit<16> pick_word;      /* valid ++ path ++ port of the pick for a new flowlet */
     bit<16> flow_word;      /* valid ++ path ++ port the flowlet keeps (flowlet_path) */
+    port_t  out_port;       /* kept_alive: the port of the flowlet's (or the failover) path */
     bit<8>  chosen;
     bit<1>  new_flowlet;
     bit<1>  failover;
     bit<32> now;            /* ns mod 2^32 */
     bit<28> now_fb;
     pword_t gen;
-    pword_t gen_prev;
     bit<32> gen32;
-    bit<32> gen32_prev;
     bit<16> flowlet_index;
     bit<32> idle;
     bit<32> unknown_left;   /* gap_unknown - idle, saturated: 0 once idle long enough */
@@ -106,12 +116,7 @@ struct ig_meta_t {
     bit<32> gap_over;       /* idle - flowlet_gap, saturated */
     bit<DRAW_ROW_BITS> draw_row;
     bit<16> frame_over;     /* IPv4 bytes beyond tag_room, saturated */
-    /* feedback */
-    bit<8>  fb_npaths;
-    bit<8>  fb_path;
-    bit<8>  fb_over;
-    bit<28> fb_age;
-    bit<28> fb_fresh_left;
+    /* feedback received (a tag from the fabric) */
     bit<32> rx_index;
     bit<32> rx_word;        /* valid ++ ce ++ time (feedback units) */
     bit<32> rx_owd;         /* one-way delay of the tag (ns, incl. the clock offset) */
@@ -119,26 +124,43 @@ struct ig_meta_t {
     pathmask_t fb_bit;      /* one-hot of tag.fb_path */
     bit<32> fb_owd_c;       /* ~tag.fb_owd (owd_low keeps complements) */
     bit<1>  fb_l0; bit<1> fb_l1; bit<1> fb_l2;
+    /* feedback to return (read beside the GLB engine) */
+    bit<8>  fb_npaths;
+    bit<8>  fb_path;
+    bit<8>  fb_over;
+    bit<32> fb_index;
+    bit<32> fb_word;        /* rx_level of (destination, fb_path) */
+    bit<32> fb_owd;         /* rx_owd of (destination, fb_path) */
+    bit<28> fb_age;
+    bit<28> fb_fresh_left;
+    bit<1>  fb_try;         /* the cursor named a path: fb_word, fb_owd are its */
+    bit<1>  fb_send;        /* the tag carries (fb_path, fb_word's level, fb_owd) */
+    /* operations of the register access tables (0: read) */
+    bit<8>  down_op;        /* OP_DOWN / OP_UP: port-status (leaf) */
+    bit<8>  rx_op;          /* 1: store a tag's metric (rx_level, rx_owd, fb_npaths) */
+    bit<8>  fb_op;          /* 1: store the metric a tag returns (planes, fresh, owd) */
+    bit<8>  links_op;       /* OP_DOWN / OP_UP: port-status (spine) */
     /* classification and bookkeeping */
     bit<16> l4_src;
     bit<16> l4_dst;
     bit<16> dst_leaf;
     bit<1>  to_leaf;
     bit<1>  dec_ttl;        /* ipv4_route: to_host / to_leaf decrement the TTL once checked */
+    bit<1>  leaf_route;     /* ipv4_route: to_leaf (the GLB engine runs on it) */
+    bit<1>  route_miss;     /* ipv4_route: no_route */
+    bit<1>  data_ok;        /* an IPv4 packet that passed every check */
     bit<1>  is_probe;
     port_t  probe_port;     /* path_ports: port of the probe's path */
-    pathmask_t probe_bit;   /* path_ports: its one-hot bit */
-    pathmask_t probe_slot;
-    pathmask_t probe_down;
-    pword_t probe_slot_z;
-    pword_t probe_down_z;
+    bit<1>  probe_up;       /* probe_alive: the probe's path is configured and its port up */
+    bit<1>  spine_known;    /* spine_paths hit */
     pathmask_t port_paths;  /* port_status: the paths on that port (leaf) */
     bit<8>  goes_down;
     bit<8>  port_was;
     bit<32> notice_key;     /* epoch mod 2^30 << 2 | valid << 1 | fail */
-    bit<2>  notice_flags;
-    bit<32> notice_held;
-    bit<32> notice_ahead;
+    bit<32> notice_rv;      /* notice_epoch's answer: key - held (write-back: held - key) */
+    bit<8>  notice_seen;    /* notice_seen: something is held */
+    bit<1>  notice_ok;      /* a notice that passed the checks */
+    bit<1>  notice_applied;
     bit<32> notice_index;
     pathmask_t notice_paths;
     bit<16> spine_slot;

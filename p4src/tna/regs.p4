@@ -64,14 +64,15 @@
     };
 
 /* Which paths were fed back in the current generation: the first feedback
- * of a new generation starts the bitmap afresh; a read returns the bits of
- * the current or the previous generation, else none. */
+ * of a new generation about a path of the word starts the bitmap afresh; a
+ * read returns the bits of the current or the previous generation, else
+ * none. */
 #define SGLB_FRESH_REGISTER(W, HI, LO)                                         \
     Register<fresh_t, bit<16>>(MAX_LEAVES) fresh_##W;                          \
     RegisterAction<fresh_t, bit<16>, pword_t>(fresh_##W) fresh_get_##W = {     \
         void apply(inout fresh_t v, out pword_t rv) {                          \
             rv = 0;                                                            \
-            if (v.gen == meta.gen || v.gen == meta.gen_prev) {                 \
+            if (meta.gen - v.gen <= 1) {  /* this generation or the previous */\
                 rv = v.bits;                                                   \
             }                                                                  \
         }                                                                      \
@@ -80,7 +81,7 @@
         void apply(inout fresh_t v) {                                          \
             if (v.gen == meta.gen) {                                           \
                 v.bits = v.bits | meta.fb_bit[HI:LO];                          \
-            } else {                                                           \
+            } else if (meta.fb_bit[HI:LO] != 0) {                              \
                 v.bits = meta.fb_bit[HI:LO];                                   \
                 v.gen = meta.gen;                                              \
             }                                                                  \
@@ -95,39 +96,125 @@
     SGLB_PLANE_REGISTER(2, W, HI, LO)                                          \
     SGLB_FRESH_REGISTER(W, HI, LO)
 
-/* ---- uses in SglbIngress.apply ---- */
+/* ---- the access tables of SglbIngress ----
+ * Every register is executed by one table only (its access table: one
+ * action per operation, chosen by the key), because bf-p4c must place all
+ * the tables of a register in the same stage, which it cannot do when their
+ * dependences differ (the reads of the GLB engine, the updates after the
+ * checks). Per-destination state is indexed by meta.dst_leaf: the
+ * destination of a data packet, the leaf a notice names, the source of a
+ * tag. */
 
-#define SGLB_PORT_DOWN(W, HI, LO) path_down_set_##W.execute(0);
-#define SGLB_PORT_UP(W, HI, LO) path_down_clear_##W.execute(0);
-#define SGLB_READ_DOWN(W, HI, LO) meta.down[HI:LO] = path_down_get_##W.execute(0);
-
-#define SGLB_NOTICE_FAIL(W, HI, LO)                                            \
-    forced_down_set_##W.execute(hdr.notice.leaf_id);                           \
-    forced_up_clear_##W.execute(hdr.notice.leaf_id);
-#define SGLB_NOTICE_RECOVER(W, HI, LO)                                         \
-    forced_down_clear_##W.execute(hdr.notice.leaf_id);                         \
-    forced_up_set_##W.execute(hdr.notice.leaf_id);
-#define SGLB_NOTICE_CONFIRMED(W, HI, LO)                                       \
-    forced_down_clear_##W.execute(hdr.notice.leaf_id);                         \
-    forced_up_clear_##W.execute(hdr.notice.leaf_id);
-
-#define SGLB_READ_DESTINATION(W, HI, LO)                                       \
-    meta.forced_down[HI:LO] = forced_down_get_##W.execute(meta.dst_leaf);      \
-    meta.forced_up[HI:LO] = forced_up_get_##W.execute(meta.dst_leaf);          \
-    meta.fb0[HI:LO] = fb_plane0_get_##W.execute(meta.dst_leaf);                \
-    meta.fb1[HI:LO] = fb_plane1_get_##W.execute(meta.dst_leaf);                \
-    meta.fb2[HI:LO] = fb_plane2_get_##W.execute(meta.dst_leaf);                \
-    meta.fresh[HI:LO] = fresh_get_##W.execute(meta.dst_leaf);
-
-#define SGLB_STORE_FEEDBACK(W, HI, LO)                                         \
-    fb_plane0_put_##W.execute(hdr.tag.src_leaf);                               \
-    fb_plane1_put_##W.execute(hdr.tag.src_leaf);                               \
-    fb_plane2_put_##W.execute(hdr.tag.src_leaf);                               \
-    if (meta.fb_bit[HI:LO] != 0) {                                             \
-        fresh_put_##W.execute(hdr.tag.src_leaf);                               \
+/* One access table per register (and word): bf-p4c allows one stateful ALU
+ * operation per address per action. The tables are keyed by an op field
+ * (0: read); the read is an entry, not the default action, because an
+ * index from the PHV needs the hash unit, which only the hit path has. */
+#define SGLB_ACCESS_TABLE(NAME, KEYS, ACTIONS, ENTRIES, READ)                  \
+    @hidden table NAME {                                                       \
+        key = { KEYS }                                                         \
+        actions = { ACTIONS READ; access_none; }                               \
+        const entries = { ENTRIES 0: READ(); }                                 \
+        const default_action = access_none();                                  \
+        size = 4;                                                              \
     }
 
-/* Const entries: path I is alive if its bit is set in `live`. */
-#define SGLB_ALIVE_ENTRY(I) ((bit<8>)I, PATH_BIT(I) &&& PATH_BIT(I)) : keep_path();
+/* path_down: read, set (port down), clear (port up) */
+#define SGLB_DOWN_ACCESS(W, HI, LO)                                            \
+    action down_read_##W() { meta.down[HI:LO] = path_down_get_##W.execute(0); } \
+    action down_set_##W() { path_down_set_##W.execute(0); }                    \
+    action down_clear_##W() { path_down_clear_##W.execute(0); }                \
+    SGLB_ACCESS_TABLE(path_down_access_##W, meta.down_op: exact;,              \
+                      down_set_##W; down_clear_##W;,                           \
+                      OP_DOWN: down_set_##W(); OP_UP: down_clear_##W();,       \
+                      down_read_##W)
+
+/* forced_down / forced_up: read, or the update of a notice that acts, by
+ * ternary entries in priority order on notice_rv (key - held; held - key
+ * for a write-back) and notice_seen (anything held): an offer acts when
+ * nothing is held or key - held > 1 as a signed number, a write-back when
+ * held - key <= 1. FAIL forces down, RECOVER up, a write-back clears both. */
+#define NOTICE_RV_NEAR 32w0 &&& 32w0xFFFFFFFE
+#define NOTICE_RV_POSITIVE 32w0 &&& 32w0x80000000
+#define NOTICE_RV_NEGATIVE 32w0x80000000 &&& 32w0x80000000
+#define SGLB_FORCED_ENTRIES(FAIL_A, RECOVER_A, WB_A, READ_A)                    \
+    (1, NOTICE_FAIL, 0, _): FAIL_A();                                          \
+    (1, NOTICE_RECOVER, 0, _): RECOVER_A();                                    \
+    (1, NOTICE_FAIL, 1, NOTICE_RV_NEAR): READ_A();                             \
+    (1, NOTICE_RECOVER, 1, NOTICE_RV_NEAR): READ_A();                          \
+    (1, NOTICE_FAIL, 1, NOTICE_RV_POSITIVE): FAIL_A();                         \
+    (1, NOTICE_RECOVER, 1, NOTICE_RV_POSITIVE): RECOVER_A();                   \
+    (1, NOTICE_WRITEBACK, 1, NOTICE_RV_NEGATIVE): WB_A();                      \
+    (1, NOTICE_WRITEBACK, 1, NOTICE_RV_NEAR): WB_A();                          \
+    (_, _, _, _): READ_A();
+#define SGLB_FORCED_KEYS                                                       \
+    meta.notice_ok: ternary; hdr.notice.kind: ternary; meta.notice_seen: ternary; \
+    meta.notice_rv: ternary;
+#define SGLB_FORCED_ACCESS(W, HI, LO)                                          \
+    action forced_down_read_##W() {                                            \
+        meta.forced_down[HI:LO] = forced_down_get_##W.execute(meta.dst_leaf);  \
+    }                                                                          \
+    action forced_down_on_##W() { forced_down_set_##W.execute(meta.dst_leaf); } \
+    action forced_down_off_##W() { forced_down_clear_##W.execute(meta.dst_leaf); } \
+    @hidden table forced_down_access_##W {                                     \
+        key = { SGLB_FORCED_KEYS }                                             \
+        actions = { forced_down_read_##W; forced_down_on_##W; forced_down_off_##W; \
+                    access_none; }                                             \
+        const entries = { SGLB_FORCED_ENTRIES(forced_down_on_##W, forced_down_off_##W, \
+                                              forced_down_off_##W, forced_down_read_##W) } \
+        const default_action = access_none();                                  \
+        size = 9;                                                              \
+    }                                                                          \
+    action forced_up_read_##W() {                                              \
+        meta.forced_up[HI:LO] = forced_up_get_##W.execute(meta.dst_leaf);      \
+    }                                                                          \
+    action forced_up_on_##W() { forced_up_set_##W.execute(meta.dst_leaf); }    \
+    action forced_up_off_##W() { forced_up_clear_##W.execute(meta.dst_leaf); } \
+    @hidden table forced_up_access_##W {                                       \
+        key = { SGLB_FORCED_KEYS }                                             \
+        actions = { forced_up_read_##W; forced_up_on_##W; forced_up_off_##W;   \
+                    access_none; }                                             \
+        const entries = { SGLB_FORCED_ENTRIES(forced_up_off_##W, forced_up_on_##W, \
+                                              forced_up_off_##W, forced_up_read_##W) } \
+        const default_action = access_none();                                  \
+        size = 9;                                                              \
+    }
+
+/* A level plane J or the freshness of one word: read, or store the metric a
+ * tag returns (fb_op). */
+#define SGLB_PLANE_ACCESS(J, W, HI, LO)                                        \
+    action plane##J##_read_##W() {                                            \
+        meta.fb##J[HI:LO] = fb_plane##J##_get_##W.execute(meta.dst_leaf);      \
+    }                                                                          \
+    action plane##J##_store_##W() { fb_plane##J##_put_##W.execute(meta.dst_leaf); } \
+    SGLB_ACCESS_TABLE(plane##J##_access_##W, meta.fb_op: exact;,               \
+                      plane##J##_store_##W;,                                   \
+                      1: plane##J##_store_##W();, plane##J##_read_##W)
+#define SGLB_FEEDBACK_ACCESS(W, HI, LO)                                        \
+    SGLB_PLANE_ACCESS(0, W, HI, LO)                                            \
+    SGLB_PLANE_ACCESS(1, W, HI, LO)                                            \
+    SGLB_PLANE_ACCESS(2, W, HI, LO)                                            \
+    action fresh_read_##W() { meta.fresh[HI:LO] = fresh_get_##W.execute(meta.dst_leaf); } \
+    action fresh_store_##W() { fresh_put_##W.execute(meta.dst_leaf); }        \
+    SGLB_ACCESS_TABLE(fresh_access_##W, meta.fb_op: exact;,                    \
+                      fresh_store_##W;,                                        \
+                      1: fresh_store_##W();, fresh_read_##W)
+
+#define SGLB_WORD_ACCESS(W, HI, LO)                                            \
+    SGLB_DOWN_ACCESS(W, HI, LO)                                                \
+    SGLB_FORCED_ACCESS(W, HI, LO)                                              \
+    SGLB_FEEDBACK_ACCESS(W, HI, LO)
+
+#define SGLB_APPLY_WORD_ACCESS(W, HI, LO)                                      \
+    path_down_access_##W.apply();                                              \
+    forced_down_access_##W.apply();                                            \
+    forced_up_access_##W.apply();                                              \
+    plane0_access_##W.apply();                                                 \
+    plane1_access_##W.apply();                                                 \
+    plane2_access_##W.apply();                                                 \
+    fresh_access_##W.apply();
+
+/* Const entries of kept_alive: a valid word of path I keeps it if I's bit is
+ * set in `live`. */
+#define SGLB_ALIVE_ENTRY(I) ((bit<7>)(64 + I), PATH_BIT(I) &&& PATH_BIT(I)) : keep_path(I);
 
 #endif

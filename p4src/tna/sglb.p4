@@ -48,15 +48,27 @@ control SglbIngress(inout tna_headers_t hdr,
      * them, so the fields need not be placed at matching PHV offsets. */
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) notice_index_hash;
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) rx_index_hash;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) fail_key_hash;
+    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) other_key_hash;
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) fb_index_hash;
     /* Likewise for fields made of another's bits (a zero-extended or
      * shifted slice would need the two fields at matching offsets). */
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) rx_word_hash;
     Hash<bit<8>>(HashAlgorithm_t.IDENTITY) chosen_of_lowest;
-    Hash<bit<8>>(HashAlgorithm_t.IDENTITY) chosen_of_flow;
     Hash<bit<28>>(HashAlgorithm_t.IDENTITY) coarse_fb_time;
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) coarse_gen;
     Hash<pword_t>(HashAlgorithm_t.IDENTITY) coarse_gen_word;
+    /* Copies between the GLB engine's PHV groups (see ig_meta_t): a copy by
+     * the hash unit links no containers, where an ALU move would. */
+#define SGLB_COPY_HASHES(W, HI, LO)                                            \
+    Hash<pword_t>(HashAlgorithm_t.IDENTITY) fresh_copy_##W;                    \
+    Hash<pword_t>(HashAlgorithm_t.IDENTITY) plane0_copy_##W;                   \
+    Hash<pword_t>(HashAlgorithm_t.IDENTITY) plane1_copy_##W;                   \
+    Hash<pword_t>(HashAlgorithm_t.IDENTITY) plane2_copy_##W;                   \
+    Hash<pword_t>(HashAlgorithm_t.IDENTITY) live_copy_##W;                     \
+    Hash<pword_t>(HashAlgorithm_t.IDENTITY) safe_copy_##W;
+    SGLB_FOR_EACH_WORD(SGLB_COPY_HASHES)
+#undef SGLB_COPY_HASHES
 
     /* ---- Counters read by the control plane ---- */
     Counter<bit<32>, port_t>(MAX_PORTS, CounterType_t.PACKETS_AND_BYTES) port_rx;
@@ -138,9 +150,10 @@ control SglbIngress(inout tna_headers_t hdr,
     }
 
     /* -- ipv4_route -- */
+    /* The source MAC is rewritten with the TTL, once the checks passed: the
+     * route then needs nothing from switch_config and runs in stage 0. */
     action to_host(port_t port, bit<48> host_mac) {
         ig_tm_md.ucast_egress_port = port;
-        hdr.ethernet.srcAddr = meta.switch_mac;
         hdr.ethernet.dstAddr = host_mac;
         meta.dec_ttl = 1;
         meta.forwarded = 1;
@@ -149,7 +162,7 @@ control SglbIngress(inout tna_headers_t hdr,
     action to_leaf(bit<16> leaf) {
         meta.dst_leaf = leaf;
         meta.to_leaf = 1;
-        hdr.ethernet.srcAddr = meta.switch_mac;
+        meta.leaf_route = 1;
         meta.dec_ttl = 1;
     }
 
@@ -160,7 +173,7 @@ control SglbIngress(inout tna_headers_t hdr,
     }
 
     action no_route() {
-        meta.drop_reason = DROP_NO_ROUTE;
+        meta.route_miss = 1;
     }
 
     table ipv4_route {
@@ -231,20 +244,19 @@ control SglbIngress(inout tna_headers_t hdr,
     /* -- draws: four paths drawn in proportion to capacity, per weight
      *    profile and row (the control plane spreads each column over the
      *    weights); each as a word valid (bit 15) ++ path (14:9) ++ port (8:0),
-     *    the word the flowlet keeps, and its one-hot bit. -- */
-    action set_draws(bit<16> word0, pathmask_t bit0, bit<16> word1, pathmask_t bit1,
-                     bit<16> word2, pathmask_t bit2, bit<16> word3, pathmask_t bit3) {
-        meta.draw_word0 = word0; meta.draw_bit0 = bit0;
-        meta.draw_word1 = word1; meta.draw_bit1 = bit1;
-        meta.draw_word2 = word2; meta.draw_bit2 = bit2;
-        meta.draw_word3 = word3; meta.draw_bit3 = bit3;
+     *    the word the flowlet keeps. -- */
+    action set_draws(bit<16> word0, bit<16> word1, bit<16> word2, bit<16> word3) {
+        meta.draw_word0 = word0;
+        meta.draw_word1 = word1;
+        meta.draw_word2 = word2;
+        meta.draw_word3 = word3;
     }
 
     action no_draws() {
-        meta.draw_bit0 = 0;
-        meta.draw_bit1 = 0;
-        meta.draw_bit2 = 0;
-        meta.draw_bit3 = 0;
+        meta.draw_word0 = 0;
+        meta.draw_word1 = 0;
+        meta.draw_word2 = 0;
+        meta.draw_word3 = 0;
     }
 
     table draws {
@@ -273,10 +285,12 @@ control SglbIngress(inout tna_headers_t hdr,
 
     /* -- band_select: the candidates are the eligible paths at most
      *    tie_tolerance levels above the lowest level of any eligible path:
-     *    the lowest level m is the number of leading empty e_k (z_k: e_k
-     *    folded into a word), found by entry priority (ZW: "is zero"). -- */
+     *    the lowest level m is the number of leading empty e_k, found by
+     *    entry priority on the masks themselves (ZW: "is zero"; no folds into
+     *    words, which would link the words' PHV containers) -- */
     action take_band(pathmask_t chosen_band) {
         meta.candidates = chosen_band;
+        meta.banded = 1;
     }
     action band_0() { take_band(meta.e0); }
     action band_1() { take_band(meta.e1); }
@@ -287,12 +301,11 @@ control SglbIngress(inout tna_headers_t hdr,
     action band_6() { take_band(meta.e6); }
     action band_7() { take_band(meta.e7); }
 
-#define ZW (pword_t)0 &&& (pword_t)-1
+#define ZW (pathmask_t)0 &&& (pathmask_t)-1
     table band_select {
         key = {
-            SGLB_NONEMPTY(0): ternary; SGLB_NONEMPTY(1): ternary; SGLB_NONEMPTY(2): ternary;
-            SGLB_NONEMPTY(3): ternary; SGLB_NONEMPTY(4): ternary; SGLB_NONEMPTY(5): ternary;
-            SGLB_NONEMPTY(6): ternary; meta.tol: exact;
+            meta.e0: ternary; meta.e1: ternary; meta.e2: ternary; meta.e3: ternary;
+            meta.e4: ternary; meta.e5: ternary; meta.e6: ternary; meta.tol: exact;
         }
         actions = { band_0; band_1; band_2; band_3; band_4; band_5; band_6; band_7; }
         const entries = {
@@ -366,57 +379,80 @@ control SglbIngress(inout tna_headers_t hdr,
     }
 #undef ZW
 
-    /* -- pick_draw: the first of the four draws that is a candidate (hit_j:
-     *    candidates & draw_bit_j; HZ: "is zero"), else the lowest candidate -- */
+    /* -- draw_hit_j: is draw j a candidate? (ternary on the candidates: path
+     *    i matches bit i set; the key's top bit is the word's valid bit) -- */
+#define SGLB_HIT_KEY(I) ((bit<7>)(64 + I), PATH_BIT(I) &&& PATH_BIT(I))
+#define SGLB_HIT_ENTRY_0(I) SGLB_HIT_KEY(I) : draw_hit0();
+#define SGLB_HIT_ENTRY_1(I) SGLB_HIT_KEY(I) : draw_hit1();
+#define SGLB_HIT_ENTRY_2(I) SGLB_HIT_KEY(I) : draw_hit2();
+#define SGLB_HIT_ENTRY_3(I) SGLB_HIT_KEY(I) : draw_hit3();
+#define SGLB_DRAW_HIT(J)                                                       \
+    action draw_hit##J() { meta.hit##J = 1; }                                  \
+    action draw_miss##J() { meta.hit##J = 0; }                                 \
+    @hidden table draw_hit_##J {                                               \
+        key = { meta.draw_word##J[15:9]: exact; meta.candidates: ternary; }    \
+        actions = { draw_hit##J; draw_miss##J; }                               \
+        const entries = { SGLB_FOR_EACH_PATH(SGLB_HIT_ENTRY_##J) }             \
+        const default_action = draw_miss##J();                                 \
+        size = MAX_PATHS;                                                      \
+    }
+    SGLB_DRAW_HIT(0)
+    SGLB_DRAW_HIT(1)
+    SGLB_DRAW_HIT(2)
+    SGLB_DRAW_HIT(3)
+#undef SGLB_DRAW_HIT
+
+    /* -- pick_draw: the first of the four draws that is a candidate, else the
+     *    lowest candidate -- */
     action pick_0() { meta.pick_word = meta.draw_word0; }
     action pick_1() { meta.pick_word = meta.draw_word1; }
     action pick_2() { meta.pick_word = meta.draw_word2; }
     action pick_3() { meta.pick_word = meta.draw_word3; }
     action pick_lowest() { meta.pick_word = meta.lowest_word; }
 
-#define HZ (pathmask_t)0 &&& (pathmask_t)-1
     table pick_draw {
-        key = { meta.draw_bit0: ternary; meta.draw_bit1: ternary; meta.draw_bit2: ternary;
-                meta.draw_bit3: ternary; }
+        key = { meta.hit0: ternary; meta.hit1: ternary; meta.hit2: ternary; meta.hit3: ternary; }
         actions = { pick_0; pick_1; pick_2; pick_3; pick_lowest; }
         const entries = {
-            (HZ, HZ, HZ, HZ): pick_lowest();
-            (HZ, HZ, HZ, _): pick_3();
-            (HZ, HZ, _, _): pick_2();
-            (HZ, _, _, _): pick_1();
+            (0, 0, 0, 0): pick_lowest();
+            (0, 0, 0, _): pick_3();
+            (0, 0, _, _): pick_2();
+            (0, _, _, _): pick_1();
         }
         default_action = pick_0();
         size = 4;
     }
-#undef HZ
 
-    /* -- kept_alive: is the flowlet's path still live? -- */
-    action keep_path() {
-        ig_tm_md.ucast_egress_port = meta.flow_word[8:0];
+    /* -- kept_alive: is the flowlet's path still live? (keyed by the word's
+     *    valid bit and path: entry I gives the path's number) -- */
+    action keep_path(bit<8> path) {
+        meta.chosen = path;
+        meta.out_port = meta.flow_word[8:0];
     }
 
+    /* (a default action cannot use the hash unit: lowest_step numbers the
+     * lowest candidate beforehand) */
     action path_dead() {
         meta.failover = 1;
-        meta.chosen = chosen_of_lowest.get({ meta.lowest_word[14:9] });
-        ig_tm_md.ucast_egress_port = meta.lowest_word[8:0];
+        meta.chosen = meta.lowest_chosen;
+        meta.out_port = meta.lowest_word[8:0];
     }
 
     table kept_alive {
-        key = { meta.chosen: exact; meta.live: ternary; }
+        key = { meta.flow_word[15:9]: exact; meta.live: ternary; }
         actions = { keep_path; path_dead; }
         const entries = { SGLB_FOR_EACH_PATH(SGLB_ALIVE_ENTRY) }
         default_action = path_dead();
         size = MAX_PATHS;
     }
 
-    /* -- path_ports: port and one-hot bit of a path (probes, fed-back paths) -- */
-    action set_path_port(port_t port, pathmask_t path_bit) {
+    /* -- path_ports: the port of a probe's path -- */
+    action set_path_port(port_t port) {
         meta.probe_port = port;
-        meta.probe_bit = path_bit;
     }
 
     action no_path_port() {
-        meta.probe_bit = 0;
+        meta.probe_port = 0;
     }
 
     table path_ports {
@@ -426,7 +462,28 @@ control SglbIngress(inout tna_headers_t hdr,
         size = MAX_PATHS;
     }
 
-    /* -- fb_paths: one-hot bit and level planes of a fed-back path -- */
+    /* -- probe_alive: the probe's path is configured and its port up (entry
+     *    I: bit I set in path_slots and clear in down) -- */
+    action probe_path_up() {
+        meta.probe_up = 1;
+    }
+
+    action probe_path_down() {
+        meta.probe_up = 0;
+    }
+
+#define SGLB_PROBE_ENTRY(I) \
+    ((bit<8>)I, PATH_BIT(I) &&& PATH_BIT(I), 0 &&& PATH_BIT(I)) : probe_path_up();
+    @hidden table probe_alive {
+        key = { hdr.probe.path: exact; meta.path_slots: ternary; meta.down: ternary; }
+        actions = { probe_path_up; probe_path_down; }
+        const entries = { SGLB_FOR_EACH_PATH(SGLB_PROBE_ENTRY) }
+        const default_action = probe_path_down();
+        size = MAX_PATHS;
+    }
+#undef SGLB_PROBE_ENTRY
+
+    /* -- fb_paths: one-hot bit of a fed-back path -- */
     action set_fb_bit(pathmask_t path_bit) {
         meta.fb_bit = path_bit;
     }
@@ -446,10 +503,11 @@ control SglbIngress(inout tna_headers_t hdr,
     action set_spine(pathmask_t paths, bit<16> slot) {
         meta.notice_paths = paths;
         meta.spine_slot = slot;
+        meta.spine_known = 1;
     }
 
     action unknown_spine() {
-        meta.drop_reason = DROP_UNKNOWN_SPINE;
+        meta.spine_known = 0;
     }
 
     table spine_paths {
@@ -480,6 +538,7 @@ control SglbIngress(inout tna_headers_t hdr,
     action peer(bit<16> leaf, bit<8> member) {
         meta.peer_found = 1;
         meta.peer_leaf = leaf;
+        meta.dst_leaf = leaf;
         meta.peer_member = member;
     }
 
@@ -513,190 +572,8 @@ control SglbIngress(inout tna_headers_t hdr,
         size = MAX_LEAVES;
     }
 
-    /* -- the GLB engine's bitwise steps, one table per stage (see apply) -- */
-    /* The level planes are computed in place of fb_j (fresh feedback) and
-     * rq_j (the profile's level), and e_k first holds the paths above level
-     * k, then the eligible ones at k or below: PHV holds few 8-bit fields. */
-    action glb_inputs() {
-        meta.up = meta.path_slots & ~meta.down;
-        meta.cpw = meta.cp_mask & meta.weighted;
-        meta.fuw = meta.forced_up & meta.weighted;
-        meta.fb0 = meta.fresh & meta.fb0;
-        meta.fb1 = meta.fresh & meta.fb1;
-        meta.fb2 = meta.fresh & meta.fb2;
-        meta.rq0 = meta.rq0 & ~meta.fresh;
-        meta.rq1 = meta.rq1 & ~meta.fresh;
-        meta.rq2 = meta.rq2 & ~meta.fresh;
-        meta.unknown_left = meta.gap_unknown |-| meta.idle;
-        meta.skew_bound = meta.owd_max + meta.owd_min_c;    /* max - min - 1 */
-        meta.gap_over = meta.idle |-| meta.flowlet_gap;
-    }
-
-    /* lv_j (in fb_j): fresh & fb_j and rq_j & ~fresh are disjoint, so ^ is
-     * their union (bf-p4c does not take (a & b) | (c & d) yet). */
-    action glb_levels() {
-        meta.up = meta.up & ~meta.forced_down;
-        meta.cpw = meta.cpw | meta.fuw;
-        meta.fb0 = meta.fb0 ^ meta.rq0;
-        meta.fb1 = meta.fb1 ^ meta.rq1;
-        meta.fb2 = meta.fb2 ^ meta.rq2;
-        meta.skew_bound = meta.skew_bound + meta.gap_margin;
-    }
-
-    action glb_levels_ecmp() {
-        meta.cpw = meta.cp_mask;
-    }
-
-    /* idle is past max - min - 1 + gap_margin iff idle >= max - min + gap_margin */
-    action glb_live() {
-        meta.live = meta.up & meta.cpw;
-        meta.e1 = meta.fb2 | meta.fb1;          /* level >= 2 */
-        meta.e2 = meta.fb1 & meta.fb0;
-        meta.e4 = meta.fb1 | meta.fb0;
-        meta.e5 = meta.fb2 & meta.fb1;          /* level >= 6 */
-        meta.skew_over = meta.idle |-| meta.skew_bound;
-    }
-
-    action glb_eligible() {
-        meta.e7 = meta.live & meta.safe;
-        meta.e0 = meta.e1 | meta.fb0;           /* level >= 1 */
-        meta.e2 = meta.fb2 | meta.e2;           /* level >= 3 */
-        meta.e4 = meta.fb2 & meta.e4;           /* level >= 5 */
-        meta.e6 = meta.e5 & meta.fb0;           /* level 7 */
-    }
-
-    action glb_bands() {
-        meta.e0 = meta.e7 & ~meta.e0;
-        meta.e1 = meta.e7 & ~meta.e1;
-        meta.e2 = meta.e7 & ~meta.e2;
-        meta.e3 = meta.e7 & ~meta.fb2;          /* level >= 4 */
-        meta.e4 = meta.e7 & ~meta.e4;
-        meta.e5 = meta.e7 & ~meta.e5;
-        meta.e6 = meta.e7 & ~meta.e6;
-    }
-
-    action glb_folds() {
-        SGLB_FOLD(meta.z0, meta.e0)
-        SGLB_FOLD(meta.z1, meta.e1)
-        SGLB_FOLD(meta.z2, meta.e2)
-        SGLB_FOLD(meta.z3, meta.e3)
-        SGLB_FOLD(meta.z4, meta.e4)
-        SGLB_FOLD(meta.z5, meta.e5)
-        SGLB_FOLD(meta.z6, meta.e6)
-        SGLB_FOLD(meta.z7, meta.e7)
-    }
-
-    action fb_freshness() {
-        meta.fb_fresh_left = meta.fb_age |-| meta.fb_fresh;
-    }
-
-    /* The tag in two actions: its constants, then the fields copied from
-     * the PHV (one action may use few sources per container). */
-    action tag_constants() {
-        hdr.tag.setValid();
-        hdr.tag.version = SGLB_VERSION;
-        hdr.tag.kind = TAG_KIND;
-        hdr.tag.length = TAG_LENGTH;
-        hdr.tag.ce = 0;
-        hdr.tag.fb_owd = 0;
-        hdr.tag.fb_path = 0;
-        hdr.tag.fb_level = FB_NONE;
-    }
-
-    action tag_copies() {
-        hdr.tag.npaths = meta.path_count;
-        hdr.tag.src_leaf = meta.switch_id;
-        hdr.tag.path = meta.chosen;
-        hdr.tag.ts = meta.now;
-        hdr.tag.next_type = hdr.ethernet.etherType;
-        hdr.ethernet.etherType = ETHERTYPE_SGLB;
-    }
-
-    /* -- fb_level_bits: the three bit planes of a fed-back level -- */
-    action set_fb_levels(bit<1> l0, bit<1> l1, bit<1> l2) {
-        meta.fb_l0 = l0;
-        meta.fb_l1 = l1;
-        meta.fb_l2 = l2;
-    }
-
-    @hidden table fb_level_bits {
-        key = { hdr.tag.fb_level: exact; }
-        actions = { set_fb_levels; }
-        const entries = {
-            0: set_fb_levels(0, 0, 0); 1: set_fb_levels(1, 0, 0);
-            2: set_fb_levels(0, 1, 0); 3: set_fb_levels(1, 1, 0);
-            4: set_fb_levels(0, 0, 1); 5: set_fb_levels(1, 0, 1);
-            6: set_fb_levels(0, 1, 1); 7: set_fb_levels(1, 1, 1);
-        }
-        const default_action = set_fb_levels(0, 0, 0);
-        size = 8;
-    }
-
-    /* -- clock: the coarse times (identity hashes: slices of the timestamp
-     *    at other offsets), then the previous generation -- */
-    action read_clock() {
-        meta.now_fb = coarse_fb_time.get({ ig_prsr_md.global_tstamp[FB_TIME_SHIFT + 27:FB_TIME_SHIFT] });
-        meta.gen32 = coarse_gen.get({ (bit<FB_GEN_SHIFT - 16>)0, ig_prsr_md.global_tstamp[47:FB_GEN_SHIFT] });
-#if FB_GEN_SHIFT + WORD_BITS > 48
-        meta.gen = coarse_gen_word.get({ (bit<FB_GEN_SHIFT + WORD_BITS - 48>)0,
-                                         ig_prsr_md.global_tstamp[47:FB_GEN_SHIFT] });
-#else
-        meta.gen = coarse_gen_word.get({ ig_prsr_md.global_tstamp[FB_GEN_SHIFT + WORD_BITS - 1:FB_GEN_SHIFT] });
-#endif
-    }
-
-    action previous_generation() {
-        meta.gen32_prev = meta.gen32 - 1;
-        meta.gen_prev = meta.gen - 1;
-    }
-
-    /* -- fb_level_out: the level a tag returns, from rx_level's word -- */
-    action put_fb_level(bit<8> level) {
-        hdr.tag.fb_level = level;
-    }
-
-    @hidden table fb_level_out {
-        key = { meta.rx_word[30:28]: exact; }
-        actions = { put_fb_level; }
-        const entries = {
-            0: put_fb_level(0); 1: put_fb_level(1); 2: put_fb_level(2); 3: put_fb_level(3);
-            4: put_fb_level(4); 5: put_fb_level(5); 6: put_fb_level(6); 7: put_fb_level(7);
-        }
-        const default_action = put_fb_level(FB_NONE);
-        size = 8;
-    }
-
-    action probe_masks() {
-        meta.probe_slot = meta.probe_bit & meta.path_slots;
-        meta.probe_down = meta.probe_bit & meta.down;
-    }
-
-    action probe_folds() {
-        SGLB_FOLD(meta.probe_slot_z, meta.probe_slot)
-        SGLB_FOLD(meta.probe_down_z, meta.probe_down)
-    }
-
-#define SGLB_STEP_TABLE(NAME, ACTION)                                          \
-    @hidden table NAME {                                                       \
-        actions = { ACTION; }                                                  \
-        const default_action = ACTION();                                       \
-        size = 1;                                                              \
-    }
-    SGLB_STEP_TABLE(glb_step1, glb_inputs)
-    SGLB_STEP_TABLE(glb_step2, glb_levels)
-    SGLB_STEP_TABLE(glb_step2_ecmp, glb_levels_ecmp)
-    SGLB_STEP_TABLE(glb_step3, glb_live)
-    SGLB_STEP_TABLE(glb_step4, glb_eligible)
-    SGLB_STEP_TABLE(glb_step5, glb_bands)
-    SGLB_STEP_TABLE(glb_fold, glb_folds)
-    SGLB_STEP_TABLE(fb_step, fb_freshness)
-    SGLB_STEP_TABLE(tag_open, tag_constants)
-    SGLB_STEP_TABLE(clock, read_clock)
-    SGLB_STEP_TABLE(probe_step1, probe_masks)
-    SGLB_STEP_TABLE(probe_step2, probe_folds)
-    SGLB_STEP_TABLE(clock_prev, previous_generation)
-    SGLB_STEP_TABLE(tag_stamp, tag_copies)
-#undef SGLB_STEP_TABLE
+    /* The access tables, the GLB engine's steps, the other step tables. */
+#include "steps.p4"
 
     apply {
         meta.event = EV_COUNTER_SIZE;
@@ -710,8 +587,9 @@ control SglbIngress(inout tna_headers_t hdr,
         /* Coarse times from the parser's timestamp (the same ns clock): slices
          * of one field at several alignments would split the field, and with
          * it the 32-bit copies of the MAC timestamp into the tag and probe. */
-        clock.apply();
-        clock_prev.apply();
+        clock_fb.apply();
+        clock_gen.apply();
+        clock_word.apply();
         hdr.bridge.setValid();
         hdr.bridge.punt_reason = 0;
         hdr.bridge.pad0 = 0;
@@ -719,10 +597,12 @@ control SglbIngress(inout tna_headers_t hdr,
         hdr.bridge.pad1 = 0;
         hdr.bridge.raise_ce = 0;
 
-        /* ---- Lookups and reads that need not wait for the checks of stage 1
-         * (a packet that fails them is dropped, whatever they found): the
-         * route, and on a leaf the destination's profile, state and draws,
-         * on a spine its downlinks. Stage count is the budget on Tofino. ---- */
+        /* ---- Speculative work: lookups, reads and the whole GLB engine run
+         * beside the checks of stage 1, not after them (the stage count is
+         * the budget on Tofino). A packet that fails a check is dropped at
+         * the end whatever they found; the side effects they keep are its
+         * flowlet's (last-seen time, the path of a new flowlet) and the
+         * feedback cursor's turn (see docs/sglb.md). ---- */
         if (hdr.ipv4.isValid()) {
             if (hdr.l4.isValid()) {
                 meta.l4_src = hdr.l4.srcPort;
@@ -731,37 +611,57 @@ control SglbIngress(inout tna_headers_t hdr,
             ipv4_route.apply();
         } else if (hdr.probe.isValid()) {
             meta.dst_leaf = hdr.probe.dst_leaf;
+        } else if (hdr.notice.isValid()) {
+            meta.dst_leaf = hdr.notice.leaf_id;
+            spine_paths.apply();
+            /* its register index (spine slot ++ leaf) and key (epoch ++ valid
+             * ++ fail), by identity hashes: one step each */
+            meta.notice_index = (bit<32>)notice_index_hash.get({
+                meta.spine_slot[5:0], hdr.notice.leaf_id[LEAF_INDEX_BITS - 1:0] });
+            if (hdr.notice.kind == NOTICE_FAIL) {
+                notice_fail_key.apply();
+            } else {
+                notice_other_key.apply();
+            }
+        } else if (hdr.port_status.isValid()) {
+            if (meta.role == ROLE_LEAF) {
+                port_paths.apply();
+            } else {
+                port_peer.apply();
+            }
+        }
+        if (hdr.tag.isValid()) {
+            tag_step.apply();
+            fb_paths.apply();
+            fb_level_bits.apply();
+            if (meta.leaf_route == 0) {
+                meta.dst_leaf = hdr.tag.src_leaf;   /* the state it updates */
+            }
         }
         if (meta.role == ROLE_LEAF) {
             if (hdr.probe.isValid()) {
-                SGLB_FOR_EACH_WORD(SGLB_READ_DOWN)
                 path_ports.apply();
-            } else if (meta.to_leaf == 1) {
+            } else if (meta.leaf_route == 1) {
                 dst_profile.apply();
-                SGLB_FOR_EACH_WORD(SGLB_READ_DOWN)
-                SGLB_FOR_EACH_WORD(SGLB_READ_DESTINATION)
                 if (meta.lb_mode == MODE_SGLB) {
                     meta.flowlet_index = flowlet_hash.get({ hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
                                                             hdr.ipv4.protocol, meta.l4_src,
                                                             meta.l4_dst });
                     meta.idle = flowlet_touch.execute(meta.flowlet_index);
                     meta.draw_row = draw_random.get();
-                    if (meta.feedback == 1) {
-                        meta.owd_min_c = owd_low_get.execute(meta.dst_leaf);
-                        meta.owd_max = owd_high_get.execute(meta.dst_leaf);
-                    }
                 } else {
                     meta.draw_row = flow_row_hash.get({ hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
                                                         hdr.ipv4.protocol, meta.l4_src,
                                                         meta.l4_dst });
                 }
                 draws.apply();
+                frame_step.apply();
             }
-        } else if (meta.to_leaf == 1 || hdr.probe.isValid()) {
+        } else if (meta.leaf_route == 1 || hdr.probe.isValid()) {
             leaf_downlinks.apply();
-            meta.links_now = leaf_links_get.execute(meta.dst_leaf);
             meta.split = split_hash.get({ hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
                                           hdr.ipv4.protocol, meta.l4_src, meta.l4_dst });
+            spine_step.apply();
         }
 
         /* ---- Stage 1: classify and handle control packets ---- */
@@ -791,62 +691,26 @@ control SglbIngress(inout tna_headers_t hdr,
                 meta.port_was = port_state_put.execute((port_t)hdr.port_status.port);
                 if (meta.port_was == meta.goes_down) {
                     meta.event = EV_PORT_STATUS_DUP;
+                } else if (meta.goes_down == 1) {
+                    meta.event = EV_PORT_DOWN;
                 } else {
+                    meta.event = EV_PORT_UP;
+                }
+                /* The updates (idempotent: a duplicate changes nothing) go to
+                 * the access tables: the leaf's path_down, the spine's
+                 * leaf_links (then a notice if the leaf's reachability
+                 * changed, after them). */
+                if (meta.role == ROLE_LEAF) {
                     if (meta.goes_down == 1) {
-                        meta.event = EV_PORT_DOWN;
+                        meta.down_op = OP_DOWN;
                     } else {
-                        meta.event = EV_PORT_UP;
+                        meta.down_op = OP_UP;
                     }
-                    if (meta.role == ROLE_LEAF) {
-                        port_paths.apply();
-                        if (meta.goes_down == 1) {
-                            SGLB_FOR_EACH_WORD(SGLB_PORT_DOWN)
-                        } else {
-                            SGLB_FOR_EACH_WORD(SGLB_PORT_UP)
-                        }
+                } else if (meta.peer_found == 1) {
+                    if (meta.goes_down == 1) {
+                        meta.links_op = OP_DOWN;
                     } else {
-                        port_peer.apply();
-                        if (meta.peer_found == 1) {
-                            if (meta.goes_down == 1) {
-                                meta.links_was = leaf_links_down.execute(meta.peer_leaf);
-                                meta.links_now = meta.links_was | meta.peer_member;
-                            } else {
-                                meta.links_was = leaf_links_up.execute(meta.peer_leaf);
-                                meta.links_now = meta.links_was & ~meta.peer_member;
-                            }
-                            /* The leaf's reachability changed: both links down now
-                             * and not before (FAIL), or the other way (RECOVER). */
-                            meta.reach_was = 1;
-                            if (meta.links_was == 3) {
-                                meta.reach_was = 0;
-                            }
-                            meta.reach_now = 1;
-                            if (meta.links_now == 3) {
-                                meta.reach_now = 0;
-                            }
-                            if (meta.notice_group != 0 && meta.reach_was != meta.reach_now) {
-                                hdr.notice.setValid();
-                                hdr.notice.version = SGLB_VERSION;
-                                if (meta.goes_down == 1) {
-                                    hdr.notice.kind = NOTICE_FAIL;
-                                } else {
-                                    hdr.notice.kind = NOTICE_RECOVER;
-                                }
-                                hdr.notice.length = NOTICE_LENGTH;
-                                hdr.notice.reserved = 0;
-                                hdr.notice.spine_id = meta.switch_id;
-                                hdr.notice.leaf_id = meta.peer_leaf;
-                                hdr.notice.epoch = hdr.port_status.seq;
-                                hdr.port_status.setInvalid();
-                                hdr.ethernet.dstAddr = 0xFFFFFFFFFFFF;
-                                hdr.ethernet.srcAddr = meta.switch_mac;
-                                hdr.ethernet.etherType = ETHERTYPE_SGLB;
-                                ig_tm_md.mcast_grp_a = meta.notice_group;
-                                meta.consumed = 0;
-                                meta.forwarded = 1;
-                                meta.event = EV_NOTICE_SENT;
-                            }
-                        }
+                        meta.links_op = OP_UP;
                     }
                 }
             }
@@ -867,52 +731,43 @@ control SglbIngress(inout tna_headers_t hdr,
                         || meta.nb_id != hdr.notice.spine_id)) {
                 /* Only the spine it names, on the port bound to that spine. */
                 meta.drop_reason = DROP_NOTICE_WRONG_PORT;
+            } else if (meta.spine_known == 0) {
+                meta.drop_reason = DROP_UNKNOWN_SPINE;
             } else {
-                spine_paths.apply();
-                if (meta.drop_reason == 0) {
-                    meta.notice_index = (bit<32>)notice_index_hash.get({
-                        meta.spine_slot[5:0], hdr.notice.leaf_id[LEAF_INDEX_BITS - 1:0] });
-                    meta.notice_flags = 2w0b10;
-                    if (hdr.notice.kind == NOTICE_FAIL) {
-                        meta.notice_flags = 2w0b11;
+                {
+                    /* notice_rv: key - held (a write-back: held - key) */
+                    meta.notice_ok = 1;
+                    if (hdr.notice.kind == NOTICE_WRITEBACK) {
+                        meta.notice_rv = notice_peek.execute(meta.notice_index);
+                    } else {
+                        meta.notice_rv = notice_offer.execute(meta.notice_index);
                     }
-                    meta.notice_key = hdr.notice.epoch << 2;
-                    meta.notice_key[1:0] = meta.notice_flags;
+                    notice_seen_access.apply();
                     if (hdr.notice.kind == NOTICE_WRITEBACK) {
                         /* The control plane's view includes the notice of this
-                         * epoch: its mask rules again, unless a newer notice
-                         * came meanwhile (then the held epoch is ahead). */
-                        meta.notice_held = notice_peek.execute(meta.notice_index);
-                        meta.notice_ahead = meta.notice_held - meta.notice_key;
-                        /* held - written-back <= 1 as a signed number */
-                        if (meta.notice_held != 0 && (meta.notice_ahead[31:31] == 1
-                                                      || meta.notice_ahead <= 1)) {
-                            SGLB_FOR_EACH_WORD(SGLB_NOTICE_CONFIRMED)
-                        }
+                         * epoch: its mask rules again (forced_* access), unless
+                         * a newer notice came meanwhile. */
+                        meta.consumed = 1;
+                    } else if (meta.notice_seen == 0) {
+                        meta.notice_applied = 1;
+                    } else if (meta.notice_rv[31:1] == 0) {
+                        meta.event = EV_NOTICE_DUPLICATE;       /* key - held: 0 or 1 */
+                        meta.consumed = 1;
+                    } else if (meta.notice_rv[31:31] == 0) {
+                        meta.notice_applied = 1;                /* newer */
+                    } else if (meta.notice_rv == 0xFFFFFFFF) {
+                        meta.event = EV_NOTICE_DUPLICATE;       /* -1 */
                         meta.consumed = 1;
                     } else {
-                        meta.notice_held = notice_offer.execute(meta.notice_index);
-                        meta.notice_ahead = meta.notice_key - meta.notice_held;
-                        /* key - held > 1 as a signed number: a newer epoch */
-                        if (meta.notice_held == 0 || (meta.notice_ahead[31:31] == 0
-                                                      && meta.notice_ahead > 1)) {
-                            if (hdr.notice.kind == NOTICE_FAIL) {
-                                SGLB_FOR_EACH_WORD(SGLB_NOTICE_FAIL)
-                            } else {
-                                SGLB_FOR_EACH_WORD(SGLB_NOTICE_RECOVER)
-                            }
-                            /* Applied: the control plane gets it (write-back). */
-                            meta.event = EV_NOTICE_RECEIVED;
-                            ig_tm_md.ucast_egress_port = CPU_PORT;
-                            meta.punt_reason = PUNT_NOTICE;
-                            meta.forwarded = 1;
-                        } else if (meta.notice_ahead == 0xFFFFFFFF || meta.notice_ahead <= 1) {
-                            meta.event = EV_NOTICE_DUPLICATE;
-                            meta.consumed = 1;
-                        } else {
-                            meta.event = EV_NOTICE_STALE;
-                            meta.consumed = 1;
-                        }
+                        meta.event = EV_NOTICE_STALE;
+                        meta.consumed = 1;
+                    }
+                    if (meta.notice_applied == 1) {
+                        /* Applied: the control plane gets it (write-back). */
+                        meta.event = EV_NOTICE_RECEIVED;
+                        ig_tm_md.ucast_egress_port = CPU_PORT;
+                        meta.punt_reason = PUNT_NOTICE;
+                        meta.forwarded = 1;
                     }
                 }
             }
@@ -957,209 +812,281 @@ control SglbIngress(inout tna_headers_t hdr,
                 meta.event = EV_PROBE_REPLIED;
             }
         } else if (hdr.arp.isValid()) {
-            if (hdr.arp.oper == 1 && hdr.arp.htype == 1 && hdr.arp.ptype == ETHERTYPE_IPV4
-                    && hdr.arp.spa != hdr.arp.tpa) {
-                arp_proxy.apply();
-            } else {
+            /* one condition per gateway: a gateway reads at most 4 bytes + 12 bits */
+            if (hdr.arp.oper != 1) {
                 meta.drop_reason = DROP_UNSUPPORTED;
+            } else if (hdr.arp.htype != 1) {
+                meta.drop_reason = DROP_UNSUPPORTED;
+            } else if (hdr.arp.ptype != ETHERTYPE_IPV4) {
+                meta.drop_reason = DROP_UNSUPPORTED;
+            } else if (hdr.arp.spa == hdr.arp.tpa) {
+                meta.drop_reason = DROP_UNSUPPORTED;
+            } else {
+                arp_proxy.apply();
             }
         } else if (hdr.tag.isValid() && !hdr.ipv4.isValid()) {
             meta.drop_reason = DROP_BAD_TAG;
         } else if (hdr.ipv4.isValid()) {
-            if (hdr.tag.isValid()) {
-                meta.tag_span = hdr.tag.npaths |-| hdr.tag.path;
-                if (hdr.tag.version != SGLB_VERSION || hdr.tag.length != TAG_LENGTH
-                        || hdr.tag.npaths == 0 || hdr.tag.npaths > MAX_PATHS
-                        || meta.tag_span == 0 || hdr.tag.ce > QMAX
-                        || hdr.tag.src_leaf >= MAX_LEAVES
-                        || (hdr.tag.fb_level != FB_NONE
-                            && (hdr.tag.fb_level > QMAX || hdr.tag.fb_path >= MAX_PATHS))) {
-                    meta.drop_reason = DROP_BAD_TAG;
-                } else if (meta.role == ROLE_LEAF && meta.nb_kind != NEIGHBOUR_SPINE) {
-                    meta.drop_reason = DROP_TAG_WRONG_PORT;
-                } else if (meta.role == ROLE_SPINE && (meta.nb_kind != NEIGHBOUR_LEAF
-                                                       || meta.nb_id != hdr.tag.src_leaf)) {
-                    meta.drop_reason = DROP_TAG_WRONG_PORT;
-                }
-            }
-            if (meta.drop_reason != 0) {
-                /* counted below */
+            /* One chain of conditions (none reads drop_reason), in the order
+             * of the v1model program: the tag, the route, then IPv4. */
+            if (hdr.tag.isValid() && hdr.tag.version != SGLB_VERSION) {
+                meta.drop_reason = DROP_BAD_TAG;
+            } else if (hdr.tag.isValid() && hdr.tag.length != TAG_LENGTH) {
+                meta.drop_reason = DROP_BAD_TAG;
+            } else if (hdr.tag.isValid() && hdr.tag.npaths == 0) {
+                meta.drop_reason = DROP_BAD_TAG;
+            } else if (hdr.tag.isValid() && hdr.tag.npaths > MAX_PATHS) {
+                meta.drop_reason = DROP_BAD_TAG;
+            } else if (hdr.tag.isValid() && meta.tag_span == 0) {
+                meta.drop_reason = DROP_BAD_TAG;
+            } else if (hdr.tag.isValid() && hdr.tag.ce > QMAX) {
+                meta.drop_reason = DROP_BAD_TAG;
+            } else if (hdr.tag.isValid() && hdr.tag.src_leaf >= MAX_LEAVES) {
+                meta.drop_reason = DROP_BAD_TAG;
+            } else if (hdr.tag.isValid() && hdr.tag.fb_level != FB_NONE
+                       && hdr.tag.fb_level > QMAX) {
+                meta.drop_reason = DROP_BAD_TAG;
+            } else if (hdr.tag.isValid() && hdr.tag.fb_level != FB_NONE
+                       && hdr.tag.fb_path >= MAX_PATHS) {
+                meta.drop_reason = DROP_BAD_TAG;
+            } else if (hdr.tag.isValid() && meta.role == ROLE_LEAF
+                    && meta.nb_kind != NEIGHBOUR_SPINE) {
+                meta.drop_reason = DROP_TAG_WRONG_PORT;
+            } else if (hdr.tag.isValid() && meta.role == ROLE_SPINE
+                    && (meta.nb_kind != NEIGHBOUR_LEAF || meta.nb_id != hdr.tag.src_leaf)) {
+                meta.drop_reason = DROP_TAG_WRONG_PORT;
+            } else if (meta.route_miss == 1) {
+                meta.drop_reason = DROP_NO_ROUTE;
             } else if (hdr.ipv4.version != 4 || meta.checksum_error) {
                 meta.drop_reason = DROP_BAD_IPV4;
             } else if (hdr.ipv4.ihl != 5) {
                 meta.drop_reason = DROP_UNSUPPORTED;
             } else if (hdr.ipv4.ttl <= 1) {
                 meta.drop_reason = DROP_TTL_EXPIRED;
-            } else if (meta.dec_ttl == 1) {
-                hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+            } else {
+                meta.data_ok = 1;
+                if (meta.dec_ttl == 1) {
+                    hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+                    hdr.ethernet.srcAddr = meta.switch_mac;
+                }
             }
         } else {
             meta.drop_reason = DROP_UNSUPPORTED;
         }
         hdr.packet_out.setInvalid();
 
-        if (meta.drop_reason == 0 && meta.to_leaf == 1 && meta.dst_leaf >= MAX_LEAVES) {
-            meta.drop_reason = DROP_NO_ROUTE;
-        }
-
-        /* ---- Stage 2 (leaf): a tagged packet from the fabric ---- */
-        if (meta.drop_reason == 0 && meta.role == ROLE_LEAF && hdr.tag.isValid()) {
-            if (meta.to_leaf == 1) {
-                meta.drop_reason = DROP_NO_ROUTE;   /* no leaf-to-leaf transit */
-            } else {
-                /* Record the metric of (source, path) for the feedback ... */
-                meta.rx_index = (bit<32>)rx_index_hash.get({
-                    hdr.tag.src_leaf[LEAF_INDEX_BITS - 1:0], hdr.tag.path[PATH_INDEX_BITS - 1:0] });
-                /* valid ++ ce (at most QMAX: 3 bits) ++ time */
-                meta.rx_word = rx_word_hash.get({ 1w1, hdr.tag.ce[2:0], meta.now_fb });
-                meta.rx_owd = meta.now - hdr.tag.ts;
-                rx_level_put.execute(meta.rx_index);
-                rx_owd_put.execute(meta.rx_index);
-                fb_npaths_put.execute(hdr.tag.src_leaf);
-                /* ... and the metric it returns about one of our paths. */
-                if (hdr.tag.fb_level != FB_NONE) {
-                    fb_paths.apply();
-                    fb_level_bits.apply();
-                    SGLB_FOR_EACH_WORD(SGLB_STORE_FEEDBACK)
-                    meta.fb_owd_c = ~hdr.tag.fb_owd;
-                    owd_low_put.execute(hdr.tag.src_leaf);
-                    owd_high_put.execute(hdr.tag.src_leaf);
-                    meta.tag_event = EV_FEEDBACK_RECEIVED;
-                }
-                hdr.ethernet.etherType = hdr.tag.next_type;
-                hdr.tag.setInvalid();
+        /* ---- Stage 2 (leaf): a tagged packet from the fabric that passed
+         * the checks (data_ok, so that it need not wait for drop_reason):
+         * its metric of (source, path) for the feedback, and the metric it
+         * returns about one of our paths (stored by the access tables) ---- */
+        if (meta.data_ok == 1 && meta.role == ROLE_LEAF && hdr.tag.isValid()
+                && meta.leaf_route == 0) {
+            meta.rx_op = 1;
+            meta.rx_index = (bit<32>)rx_index_hash.get({
+                hdr.tag.src_leaf[LEAF_INDEX_BITS - 1:0], hdr.tag.path[PATH_INDEX_BITS - 1:0] });
+            /* valid ++ ce (at most QMAX: 3 bits) ++ time */
+            meta.rx_word = rx_word_hash.get({ 1w1, hdr.tag.ce[2:0], meta.now_fb });
+            meta.rx_owd = meta.now - hdr.tag.ts;
+            if (hdr.tag.fb_level != FB_NONE) {
+                meta.fb_op = 1;
+                meta.fb_owd_c = ~hdr.tag.fb_owd;
+                fb_received_step.apply();
             }
         }
 
-        /* ---- Stage 2 (leaf): the GLB engine ---- */
-        if (meta.drop_reason == 0 && meta.role == ROLE_LEAF && meta.to_leaf == 1) {
+        /* ---- Stage 2: the registers, each by its access table; then the
+         * GLB engine on what they read ---- */
+        if (meta.role == ROLE_LEAF) {
+            SGLB_FOR_EACH_WORD(SGLB_APPLY_WORD_ACCESS)
+            owd_low_access.apply();
+            owd_high_access.apply();
+            if (hdr.probe.isValid()) {
+                probe_alive.apply();
+            } else if (meta.leaf_route == 1) {
+                /* The GLB engine. Live: configured, port up, allowed (a notice
+                 * in force, else the control plane's mask) and a non-zero
+                 * weight; ECMP knows only local link state and the mask. Where
+                 * a new flowlet may go without overtaking the flowlet before
+                 * it (safe): anywhere once idle for gap_unknown (or with
+                 * feedback off); to the paths with fresh delays once idle for
+                 * the skew of this destination's fresh delays plus gap_margin;
+                 * nowhere before. The level of each path as three bit planes:
+                 * fresh feedback replaces the profile's (floored) remote level.
+                 * e_k: the eligible paths (live, safe) at level k or lower.
+                 * One step table per stage (glb_step*): bf-p4c runs an action
+                 * in one stage, so dependent operations go to successive
+                 * tables. */
+                if (meta.lb_mode == MODE_SGLB) {
+                    glb_step1.apply();
+                    glb_step2.apply();
+                } else {
+                    glb_step1_ecmp.apply();
+                }
+                glb_step3.apply();
+                if (meta.lb_mode == MODE_SGLB && meta.feedback == 1 && meta.unknown_left != 0) {
+                    if (meta.owd_min_c != 0 && meta.skew_over != 0) {
+                        glb_step4_fresh.apply();
+                    } else {
+                        glb_step4_none.apply();
+                    }
+                } else {
+                    glb_step4_all.apply();
+                }
+                glb_step5.apply();
+                safe_empty.apply();
+                glb_step6.apply();
+                if (meta.lb_mode == MODE_ECMP || meta.safe_none == 1) {
+                    glb_live_band.apply();
+                } else {
+                    band_select.apply();
+                }
+                if (meta.banded == 1 && meta.gap_over != 0) {
+                    meta.new_flowlet = 1;
+                }
+                /* Weighted pick: the first draw that is a candidate (the
+                 * draws follow capacity), else the lowest candidate; none when
+                 * no path is live (lowest_word's valid bit clear). */
+                lowest_path.apply();
+                lowest_step.apply();
+                draw_hit_0.apply();
+                draw_hit_1.apply();
+                draw_hit_2.apply();
+                draw_hit_3.apply();
+                pick_draw.apply();
+                if (meta.lb_mode == MODE_SGLB) {
+                    meta.flow_word = flowlet_follow.execute(meta.flowlet_index);
+                } else {
+                    meta.flow_word = meta.pick_word;
+                }
+                kept_alive.apply();
+
+            }
+            /* After the engine in program order (bf-p4c orders a block after
+             * the tables before it), beside it in the pipeline: */
+            npaths_access.apply();
+            /* The feedback the tag returns: one fresh metric of the
+             * destination's paths toward us, in turn (beside the engine: it
+             * needs only the destination). */
+            if (meta.leaf_route == 1 && meta.lb_mode == MODE_SGLB && meta.feedback == 1) {
+                if (meta.frame_over == 0 && meta.fb_npaths != 0) {
+                    meta.fb_try = 1;
+                    meta.fb_npaths = meta.fb_npaths - 1;
+                    meta.fb_path = fb_cursor_next.execute(meta.dst_leaf);
+                    meta.rx_index = (bit<32>)fb_index_hash.get({
+                        meta.dst_leaf[LEAF_INDEX_BITS - 1:0],
+                        meta.fb_path[PATH_INDEX_BITS - 1:0] });
+                }
+            }
+            rx_level_access.apply();
+            rx_owd_access.apply();
+            if (meta.rx_op == 1) {
+                /* stored (the access tables read the tag): deliver untagged */
+                hdr.ethernet.etherType = hdr.tag.next_type;
+                hdr.tag.setInvalid();
+            }
+            if (meta.fb_try == 1) {
+                meta.fb_age = meta.now_fb - meta.fb_word[27:0];
+                fb_step.apply();
+                if (meta.fb_word[31:31] == 1 && meta.fb_over == 0) {
+                    if (meta.fb_fresh_left == 0) {
+                        meta.fb_send = 1;
+                    }
+                }
+            }
+        } else {
+            links_access.apply();
+            if (meta.links_op != 0) {
+                if (meta.links_op == OP_DOWN) {
+                    meta.links_now = meta.links_was | meta.peer_member;
+                } else {
+                    meta.links_now = meta.links_was & ~meta.peer_member;
+                }
+                /* The leaf's reachability changed: both links down now
+                 * and not before (FAIL), or the other way (RECOVER). */
+                meta.reach_was = 1;
+                if (meta.links_was == 3) {
+                    meta.reach_was = 0;
+                }
+                meta.reach_now = 1;
+                if (meta.links_now == 3) {
+                    meta.reach_now = 0;
+                }
+                if (meta.notice_group != 0 && meta.reach_was != meta.reach_now) {
+                    hdr.notice.setValid();
+                    hdr.notice.version = SGLB_VERSION;
+                    if (meta.goes_down == 1) {
+                        hdr.notice.kind = NOTICE_FAIL;
+                    } else {
+                        hdr.notice.kind = NOTICE_RECOVER;
+                    }
+                    hdr.notice.length = NOTICE_LENGTH;
+                    hdr.notice.reserved = 0;
+                    hdr.notice.spine_id = meta.switch_id;
+                    hdr.notice.leaf_id = meta.peer_leaf;
+                    hdr.notice.epoch = hdr.port_status.seq;
+                    hdr.port_status.setInvalid();
+                    hdr.ethernet.dstAddr = 0xFFFFFFFFFFFF;
+                    hdr.ethernet.srcAddr = meta.switch_mac;
+                    hdr.ethernet.etherType = ETHERTYPE_SGLB;
+                    ig_tm_md.mcast_grp_a = meta.notice_group;
+                    meta.consumed = 0;
+                    meta.forwarded = 1;
+                    meta.event = EV_NOTICE_SENT;
+                }
+            }
+        }
+
+        /* ---- Stage 2 (leaf): the decision, from what the engine found ---- */
+        if (meta.drop_reason == 0 && meta.to_leaf == 1 && meta.dst_leaf >= MAX_LEAVES) {
+            meta.drop_reason = DROP_NO_ROUTE;
+        } else if (meta.drop_reason == 0 && meta.role == ROLE_LEAF && meta.to_leaf == 1) {
             if (meta.is_probe == 1) {
                 /* A probe takes the path it names whenever that port is up,
                  * excluded or not: that is how a recovery is seen. */
-                probe_step1.apply();
-                probe_step2.apply();
-                if (meta.probe_slot_z == 0 || meta.probe_down_z != 0) {
+                if (meta.probe_up == 0) {
                     meta.drop_reason = DROP_NO_LIVE_PATH;
                 } else {
                     ig_tm_md.ucast_egress_port = meta.probe_port;
                     meta.forwarded = 1;
                 }
+            } else if (hdr.tag.isValid()) {
+                meta.drop_reason = DROP_NO_ROUTE;   /* no leaf-to-leaf transit */
+            } else if (meta.lowest_word[15:15] == 0) {
+                /* no candidate: no path is live */
+                meta.drop_reason = DROP_NO_LIVE_PATH;
             } else {
-                /* Live: configured, port up, allowed (a notice in force, else
-                 * the control plane's mask) and a non-zero weight; ECMP knows
-                 * only local link state and the mask. Where a new flowlet may
-                 * go without overtaking the flowlet before it (safe): anywhere
-                 * once idle for gap_unknown (or with feedback off); to the
-                 * paths with fresh delays once idle for the skew of this
-                 * destination's fresh delays plus gap_margin; nowhere before.
-                 * The level of each path as three bit planes: fresh feedback
-                 * replaces the profile's (floored) remote level. e_k: the
-                 * eligible paths (live, safe) at level k or lower. One step
-                 * table per stage (glb_step*): bf-p4c runs an action in one
-                 * stage, so dependent operations go to successive tables. */
-                glb_step1.apply();
-                if (meta.lb_mode == MODE_SGLB) {
-                    glb_step2.apply();
-                } else {
-                    glb_step2_ecmp.apply();
+                ig_tm_md.ucast_egress_port = meta.out_port;
+                if (meta.failover == 1) {
+                    meta.event = EV_FAILOVER;
+                } else if (meta.new_flowlet == 1) {
+                    meta.event = EV_NEW_FLOWLET;
                 }
-                glb_step3.apply();
-                meta.safe = (pathmask_t)-1;
-                if (meta.lb_mode == MODE_SGLB && meta.feedback == 1 && meta.unknown_left != 0) {
-                    if (meta.owd_min_c != 0 && meta.skew_over != 0) {
-                        meta.safe = meta.fresh;
+                hdr.bridge.raise_ce = 1;
+                meta.forwarded = 1;
+
+                /* The fabric tag: path, clock, and the feedback found above. */
+                if (meta.lb_mode == MODE_SGLB && meta.feedback == 1) {
+                    if (meta.frame_over != 0) {
+                        meta.tag_event = EV_TAG_SKIPPED;
                     } else {
-                        meta.safe = 0;
-                    }
-                }
-                glb_step4.apply();
-                glb_step5.apply();
-#if MAX_PATHS == 64
-                glb_fold.apply();
-#endif
-
-                if (meta.live == 0) {
-                    meta.drop_reason = DROP_NO_LIVE_PATH;
-                } else {
-                    if (meta.lb_mode == MODE_ECMP) {
-                        meta.candidates = meta.live;
-                    } else if (SGLB_NONEMPTY(7) == 0) {
-                        /* Nowhere safe to move: the flowlet stays (its path,
-                         * or the lowest live one if it has none or it died). */
-                        meta.candidates = meta.live;
-                    } else {
-                        band_select.apply();
-                        if (meta.gap_over != 0) {
-                            meta.new_flowlet = 1;
-                        }
-                    }
-                    lowest_path.apply();
-
-                    /* Weighted pick: the first draw that is a candidate (the
-                     * draws follow capacity), else the lowest candidate. */
-                    meta.draw_bit0 = meta.candidates & meta.draw_bit0;
-                    meta.draw_bit1 = meta.candidates & meta.draw_bit1;
-                    meta.draw_bit2 = meta.candidates & meta.draw_bit2;
-                    meta.draw_bit3 = meta.candidates & meta.draw_bit3;
-                    pick_draw.apply();
-
-                    if (meta.lb_mode == MODE_SGLB) {
-                        meta.flow_word = flowlet_follow.execute(meta.flowlet_index);
-                    } else {
-                        meta.flow_word = meta.pick_word;
-                    }
-                    meta.chosen = chosen_of_flow.get({ meta.flow_word[14:9] });
-                    kept_alive.apply();
-                    if (meta.failover == 1) {
-                        meta.event = EV_FAILOVER;
-                    } else if (meta.new_flowlet == 1) {
-                        meta.event = EV_NEW_FLOWLET;
-                    }
-                    hdr.bridge.raise_ce = 1;
-                    meta.forwarded = 1;
-
-                    /* The fabric tag: path, clock, and one fresh metric of the
-                     * destination's paths toward us, in turn. */
-                    if (meta.lb_mode == MODE_SGLB && meta.feedback == 1) {
-                        meta.frame_over = hdr.ipv4.totalLen |-| meta.tag_room;
-                        if (meta.frame_over != 0) {
-                            meta.tag_event = EV_TAG_SKIPPED;
+                        tag_open.apply();
+                        tag_stamp.apply();
+                        if (meta.fb_send == 1) {
+                            fb_level_out.apply();
+                            meta.tag_event = EV_FEEDBACK_SENT;
                         } else {
-                            tag_open.apply();
-                            tag_stamp.apply();
-                            meta.fb_npaths = fb_npaths_get.execute(meta.dst_leaf);
-                            if (meta.fb_npaths != 0) {
-                                meta.fb_npaths = meta.fb_npaths - 1;
-                                meta.fb_path = fb_cursor_next.execute(meta.dst_leaf);
-                                meta.fb_over = meta.fb_path |-| meta.fb_npaths;
-                                meta.rx_index = (bit<32>)fb_index_hash.get({
-                                    meta.dst_leaf[LEAF_INDEX_BITS - 1:0],
-                                    meta.fb_path[PATH_INDEX_BITS - 1:0] });
-                                meta.rx_word = rx_level_get.execute(meta.rx_index);
-                                hdr.tag.fb_owd = rx_owd_get.execute(meta.rx_index);
-                                meta.fb_age = meta.now_fb - meta.rx_word[27:0];
-                                fb_step.apply();
-                                if (meta.rx_word[31:31] == 1 && meta.fb_over == 0
-                                        && meta.fb_fresh_left == 0) {
-                                    hdr.tag.fb_path = meta.fb_path;
-                                    fb_level_out.apply();
-                                    meta.tag_event = EV_FEEDBACK_SENT;
-                                }
-                            }
+                            tag_fb_none.apply();
                         }
                     }
                 }
             }
-        }
-
-        /* ---- Stage 2 (spine): down to the destination leaf ---- */
-        if (meta.drop_reason == 0 && meta.role == ROLE_SPINE && meta.to_leaf == 1) {
+        } else if (meta.drop_reason == 0 && meta.role == ROLE_SPINE && meta.to_leaf == 1) {
+            /* ---- Stage 2 (spine): down to the destination leaf ---- */
             if (meta.has_downlinks == 0) {
                 meta.drop_reason = DROP_NO_ROUTE;
             } else {
                 hdr.bridge.raise_ce = 1;
                 meta.forwarded = 1;
-                meta.split_left = meta.share_a |-| meta.split;
                 if (meta.links_now == 0 && meta.down_a != meta.down_b) {
                     /* Flows split in proportion to the members' capacity. */
                     if (meta.split_left != 0) {
@@ -1212,14 +1139,16 @@ control SglbEgress(inout tna_headers_t hdr,
      * DRE period), so it reads like the v1model DRE's bytes. */
     Lpf<bit<32>, port_t>(MAX_PORTS) dre;
 
-    /* -- port_levels: the level of a port's estimate (range per level k) -- */
+    /* -- port_levels: the level of a port's estimate (one ternary entry per
+     *    level k: the estimate's bits above the port's shift equal k; bf-p4c
+     *    matches a range on 5 nibbles at most) -- */
     action set_level(bit<8> level) {
         meta.level = level;
     }
 
     /* Default: a port nobody described reads saturated. */
     table port_levels {
-        key = { eg_intr_md.egress_port: exact; meta.rate: range; }
+        key = { eg_intr_md.egress_port: exact; meta.rate: ternary; }
         actions = { set_level; }
         default_action = set_level(QMAX);
         size = MAX_PORTS * 8;

@@ -32,18 +32,33 @@
 
     /* Newest notice per (spine slot, leaf): epoch mod 2^30 << 2 | valid << 1 | fail.
      * Newer in serial-number order (RFC 1982 on 30 bits) iff the 32-bit
-     * difference is above 1: the flag bits move it by at most 1. */
+     * difference is above 1: the flag bits move it by at most 1. Both
+     * actions answer the difference (a stateful ALU answers from one source
+     * whatever its condition), and notice_seen whether anything is held:
+     * the forced_* access tables decide on them in the next stage. */
     Register<bit<32>, bit<32>>(MAX_SPINES * MAX_LEAVES, 0) notice_epoch;
     RegisterAction<bit<32>, bit<32>, bit<32>>(notice_epoch) notice_offer = {
         void apply(inout bit<32> v, out bit<32> rv) {
-            rv = v;
+            rv = meta.notice_key - v;
             if (v == 0 || (int<32>)(meta.notice_key - v) > 1) {
                 v = meta.notice_key;
             }
         }
     };
     RegisterAction<bit<32>, bit<32>, bit<32>>(notice_epoch) notice_peek = {
-        void apply(inout bit<32> v, out bit<32> rv) { rv = v; }
+        void apply(inout bit<32> v, out bit<32> rv) {
+            rv = v - meta.notice_key;
+        }
+    };
+    Register<bit<8>, bit<32>>(MAX_SPINES * MAX_LEAVES, 0) notice_seen;
+    RegisterAction<bit<8>, bit<32>, bit<8>>(notice_seen) notice_seen_mark = {
+        void apply(inout bit<8> v, out bit<8> rv) {
+            rv = v;
+            v = 1;
+        }
+    };
+    RegisterAction<bit<8>, bit<32>, bit<8>>(notice_seen) notice_seen_get = {
+        void apply(inout bit<8> v, out bit<8> rv) { rv = v; }
     };
 
     /* Flowlets: last-seen time (ns) and path + 1 ++ port (0 = empty). */
@@ -72,7 +87,7 @@
     RegisterAction<owd_extreme_t, bit<16>, bit<32>>(owd_low) owd_low_get = {
         void apply(inout owd_extreme_t v, out bit<32> rv) {
             rv = 0;
-            if (v.gen == meta.gen32 || v.gen == meta.gen32_prev) {
+            if (meta.gen32 - v.gen <= 1) {     /* this generation or the previous */
                 rv = v.owd;
             }
         }
@@ -89,7 +104,7 @@
     RegisterAction<owd_extreme_t, bit<16>, bit<32>>(owd_high) owd_high_get = {
         void apply(inout owd_extreme_t v, out bit<32> rv) {
             rv = 0;
-            if (v.gen == meta.gen32 || v.gen == meta.gen32_prev) {
+            if (meta.gen32 - v.gen <= 1) {     /* this generation or the previous */
                 rv = v.owd;
             }
         }

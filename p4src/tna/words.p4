@@ -52,25 +52,22 @@
  * as BAD_NOTICE). */
 const bit<8> NOTICE_WRITEBACK = 6;
 
+/* Operations of the register access tables keyed by an op field (0: read). */
+#define OP_DOWN 1
+#define OP_UP 2
+
 /* Notice state is indexed by spine slot ++ leaf id: MAX_LEAVES is 2^10 here. */
 #define LEAF_INDEX_BITS 10
 #if MAX_LEAVES != 1024
 #error "the Tofino program indexes notice state by a 10-bit leaf id: MAX_LEAVES must be 1024"
 #endif
 
-/* SGLB_FOLD(DST, SRC): one word that is non-zero iff the path mask SRC is, so
- * that a gateway compares 4 bytes at most; SGLB_NONEMPTY(K): the word that
- * tells whether e_K is empty (e_K itself when it is one word). */
 #if MAX_PATHS == 64
 #define WORD_BITS 32
 #define SGLB_FOR_EACH_WORD(M) M(0, 31, 0) M(1, 63, 32)
-#define SGLB_FOLD(DST, SRC) DST = SRC[63:32] | SRC[31:0];
-#define SGLB_NONEMPTY(K) meta.z##K
 #else
 #define WORD_BITS MAX_PATHS
 #define SGLB_FOR_EACH_WORD(M) M(0, MAX_PATHS - 1, 0)
-#define SGLB_FOLD(DST, SRC) DST = SRC;
-#define SGLB_NONEMPTY(K) meta.e##K
 #endif
 
 typedef bit<WORD_BITS> pword_t;

@@ -25,8 +25,8 @@ from sglb.tna_config import (
     NOTICE_WRITEBACK,
     at_most,
     draw_rows,
+    level_entries,
     level_planes,
-    level_ranges,
     lowest_entries,
     switch_params,
     writeback_frame,
@@ -121,14 +121,20 @@ def test_thin_paths_keep_a_slot():
     assert any(7 in r for r in rows)
 
 
-def test_level_ranges_cover_every_estimate_once():
-    ranges = level_ranges(1000, 6)
-    t = level_thresholds(1000, 6)
-    assert ranges[0].lo == 0 and ranges[-1].hi == 0xFFFFFFFF
-    assert [r.level for r in ranges] == list(range(8))
-    assert [r.lo for r in ranges[1:]] == t
-    for a, b in itertools.pairwise(ranges):
-        assert a.hi + 1 == b.lo
+def test_level_entries_give_the_v1model_level():
+    """Every estimate matches at most one ternary entry, whose level is the
+    v1model program's (the number of thresholds it reaches); none matches from
+    8 << shift on, where the table's default (QMAX) applies."""
+    rng = random.Random(7)
+    for mbps in (1, 10, 1000, 100000, 800000):
+        t = level_thresholds(mbps, 6)
+        entries = level_entries(mbps, 6)
+        assert [e.level for e in entries] == list(range(8))
+        samples = {0, 0xFFFFFFFF, *(x + d for x in t for d in (-1, 0, 1)),
+                   *(rng.randrange(0, 9 * t[0] + 1) for _ in range(500))}
+        for rate in samples:
+            hits = [e.level for e in entries if rate & e.mask == e.value]
+            assert (hits or [7]) == [sum(1 for x in t if rate >= x)], (mbps, rate, hits)
 
 
 def test_lowest_entries_match_exactly_the_lowest_candidate():
@@ -286,3 +292,60 @@ def test_pick_draw_takes_the_first_candidate_draw():
     for pattern in itertools.product([False, True], repeat=4):
         want = next((f"pick_{j}" for j, hit in enumerate(pattern) if hit), "pick_lowest")
         assert (_first_match(entries, list(pattern)) or "pick_0") == want, pattern
+
+
+def _forced_entries() -> tuple[list[tuple[list[str], str]], dict[str, tuple[int, int]]]:
+    """SGLB_FORCED_ENTRIES of p4src/tna/regs.p4: (keys, action macro) in priority
+    order, and the NOTICE_RV_* (value, mask) pairs."""
+    import re
+
+    source = (tofino.TNA_PROGRAM.parent / "regs.p4").read_text()
+    body = source[source.index("#define SGLB_FORCED_ENTRIES"):]
+    body = body[:body.index("#define SGLB_FORCED_KEYS")]
+    masks = {name: (int(v, 16), int(m, 16)) for name, v, m in re.findall(
+        r"#define (NOTICE_RV_\w+) 32w(0x[0-9A-F]+|0) &&& 32w(0x[0-9A-F]+)", source)}
+    out = []
+    for keys, action in re.findall(r"\(([^)]*)\):\s*(\w+)\(\);", body):
+        out.append(([k.strip() for k in keys.split(",")], action))
+    return out, masks
+
+
+def _forced_action(entries, masks, kind: str, seen: int, rv: int) -> str:
+    for (ok, k, s, r), action in entries:
+        if ok not in ("1", "_") or k not in (kind, "_") or s not in (str(seen), "_"):
+            continue
+        if r != "_":
+            value, mask = masks[r]
+            if rv & mask != value:
+                continue
+        return action
+    return "none"
+
+
+def test_forced_bits_follow_the_serial_number_rule():
+    """The forced_* access tables' entries act on a notice exactly when the v1model
+    rule does: an offer when nothing is held or key - held > 1 as a signed 32-bit
+    number, a write-back when held - key <= 1; FAIL / RECOVER / write-back pick
+    their own action. notice_rv is what notice_epoch answers (state.p4)."""
+    entries, masks = _forced_entries()
+    rng = random.Random(3)
+    keys = [0b10, 0b11, 0xFFFFFFFE, 0x7FFFFFFE, *(rng.randrange(2, 1 << 32) | 2 for _ in range(300))]
+    for key in keys:
+        for held in (0, key, key - 1, key + 1, key + 2, key - 2, key ^ 0x80000000,
+                     rng.randrange(1, 1 << 32) | 2):
+            held &= 0xFFFFFFFF
+            seen = int(held != 0)
+            diff = (key - held) & 0xFFFFFFFF
+            signed = diff - (1 << 32) if diff >> 31 else diff
+            for kind, act in (("NOTICE_FAIL", "FAIL_A"), ("NOTICE_RECOVER", "RECOVER_A")):
+                want = act if (held == 0 or signed > 1) else "READ_A"
+                assert _forced_action(entries, masks, kind, seen, diff) == want, (key, held)
+            back = (held - key) & 0xFFFFFFFF
+            back_signed = back - (1 << 32) if back >> 31 else back
+            want = "WB_A" if seen and back_signed <= 1 else "READ_A"
+            assert _forced_action(entries, masks, "NOTICE_WRITEBACK", seen, back) == want
+    # nothing held: the first notice acts; a packet that is no notice (notice_ok 0)
+    # matches only the last, catch-all entry: it reads
+    assert _forced_action(entries, masks, "NOTICE_FAIL", 0, 5) == "FAIL_A"
+    assert entries[-1] == (["_"] * 4, "READ_A")
+    assert all(keys[0] == "1" for keys, _ in entries[:-1])
