@@ -24,24 +24,11 @@ import topologies.mininet_import  # noqa: F401  (must come before any other mini
 from mininet.node import Switch
 # isort: on
 
-from bmv2.process import stop_at_exit, terminate
+from bmv2.process import p4runtime_ready, stop_at_exit, terminate
 
 
 class TargetError(RuntimeError):
     """The switch process could not be started or does not answer P4Runtime."""
-
-
-def p4runtime_ready(address: str, timeout: float = 0.5) -> bool:
-    """True if a P4Runtime server at `address` answers a CapabilitiesRequest."""
-    import grpc
-    from finsy.proto import p4r, p4r_grpc
-
-    with grpc.insecure_channel(address) as channel:
-        try:
-            p4r_grpc.P4RuntimeStub(channel).Capabilities(p4r.CapabilitiesRequest(), timeout=timeout)
-            return True
-        except grpc.RpcError:
-            return False
 
 
 class P4RuntimeSwitch(Switch):
