@@ -23,6 +23,7 @@ curves are identical. Needs PyTorch (CPU build: pip install torch==2.13.0).
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import secrets
@@ -80,6 +81,12 @@ def train(a: argparse.Namespace) -> int:
     # every rank is done before any closes its links: gloo aborts a rank whose peer
     # closed a connection under it (std::terminate in its I/O thread)
     dist.barrier()
+    # DDP holds the process group, in reference cycles that only the collector breaks.
+    # Left to the interpreter's exit, gloo's worker threads outlive Python and abort
+    # (std::terminate) when they free a tensor. Freeing DDP here lets
+    # destroy_process_group drop the last reference, which joins those threads.
+    del ddp, opt
+    gc.collect()
     dist.destroy_process_group()
     return 0
 
