@@ -145,9 +145,13 @@ class Testbed:
 
     def impair_htb(self, h: int, rail: int, slow_rate: str = "20mbit", limit: str = "20kb",
                    slot: int = 0) -> None:
-        """Loss and reordering without netem: TCP segments whose sequence number is a
-        multiple of 4 go through a slow token bucket with a short queue, so they arrive
-        late (reordered) or are dropped when it overflows (loss)."""
+        """Loss and reordering without netem: TCP segments that start in one quarter of
+        every 64 KiB of sequence space (bits 14-15 of the sequence number zero) go through
+        a slow token bucket with a short queue, so they arrive late (reordered) or are
+        dropped when it overflows (loss). Any stream longer than 64 KiB has such segments,
+        whatever its initial sequence number and segment size. (Matching the low bits
+        does not: with a 9000-byte MTU the MSS, 8948, is a multiple of 4, so a stream of
+        full segments matches always or never, depending on its initial number.)"""
         dev = self.ifname(h, rail, slot)
         self.clear_qdisc(h, rail, slot)
         self._tc(h, "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "2")
@@ -157,10 +161,10 @@ class Testbed:
                  "rate", "10gbit")
         self._tc(h, "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", "tbf",
                  "rate", slow_rate, "burst", "16kb", "limit", limit)
-        # IPv4 header (20 bytes) + TCP: the sequence number ends at byte 27.
+        # IPv4 header (20 bytes) + TCP: the sequence number is bytes 24-27, bits 15-8 byte 26.
         self._tc(h, "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1",
                  "u32", "match", "ip", "protocol", "6", "0xff",
-                 "match", "u8", "0", "0x03", "at", "27", "flowid", "1:1")
+                 "match", "u8", "0", "0xc0", "at", "26", "flowid", "1:1")
 
     def dropped(self, h: int, rail: int, slot: int = 0) -> int:
         """Packets the NIC's qdiscs dropped (tc -s statistics)."""

@@ -96,8 +96,9 @@ def test_one_way_loss_and_reordering(testbed_factory, tmp_path):
         for i in range(3):
             assert_exact(out[r]["results"][f"all_reduce{i}"], reference_ring(xs, "sum"), i)
     if kinds == {"htb"}:
-        # every fourth segment went through the slow queue: reordered, and dropped when it
-        # overflowed (how often depends on the machine's speed, so only the delay is certain)
+        # segments in a quarter of the sequence space went through the slow queue: reordered,
+        # and dropped when it overflowed (how often depends on the machine's speed, so only
+        # the delay is certain)
         assert tb.delayed(0, 0) + tb.delayed(1, 1) > 0
     else:
         assert tb.dropped(0, 0) + tb.dropped(1, 1) > 0  # netem's 3 % loss did drop segments
