@@ -169,16 +169,19 @@ def tna_include_dir() -> Path | None:
 
 
 def front_end_p4info(target: str, max_paths: int, out: Path, include: Path,
-                     *, program: Path = TNA_PROGRAM) -> Path:
+                     *, program: Path = TNA_PROGRAM, entries: Path | None = None) -> Path:
     """P4Info of the program as p4c's front end (p4test) sees it with the TNA
-    include files: table, action and key names without bf-p4c's pipe prefix.
-    Raises CompileError if p4test rejects the program."""
+    include files: table, action and key names without bf-p4c's pipe prefix;
+    with ``entries``, also the const table entries there (a P4Runtime
+    WriteRequest, text format). Raises CompileError if p4test rejects the
+    program."""
     exe = shutil.which("p4test")
     if exe is None:
         raise FileNotFoundError("p4test is not on PATH")
     version = 2 if target == "tofino2" else 1
     done = subprocess.run([exe, f"-I{include}", f"-D__TARGET_TOFINO__={version}",
                            f"-DMAX_PATHS={max_paths}", "--p4runtime-files", str(out),
+                           *(["--p4runtime-entries-files", str(entries)] if entries else []),
                            str(program)], capture_output=True, text=True, timeout=600)
     if done.returncode != 0:
         raise CompileError(f"p4test rejected {program.name} ({target}, {max_paths} paths):\n"

@@ -379,71 +379,77 @@ control SglbIngress(inout tna_headers_t hdr,
     }
 #undef ZW
 
-    /* -- draw_hit_j: is draw j a candidate? (ternary on the candidates: path
-     *    i matches bit i set; the key's top bit is the word's valid bit) -- */
-#define SGLB_HIT_KEY(I) ((bit<7>)(64 + I), PATH_BIT(I) &&& PATH_BIT(I))
-#define SGLB_HIT_ENTRY_0(I) SGLB_HIT_KEY(I) : draw_hit0();
-#define SGLB_HIT_ENTRY_1(I) SGLB_HIT_KEY(I) : draw_hit1();
-#define SGLB_HIT_ENTRY_2(I) SGLB_HIT_KEY(I) : draw_hit2();
-#define SGLB_HIT_ENTRY_3(I) SGLB_HIT_KEY(I) : draw_hit3();
-#define SGLB_DRAW_HIT(J)                                                       \
-    action draw_hit##J() { meta.hit##J = 1; }                                  \
-    action draw_miss##J() { meta.hit##J = 0; }                                 \
-    @hidden table draw_hit_##J {                                               \
-        key = { meta.draw_word##J[15:9]: exact; meta.candidates: ternary; }    \
-        actions = { draw_hit##J; draw_miss##J; }                               \
-        const entries = { SGLB_FOR_EACH_PATH(SGLB_HIT_ENTRY_##J) }             \
-        const default_action = draw_miss##J();                                 \
-        size = MAX_PATHS;                                                      \
-    }
-    SGLB_DRAW_HIT(0)
-    SGLB_DRAW_HIT(1)
-    SGLB_DRAW_HIT(2)
-    SGLB_DRAW_HIT(3)
-#undef SGLB_DRAW_HIT
-
     /* -- pick_draw: the first of the four draws that is a candidate, else the
-     *    lowest candidate -- */
+     *    lowest candidate. One ternary lookup: entry (j, i) matches draw j
+     *    naming path i (valid ++ path) while i's bit is set in the
+     *    candidates; the entries of draw j come after those of draws 0..j-1,
+     *    so a match on draw j means none of the earlier draws is a candidate.
+     *    (One table instead of four hit lookups and a pick: one stage and
+     *    four tables fewer.) -- */
     action pick_0() { meta.pick_word = meta.draw_word0; }
     action pick_1() { meta.pick_word = meta.draw_word1; }
     action pick_2() { meta.pick_word = meta.draw_word2; }
     action pick_3() { meta.pick_word = meta.draw_word3; }
     action pick_lowest() { meta.pick_word = meta.lowest_word; }
 
+#define SGLB_DRAW_NAMES(I) (bit<7>)(64 + I) &&& 7w0x7F
+#define SGLB_PICK_ENTRY_0(I) (SGLB_DRAW_NAMES(I), _, _, _, PATH_BIT(I) &&& PATH_BIT(I)) : pick_0();
+#define SGLB_PICK_ENTRY_1(I) (_, SGLB_DRAW_NAMES(I), _, _, PATH_BIT(I) &&& PATH_BIT(I)) : pick_1();
+#define SGLB_PICK_ENTRY_2(I) (_, _, SGLB_DRAW_NAMES(I), _, PATH_BIT(I) &&& PATH_BIT(I)) : pick_2();
+#define SGLB_PICK_ENTRY_3(I) (_, _, _, SGLB_DRAW_NAMES(I), PATH_BIT(I) &&& PATH_BIT(I)) : pick_3();
     table pick_draw {
-        key = { meta.hit0: ternary; meta.hit1: ternary; meta.hit2: ternary; meta.hit3: ternary; }
+        key = {
+            meta.draw_word0[15:9]: ternary; meta.draw_word1[15:9]: ternary;
+            meta.draw_word2[15:9]: ternary; meta.draw_word3[15:9]: ternary;
+            meta.candidates: ternary;
+        }
         actions = { pick_0; pick_1; pick_2; pick_3; pick_lowest; }
         const entries = {
-            (0, 0, 0, 0): pick_lowest();
-            (0, 0, 0, _): pick_3();
-            (0, 0, _, _): pick_2();
-            (0, _, _, _): pick_1();
+            SGLB_FOR_EACH_PATH(SGLB_PICK_ENTRY_0)
+            SGLB_FOR_EACH_PATH(SGLB_PICK_ENTRY_1)
+            SGLB_FOR_EACH_PATH(SGLB_PICK_ENTRY_2)
+            SGLB_FOR_EACH_PATH(SGLB_PICK_ENTRY_3)
         }
-        default_action = pick_0();
-        size = 4;
+        default_action = pick_lowest();
+        size = 4 * MAX_PATHS;
     }
+#undef SGLB_DRAW_NAMES
+#undef SGLB_PICK_ENTRY_0
+#undef SGLB_PICK_ENTRY_1
+#undef SGLB_PICK_ENTRY_2
+#undef SGLB_PICK_ENTRY_3
 
     /* -- kept_alive: is the flowlet's path still live? (keyed by the word's
-     *    valid bit and path: entry I gives the path's number) -- */
+     *    valid bit and path: entry I gives the path's number). Applied by the
+     *    decision of a packet that leaves toward a leaf: it sets the port and
+     *    the event, so that the counters follow it directly. -- */
     action keep_path(bit<8> path) {
         meta.chosen = path;
-        meta.out_port = meta.flow_word[8:0];
+        ig_tm_md.ucast_egress_port = meta.flow_word[8:0];
+    }
+
+    action keep_path_new(bit<8> path) {
+        keep_path(path);
+        meta.event = EV_NEW_FLOWLET;
     }
 
     /* (a default action cannot use the hash unit: lowest_step numbers the
      * lowest candidate beforehand) */
     action path_dead() {
-        meta.failover = 1;
         meta.chosen = meta.lowest_chosen;
-        meta.out_port = meta.lowest_word[8:0];
+        ig_tm_md.ucast_egress_port = meta.lowest_word[8:0];
+        meta.event = EV_FAILOVER;
     }
 
     table kept_alive {
-        key = { meta.flow_word[15:9]: exact; meta.live: ternary; }
-        actions = { keep_path; path_dead; }
-        const entries = { SGLB_FOR_EACH_PATH(SGLB_ALIVE_ENTRY) }
+        key = { meta.flow_word[15:9]: exact; meta.live: ternary; meta.new_flowlet: ternary; }
+        actions = { keep_path; keep_path_new; path_dead; }
+        const entries = {
+            SGLB_FOR_EACH_PATH(SGLB_ALIVE_NEW_ENTRY)
+            SGLB_FOR_EACH_PATH(SGLB_ALIVE_ENTRY)
+        }
         default_action = path_dead();
-        size = MAX_PATHS;
+        size = 2 * MAX_PATHS;
     }
 
     /* -- path_ports: the port of a probe's path -- */
@@ -572,6 +578,170 @@ control SglbIngress(inout tna_headers_t hdr,
         size = MAX_LEAVES;
     }
 
+    /* -- tag_check and ipv4_check: the checks of an IPv4 packet in the order
+     *    of the v1model program (the tag's fields, the port it came from, the
+     *    route, then IPv4) as ternary entries in priority order, where the
+     *    first that matches decides: two lookups instead of a chain of
+     *    conditions, each of which took a logical table of its stage. The
+     *    good values are listed (a ternary entry cannot say "not equal"),
+     *    the rest falls through to the entry below. -- */
+    action tag_verdict_is(bit<2> verdict) {
+        meta.tag_verdict = verdict;
+    }
+
+/* A tag's fields are good: version, length, ce <= QMAX, src_leaf below
+ * MAX_LEAVES, 1 <= npaths <= MAX_PATHS (tag_span, npaths - path saturated, is
+ * non-zero: checked first; npaths below MAX_PATHS or equal to it), and FB_NONE
+ * or a level <= QMAX about a path below MAX_PATHS; then the port's rule. */
+#define TAG_NPATHS_LOW 0 &&& (8w0xFF ^ (MAX_PATHS - 1))
+#define TAG_NPATHS_MAX MAX_PATHS &&& 0xFF
+#define TAG_FB_NONE FB_NONE &&& 0xFF, _
+#define TAG_FB_SOME 0 &&& 0xF8, 0 &&& (8w0xFF ^ (MAX_PATHS - 1))
+#define TAG_GOOD(...)                                                          \
+    (_, SGLB_VERSION &&& 0xFF, TAG_LENGTH &&& 0xFF, 0 &&& 0xF8,                \
+     0 &&& (16w0xFFFF ^ (MAX_LEAVES - 1)), __VA_ARGS__)
+/* a leaf takes tags from its spines, a spine from the leaf they name (nb_x:
+ * nb_id ^ src_leaf, zero when equal) */
+#define TAG_PORT_LEAF ROLE_LEAF &&& 0xFF, NEIGHBOUR_SPINE &&& 0xFF, _
+#define TAG_PORT_SPINE ROLE_SPINE &&& 0xFF, NEIGHBOUR_LEAF &&& 0xFF, 0 &&& 0xFFFF
+#define TAG_PORT_ANY _, _, _
+#define TAG_GOOD_ALL(VERDICT, ...)                                             \
+    TAG_GOOD(TAG_NPATHS_LOW, TAG_FB_NONE, __VA_ARGS__): tag_verdict_is(VERDICT); \
+    TAG_GOOD(TAG_NPATHS_MAX, TAG_FB_NONE, __VA_ARGS__): tag_verdict_is(VERDICT); \
+    TAG_GOOD(TAG_NPATHS_LOW, TAG_FB_SOME, __VA_ARGS__): tag_verdict_is(VERDICT); \
+    TAG_GOOD(TAG_NPATHS_MAX, TAG_FB_SOME, __VA_ARGS__): tag_verdict_is(VERDICT);
+    table tag_check {
+        key = {
+            meta.tag_span: ternary; hdr.tag.version: ternary; hdr.tag.length: ternary;
+            hdr.tag.ce: ternary; hdr.tag.src_leaf: ternary; hdr.tag.npaths: ternary;
+            hdr.tag.fb_level: ternary; hdr.tag.fb_path: ternary;
+            meta.role: ternary; meta.nb_kind: ternary; meta.nb_x: ternary;
+        }
+        actions = { tag_verdict_is; }
+        const entries = {
+            (0 &&& 0xFF, _, _, _, _, _, _, _, _, _, _): tag_verdict_is(TAG_BAD);
+            TAG_GOOD_ALL(TAG_OK, TAG_PORT_LEAF)
+            TAG_GOOD_ALL(TAG_OK, TAG_PORT_SPINE)
+            TAG_GOOD_ALL(TAG_WRONG_PORT, TAG_PORT_ANY)
+        }
+        const default_action = tag_verdict_is(TAG_BAD);
+        size = 16;
+    }
+#undef TAG_NPATHS_LOW
+#undef TAG_NPATHS_MAX
+#undef TAG_FB_NONE
+#undef TAG_FB_SOME
+#undef TAG_GOOD
+#undef TAG_PORT_LEAF
+#undef TAG_PORT_SPINE
+#undef TAG_PORT_ANY
+#undef TAG_GOOD_ALL
+
+    action drop_as(bit<32> reason) {
+        meta.drop_reason = reason;
+    }
+
+    action ipv4_ok() {
+        meta.data_ok = 1;
+    }
+
+    /* routed (to a host or a leaf): the TTL and the source MAC, once checked */
+    action ipv4_forward() {
+        meta.data_ok = 1;
+        hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
+        hdr.ethernet.srcAddr = meta.switch_mac;
+    }
+
+/* IPv4 version 4, no checksum error, no options */
+#define IP_BASIC 4 &&& 0xF, false, 5 &&& 0xF
+    table ipv4_check {
+        key = {
+            meta.tag_verdict: ternary; meta.route_miss: ternary;
+            hdr.ipv4.version: ternary; meta.checksum_error: ternary;
+            hdr.ipv4.ihl: ternary; hdr.ipv4.ttl: ternary; meta.dec_ttl: ternary;
+        }
+        actions = { drop_as; ipv4_ok; ipv4_forward; }
+        const entries = {
+            (TAG_BAD, _, _, _, _, _, _): drop_as(DROP_BAD_TAG);
+            (TAG_WRONG_PORT, _, _, _, _, _, _): drop_as(DROP_TAG_WRONG_PORT);
+            (_, 1, _, _, _, _, _): drop_as(DROP_NO_ROUTE);
+            (_, _, IP_BASIC, 0 &&& 0xFE, _): drop_as(DROP_TTL_EXPIRED);
+            (_, _, IP_BASIC, _, 1): ipv4_forward();
+            (_, _, IP_BASIC, _, _): ipv4_ok();
+            (_, _, 4 &&& 0xF, false, _, _, _): drop_as(DROP_UNSUPPORTED);
+        }
+        const default_action = drop_as(DROP_BAD_IPV4);
+        size = 8;
+    }
+#undef IP_BASIC
+
+    /* -- port_status_ops: a port-status packet's event and the op of the
+     *    access table it updates (path_down on a leaf, leaf_links on a spine
+     *    when the port leads to a leaf); port_was is the state held before -- */
+    action port_status_is(bit<32> event, bit<8> down_op, bit<8> links_op) {
+        meta.event = event;
+        meta.down_op = down_op;
+        meta.links_op = links_op;
+    }
+
+    table port_status_ops {
+        key = {
+            meta.goes_down: exact; meta.port_was: ternary; meta.role: ternary;
+            meta.peer_found: ternary;
+        }
+        actions = { port_status_is; }
+        const entries = {
+            /* the state held already: a duplicate (the update changes nothing) */
+            (1, 1, ROLE_LEAF, _): port_status_is(EV_PORT_STATUS_DUP, OP_DOWN, 0);
+            (0, 0, ROLE_LEAF, _): port_status_is(EV_PORT_STATUS_DUP, OP_UP, 0);
+            (1, 1, _, 1): port_status_is(EV_PORT_STATUS_DUP, 0, OP_DOWN);
+            (0, 0, _, 1): port_status_is(EV_PORT_STATUS_DUP, 0, OP_UP);
+            (1, 1, _, _): port_status_is(EV_PORT_STATUS_DUP, 0, 0);
+            (0, 0, _, _): port_status_is(EV_PORT_STATUS_DUP, 0, 0);
+            (1, _, ROLE_LEAF, _): port_status_is(EV_PORT_DOWN, OP_DOWN, 0);
+            (0, _, ROLE_LEAF, _): port_status_is(EV_PORT_UP, OP_UP, 0);
+            (1, _, _, 1): port_status_is(EV_PORT_DOWN, 0, OP_DOWN);
+            (0, _, _, 1): port_status_is(EV_PORT_UP, 0, OP_UP);
+            (1, _, _, _): port_status_is(EV_PORT_DOWN, 0, 0);
+            (0, _, _, _): port_status_is(EV_PORT_UP, 0, 0);
+        }
+        const default_action = port_status_is(EV_PORT_UP, 0, 0);
+        size = 12;
+    }
+
+    /* -- notice_verdict: what a notice that passed the checks does, from
+     *    notice_rv (key - held; a write-back: held - key) and notice_seen
+     *    (anything held): an offer is applied (punted to the control plane
+     *    for the write-back) when nothing is held or key - held > 1 as a
+     *    signed number, a duplicate at 0, 1 or -1, stale otherwise; a
+     *    write-back is consumed (the forced_* access tables act on it). -- */
+    action notice_consumed(bit<32> event) {
+        meta.event = event;
+        meta.consumed = 1;
+    }
+
+    action notice_apply() {
+        meta.notice_applied = 1;
+        meta.event = EV_NOTICE_RECEIVED;
+        ig_tm_md.ucast_egress_port = CPU_PORT;
+        meta.punt_reason = PUNT_NOTICE;
+        meta.forwarded = 1;
+    }
+
+    table notice_verdict {
+        key = { hdr.notice.kind: ternary; meta.notice_seen: ternary; meta.notice_rv: ternary; }
+        actions = { notice_consumed; notice_apply; }
+        const entries = {
+            (NOTICE_WRITEBACK, _, _): notice_consumed(EV_COUNTER_SIZE);
+            (_, 0, _): notice_apply();
+            (_, _, NOTICE_RV_NEAR): notice_consumed(EV_NOTICE_DUPLICATE);
+            (_, _, NOTICE_RV_POSITIVE): notice_apply();
+            (_, _, 0xFFFFFFFF &&& 0xFFFFFFFF): notice_consumed(EV_NOTICE_DUPLICATE);
+        }
+        const default_action = notice_consumed(EV_NOTICE_STALE);
+        size = 8;
+    }
+
     /* The access tables, the GLB engine's steps, the other step tables. */
 #include "steps.p4"
 
@@ -632,6 +802,7 @@ control SglbIngress(inout tna_headers_t hdr,
         }
         if (hdr.tag.isValid()) {
             tag_step.apply();
+            tag_check.apply();
             fb_paths.apply();
             fb_level_bits.apply();
             if (meta.leaf_route == 0) {
@@ -689,30 +860,11 @@ control SglbIngress(inout tna_headers_t hdr,
                     meta.goes_down = 1;
                 }
                 meta.port_was = port_state_put.execute((port_t)hdr.port_status.port);
-                if (meta.port_was == meta.goes_down) {
-                    meta.event = EV_PORT_STATUS_DUP;
-                } else if (meta.goes_down == 1) {
-                    meta.event = EV_PORT_DOWN;
-                } else {
-                    meta.event = EV_PORT_UP;
-                }
-                /* The updates (idempotent: a duplicate changes nothing) go to
-                 * the access tables: the leaf's path_down, the spine's
-                 * leaf_links (then a notice if the leaf's reachability
-                 * changed, after them). */
-                if (meta.role == ROLE_LEAF) {
-                    if (meta.goes_down == 1) {
-                        meta.down_op = OP_DOWN;
-                    } else {
-                        meta.down_op = OP_UP;
-                    }
-                } else if (meta.peer_found == 1) {
-                    if (meta.goes_down == 1) {
-                        meta.links_op = OP_DOWN;
-                    } else {
-                        meta.links_op = OP_UP;
-                    }
-                }
+                /* its event, and the updates (idempotent: a duplicate changes
+                 * nothing) of the access tables: the leaf's path_down, the
+                 * spine's leaf_links (then a notice if the leaf's
+                 * reachability changed, after them) */
+                port_status_ops.apply();
             }
         } else if (hdr.notice.isValid()) {
             if (hdr.notice.version != SGLB_VERSION
@@ -743,32 +895,7 @@ control SglbIngress(inout tna_headers_t hdr,
                         meta.notice_rv = notice_offer.execute(meta.notice_index);
                     }
                     notice_seen_access.apply();
-                    if (hdr.notice.kind == NOTICE_WRITEBACK) {
-                        /* The control plane's view includes the notice of this
-                         * epoch: its mask rules again (forced_* access), unless
-                         * a newer notice came meanwhile. */
-                        meta.consumed = 1;
-                    } else if (meta.notice_seen == 0) {
-                        meta.notice_applied = 1;
-                    } else if (meta.notice_rv[31:1] == 0) {
-                        meta.event = EV_NOTICE_DUPLICATE;       /* key - held: 0 or 1 */
-                        meta.consumed = 1;
-                    } else if (meta.notice_rv[31:31] == 0) {
-                        meta.notice_applied = 1;                /* newer */
-                    } else if (meta.notice_rv == 0xFFFFFFFF) {
-                        meta.event = EV_NOTICE_DUPLICATE;       /* -1 */
-                        meta.consumed = 1;
-                    } else {
-                        meta.event = EV_NOTICE_STALE;
-                        meta.consumed = 1;
-                    }
-                    if (meta.notice_applied == 1) {
-                        /* Applied: the control plane gets it (write-back). */
-                        meta.event = EV_NOTICE_RECEIVED;
-                        ig_tm_md.ucast_egress_port = CPU_PORT;
-                        meta.punt_reason = PUNT_NOTICE;
-                        meta.forwarded = 1;
-                    }
+                    notice_verdict.apply();
                 }
             }
         } else if (hdr.probe.isValid()) {
@@ -827,49 +954,8 @@ control SglbIngress(inout tna_headers_t hdr,
         } else if (hdr.tag.isValid() && !hdr.ipv4.isValid()) {
             meta.drop_reason = DROP_BAD_TAG;
         } else if (hdr.ipv4.isValid()) {
-            /* One chain of conditions (none reads drop_reason), in the order
-             * of the v1model program: the tag, the route, then IPv4. */
-            if (hdr.tag.isValid() && hdr.tag.version != SGLB_VERSION) {
-                meta.drop_reason = DROP_BAD_TAG;
-            } else if (hdr.tag.isValid() && hdr.tag.length != TAG_LENGTH) {
-                meta.drop_reason = DROP_BAD_TAG;
-            } else if (hdr.tag.isValid() && hdr.tag.npaths == 0) {
-                meta.drop_reason = DROP_BAD_TAG;
-            } else if (hdr.tag.isValid() && hdr.tag.npaths > MAX_PATHS) {
-                meta.drop_reason = DROP_BAD_TAG;
-            } else if (hdr.tag.isValid() && meta.tag_span == 0) {
-                meta.drop_reason = DROP_BAD_TAG;
-            } else if (hdr.tag.isValid() && hdr.tag.ce > QMAX) {
-                meta.drop_reason = DROP_BAD_TAG;
-            } else if (hdr.tag.isValid() && hdr.tag.src_leaf >= MAX_LEAVES) {
-                meta.drop_reason = DROP_BAD_TAG;
-            } else if (hdr.tag.isValid() && hdr.tag.fb_level != FB_NONE
-                       && hdr.tag.fb_level > QMAX) {
-                meta.drop_reason = DROP_BAD_TAG;
-            } else if (hdr.tag.isValid() && hdr.tag.fb_level != FB_NONE
-                       && hdr.tag.fb_path >= MAX_PATHS) {
-                meta.drop_reason = DROP_BAD_TAG;
-            } else if (hdr.tag.isValid() && meta.role == ROLE_LEAF
-                    && meta.nb_kind != NEIGHBOUR_SPINE) {
-                meta.drop_reason = DROP_TAG_WRONG_PORT;
-            } else if (hdr.tag.isValid() && meta.role == ROLE_SPINE
-                    && (meta.nb_kind != NEIGHBOUR_LEAF || meta.nb_id != hdr.tag.src_leaf)) {
-                meta.drop_reason = DROP_TAG_WRONG_PORT;
-            } else if (meta.route_miss == 1) {
-                meta.drop_reason = DROP_NO_ROUTE;
-            } else if (hdr.ipv4.version != 4 || meta.checksum_error) {
-                meta.drop_reason = DROP_BAD_IPV4;
-            } else if (hdr.ipv4.ihl != 5) {
-                meta.drop_reason = DROP_UNSUPPORTED;
-            } else if (hdr.ipv4.ttl <= 1) {
-                meta.drop_reason = DROP_TTL_EXPIRED;
-            } else {
-                meta.data_ok = 1;
-                if (meta.dec_ttl == 1) {
-                    hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
-                    hdr.ethernet.srcAddr = meta.switch_mac;
-                }
-            }
+            /* the tag (tag_check, above), the route, then IPv4 */
+            ipv4_check.apply();
         } else {
             meta.drop_reason = DROP_UNSUPPORTED;
         }
@@ -917,6 +1003,7 @@ control SglbIngress(inout tna_headers_t hdr,
                  * in one stage, so dependent operations go to successive
                  * tables. */
                 if (meta.lb_mode == MODE_SGLB) {
+                    glb_step0.apply();
                     glb_step1.apply();
                     glb_step2.apply();
                 } else {
@@ -948,18 +1035,12 @@ control SglbIngress(inout tna_headers_t hdr,
                  * no path is live (lowest_word's valid bit clear). */
                 lowest_path.apply();
                 lowest_step.apply();
-                draw_hit_0.apply();
-                draw_hit_1.apply();
-                draw_hit_2.apply();
-                draw_hit_3.apply();
                 pick_draw.apply();
                 if (meta.lb_mode == MODE_SGLB) {
                     meta.flow_word = flowlet_follow.execute(meta.flowlet_index);
                 } else {
                     meta.flow_word = meta.pick_word;
                 }
-                kept_alive.apply();
-
             }
             /* After the engine in program order (bf-p4c orders a block after
              * the tables before it), beside it in the pipeline: */
@@ -987,11 +1068,6 @@ control SglbIngress(inout tna_headers_t hdr,
             if (meta.fb_try == 1) {
                 meta.fb_age = meta.now_fb - meta.fb_word[27:0];
                 fb_step.apply();
-                if (meta.fb_word[31:31] == 1 && meta.fb_over == 0) {
-                    if (meta.fb_fresh_left == 0) {
-                        meta.fb_send = 1;
-                    }
-                }
             }
         } else {
             links_access.apply();
@@ -1055,12 +1131,9 @@ control SglbIngress(inout tna_headers_t hdr,
                 /* no candidate: no path is live */
                 meta.drop_reason = DROP_NO_LIVE_PATH;
             } else {
-                ig_tm_md.ucast_egress_port = meta.out_port;
-                if (meta.failover == 1) {
-                    meta.event = EV_FAILOVER;
-                } else if (meta.new_flowlet == 1) {
-                    meta.event = EV_NEW_FLOWLET;
-                }
+                /* the port and the event: the flowlet's path if still live,
+                 * else the lowest candidate (failover) */
+                kept_alive.apply();
                 hdr.bridge.raise_ce = 1;
                 meta.forwarded = 1;
 
@@ -1071,12 +1144,7 @@ control SglbIngress(inout tna_headers_t hdr,
                     } else {
                         tag_open.apply();
                         tag_stamp.apply();
-                        if (meta.fb_send == 1) {
-                            fb_level_out.apply();
-                            meta.tag_event = EV_FEEDBACK_SENT;
-                        } else {
-                            tag_fb_none.apply();
-                        }
+                        fb_level_out.apply();
                     }
                 }
             }

@@ -16,6 +16,7 @@ import pytest
 from scapy.layers.l2 import Ether
 
 from sglb import tofino
+from sglb.codes import DropReason as Drop
 from sglb.codes import LbMode, Role
 from sglb.config import Feedback, level_thresholds
 from sglb.headers import SglbNotice
@@ -287,11 +288,148 @@ def test_band_select_takes_the_lowest_level_plus_tolerance():
             assert action == f"band_{min(lowest + tol, 7)}", (pattern, tol, action)
 
 
-def test_pick_draw_takes_the_first_candidate_draw():
-    entries = _const_entries("pick_draw")
-    for pattern in itertools.product([False, True], repeat=4):
-        want = next((f"pick_{j}" for j, hit in enumerate(pattern) if hit), "pick_lowest")
-        assert (_first_match(entries, list(pattern)) or "pick_0") == want, pattern
+def _front_end_entries(tmp_path, max_paths: int, table: str):
+    """The const entries of ``table`` as p4c's front end emits them: a list of
+    (priority, [(value, mask) per key in key order], action name)."""
+    from finsy.proto import p4i, p4r
+    from google.protobuf import text_format
+
+    if not tofino.shutil.which("p4test"):
+        pytest.skip("p4test is not on PATH")
+    info_path, entries_path = tmp_path / "p4info.txtpb", tmp_path / "entries.txtpb"
+    tofino.front_end_p4info("tofino2", max_paths, info_path, INCLUDE, entries=entries_path)
+    info = text_format.Parse(info_path.read_text(), p4i.P4Info())
+    request = text_format.Parse(entries_path.read_text(), p4r.WriteRequest())
+    t = next(t for t in info.tables if t.preamble.name == table)
+    actions = {a.preamble.id: a.preamble.name.split(".")[-1] for a in info.actions}
+    out = []
+    for update in request.updates:
+        e = update.entity.table_entry
+        if e.table_id != t.preamble.id:
+            continue
+        by_field = {m.field_id: _matcher(m) for m in e.match}
+        keys = [by_field.get(f.id, _ANY) for f in t.match_fields]
+        params = tuple(int.from_bytes(p.value, "big") for p in e.action.action.params)
+        out.append((e.priority, keys, actions[e.action.action.action_id], params))
+    return sorted(out, key=lambda entry: -entry[0])
+
+
+def _ANY(_value: int) -> bool:
+    return True
+
+
+def _matcher(m):
+    """A predicate on a key value for one P4Runtime FieldMatch (exact, ternary, range)."""
+    kind = m.WhichOneof("field_match_type")
+    if kind == "exact":
+        want = int.from_bytes(m.exact.value, "big")
+        return lambda v: v == want
+    if kind == "ternary":
+        value, mask = (int.from_bytes(m.ternary.value, "big"),
+                       int.from_bytes(m.ternary.mask, "big"))
+        return lambda v: v & mask == value
+    if kind == "range":
+        low, high = int.from_bytes(m.range.low, "big"), int.from_bytes(m.range.high, "big")
+        return lambda v: low <= v <= high
+    raise AssertionError(f"unexpected match kind {kind}")
+
+
+def _lookup(entries, keys, default):
+    """(action, params) of the first entry, by priority, whose keys all match."""
+    return next(((action, params) for _, key, action, params in entries
+                 if all(match(k) for k, match in zip(keys, key, strict=True))), default)
+
+
+@pytest.mark.skipif(INCLUDE is None, reason="no tna.p4 (bf-p4c's include files, or "
+                                            "$SGLB_TNA_INCLUDE)")
+@pytest.mark.parametrize("max_paths", [8, 64])
+def test_pick_draw_takes_the_first_candidate_draw(tmp_path, max_paths):
+    """pick_draw's const entries, as the front end emits them, matched by priority:
+    the first draw (valid ++ path) whose path is a candidate, else none
+    (the default, pick_lowest), for random draws and candidate masks."""
+    entries = _front_end_entries(tmp_path, max_paths, "SglbIngress.pick_draw")
+    assert len(entries) == 4 * max_paths
+    rng = random.Random(max_paths)
+    for _ in range(3000):
+        words = [rng.choice([0, 64]) | rng.randrange(max_paths) for _ in range(4)]
+        candidates = rng.getrandbits(max_paths) & rng.getrandbits(max_paths)
+        if rng.random() < 0.3:   # a draw that is a candidate
+            candidates |= 1 << (words[rng.randrange(4)] & 63)
+        keys = [*words, candidates]
+        want = next((f"pick_{j}" for j, w in enumerate(words)
+                     if w & 64 and candidates >> (w & 63) & 1), "pick_lowest")
+        got, _ = _lookup(entries, keys, ("pick_lowest", ()))
+        assert got == want, (words, hex(candidates))
+
+
+def _v1model_ipv4_verdict(f: dict, max_paths: int) -> str | int:
+    """The drop reason of the v1model program's IPv4 checks (p4src/sglb.p4, in its
+    order), or "forward" / "ok" (passed; routed or not)."""
+    if f["tag"]:
+        if (f["version"] != 1 or f["length"] != 20 or f["npaths"] == 0
+                or f["npaths"] > max_paths or f["npaths"] <= f["path"] or f["ce"] > 7
+                or f["src_leaf"] >= 1024
+                or (f["fb_level"] != 0xFF and (f["fb_level"] > 7 or f["fb_path"] >= max_paths))):
+            return Drop.BAD_TAG
+        if f["role"] == Role.LEAF and f["nb_kind"] != 2:
+            return Drop.TAG_WRONG_PORT
+        if f["role"] == Role.SPINE and (f["nb_kind"] != 3 or f["nb_id"] != f["src_leaf"]):
+            return Drop.TAG_WRONG_PORT
+    if f["route_miss"]:
+        return Drop.NO_ROUTE
+    if f["ip_version"] != 4 or f["checksum_error"]:
+        return Drop.BAD_IPV4
+    if f["ihl"] != 5:
+        return Drop.UNSUPPORTED
+    if f["ttl"] <= 1:
+        return Drop.TTL_EXPIRED
+    return "forward" if f["dec_ttl"] else "ok"
+
+
+@pytest.mark.skipif(INCLUDE is None, reason="no tna.p4 (bf-p4c's include files, or "
+                                            "$SGLB_TNA_INCLUDE)")
+@pytest.mark.parametrize("max_paths", [8, 64])
+def test_ipv4_check_follows_the_v1model_order(tmp_path, max_paths):
+    """tag_check's then ipv4_check's const entries, as the front end emits them,
+    name the drop of the v1model program's chain of checks (or pass) for random
+    packets, each field drawn near its limits so that every check is hit alone
+    and together."""
+    tag_entries = _front_end_entries(tmp_path, max_paths, "SglbIngress.tag_check")
+    entries = _front_end_entries(tmp_path, max_paths, "SglbIngress.ipv4_check")
+    rng = random.Random(max_paths)
+    seen = set()
+    for _ in range(20000):
+        pick = lambda good, bad: rng.choice(bad) if rng.random() < 0.08 else good  # noqa: E731
+        npaths = pick(rng.randint(1, max_paths), [0, max_paths + 1, 255])
+        src_leaf = pick(rng.randrange(1024), [1024, 0xFFFF])
+        f = {"tag": rng.random() < 0.6, "version": pick(1, [0, 2, 255]),
+             "length": pick(20, [19, 21, 0]), "npaths": npaths,
+             "path": pick(rng.randrange(max(npaths, 1)), [npaths, 255]),
+             "ce": pick(rng.randint(0, 7), [8, 255]), "src_leaf": src_leaf,
+             "fb_level": pick(rng.choice([0xFF, rng.randint(0, 7)]), [8, 0xFE]),
+             "fb_path": pick(rng.randrange(max_paths), [max_paths, 255]),
+             "role": rng.choice([Role.LEAF, Role.SPINE]),
+             "nb_kind": pick(rng.choice([2, 3]), [0, 1, 4]),
+             "nb_id": pick(src_leaf, [src_leaf ^ 1, 0xFFFF]),
+             "route_miss": rng.random() < 0.05, "ip_version": pick(4, [0, 5, 15]),
+             "checksum_error": rng.random() < 0.05, "ihl": pick(5, [4, 6, 15]),
+             "ttl": pick(rng.randint(2, 255), [0, 1]), "dec_ttl": rng.random() < 0.5}
+        want = _v1model_ipv4_verdict(f, max_paths)
+        verdict = 0   # no tag
+        if f["tag"]:
+            span = max(f["npaths"] - f["path"], 0)
+            tag_keys = [span, f["version"], f["length"], f["ce"], f["src_leaf"], f["npaths"],
+                        f["fb_level"], f["fb_path"], int(f["role"]), f["nb_kind"],
+                        f["nb_id"] ^ f["src_leaf"]]
+            _, (verdict,) = _lookup(tag_entries, tag_keys, ("tag_verdict_is", (1,)))
+        keys = [verdict, int(f["route_miss"]), f["ip_version"], int(f["checksum_error"]),
+                f["ihl"], f["ttl"], int(f["dec_ttl"])]
+        action, params = _lookup(entries, keys, ("drop_as", (int(Drop.BAD_IPV4),)))
+        got = params[0] if action == "drop_as" else {"ipv4_forward": "forward",
+                                                     "ipv4_ok": "ok"}[action]
+        assert got == want, (f, action, params)
+        seen.add(want)
+    assert len(seen) == 8, seen   # every drop reason and both passes were reached
 
 
 def _forced_entries() -> tuple[list[tuple[list[str], str]], dict[str, tuple[int, int]]]:
@@ -349,3 +487,85 @@ def test_forced_bits_follow_the_serial_number_rule():
     assert _forced_action(entries, masks, "NOTICE_FAIL", 0, 5) == "FAIL_A"
     assert entries[-1] == (["_"] * 4, "READ_A")
     assert all(keys[0] == "1" for keys, _ in entries[:-1])
+
+
+# -- the decision tables (const entries, as the front end emits them) ----------------
+
+needs_tna_include = pytest.mark.skipif(INCLUDE is None, reason="no tna.p4 (bf-p4c's include "
+                                                               "files, or $SGLB_TNA_INCLUDE)")
+
+
+@needs_tna_include
+def test_notice_verdict_follows_the_serial_number_rule(tmp_path):
+    """An offer (FAIL / RECOVER) is applied when nothing is held or key - held > 1 as a
+    signed 32-bit number, a duplicate at 0, 1 and -1, stale otherwise; a write-back
+    is consumed without an event (the v1model rule, sglb.p4's chain before)."""
+    from sglb.codes import Event
+
+    entries = _front_end_entries(tmp_path, 8, "SglbIngress.notice_verdict")
+    rng = random.Random(5)
+    rvs = [0, 1, 2, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFE, 0xFFFFFFFF,
+           *(rng.getrandbits(32) for _ in range(300))]
+    for kind in (1, 2, NOTICE_WRITEBACK):
+        for seen in (0, 1):
+            for rv in rvs:
+                if kind == NOTICE_WRITEBACK:
+                    want = ("notice_consumed", (32,))
+                elif seen == 0 or (rv >> 1 != 0 and rv >> 31 == 0):
+                    want = ("notice_apply", ())
+                elif rv >> 1 == 0 or rv == 0xFFFFFFFF:
+                    want = ("notice_consumed", (int(Event.NOTICE_DUPLICATE),))
+                else:
+                    want = ("notice_consumed", (int(Event.NOTICE_STALE),))
+                got = _lookup(entries, [kind, seen, rv],
+                              ("notice_consumed", (int(Event.NOTICE_STALE),)))
+                assert got == want, (kind, seen, hex(rv))
+
+
+@needs_tna_include
+def test_port_status_ops_give_the_event_and_the_update(tmp_path):
+    from sglb.codes import Event
+
+    entries = _front_end_entries(tmp_path, 8, "SglbIngress.port_status_ops")
+    for down, was, role, peer in itertools.product((0, 1), (0, 1), (Role.LEAF, Role.SPINE),
+                                                   (0, 1)):
+        event = Event.PORT_STATUS_DUP if was == down else (
+            Event.PORT_DOWN if down else Event.PORT_UP)
+        op = 1 if down else 2   # OP_DOWN / OP_UP
+        down_op = op if role == Role.LEAF else 0
+        links_op = op if role == Role.SPINE and peer else 0
+        got = _lookup(entries, [down, was, int(role), peer], None)
+        assert got == ("port_status_is", (int(event), down_op, links_op)), \
+            (down, was, role, peer, got)
+
+
+@needs_tna_include
+@pytest.mark.parametrize("max_paths", [8, 64])
+def test_kept_alive_keeps_a_live_path_and_counts_new_flowlets(tmp_path, max_paths):
+    entries = _front_end_entries(tmp_path, max_paths, "SglbIngress.kept_alive")
+    rng = random.Random(max_paths)
+    for _ in range(3000):
+        word = (rng.choice([0, 64]) | rng.randrange(max_paths))
+        live = rng.getrandbits(max_paths)
+        if rng.random() < 0.5:
+            live |= 1 << (word & 63)
+        new = rng.randrange(2)
+        alive = bool(word & 64 and live >> (word & 63) & 1)
+        want = (("keep_path_new" if new else "keep_path"), (word & 63,)) if alive \
+            else ("path_dead", ())
+        assert _lookup(entries, [word, live, new], ("path_dead", ())) == want, \
+            (word, hex(live), new)
+
+
+@needs_tna_include
+def test_fb_level_out_returns_only_fresh_valid_in_range_metrics(tmp_path):
+    entries = _front_end_entries(tmp_path, 8, "SglbIngress.fb_level_out")
+    rng = random.Random(3)
+    for _ in range(3000):
+        tried = rng.randrange(2)
+        top = rng.randrange(16)          # valid ++ level
+        over = rng.choice([0, 0, rng.randrange(256)])
+        left = rng.choice([0, 0, rng.getrandbits(28)])
+        send = tried and top & 8 and over == 0 and left == 0
+        want = ("put_fb_level", (top & 7,)) if send else ("tag_no_feedback", ())
+        assert _lookup(entries, [tried, top, over, left], ("tag_no_feedback", ())) == want
