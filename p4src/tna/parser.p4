@@ -108,6 +108,7 @@ struct ig_meta_t {
     bit<16> flowlet_index;
     bit<32> idle;
     bit<32> unknown_left;   /* gap_unknown - idle, saturated: 0 once idle long enough */
+    bit<32> idle_margin;    /* idle - gap_margin, saturated */
     bit<32> skew_bound;
     bit<32> skew_over;      /* idle - (skew bound - 1), saturated: non-zero once past it */
     bit<32> gap_over;       /* idle - flowlet_gap, saturated */
@@ -158,6 +159,8 @@ struct ig_meta_t {
     bit<32> notice_rv;      /* notice_epoch's answer: key - held (write-back: held - key) */
     bit<8>  notice_seen;    /* notice_seen: something is held */
     bit<1>  notice_ok;      /* a notice that passed the checks */
+    bit<16> nb_sx;          /* nb_id ^ notice.spine_id: 0 = the port is bound to that spine */
+    bit<1>  arp_ok;         /* arp_check: a request for IPv4 over Ethernet */
     bit<1>  notice_applied;
     bit<32> notice_index;
     pathmask_t notice_paths;

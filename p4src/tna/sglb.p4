@@ -641,39 +641,52 @@ control SglbIngress(inout tna_headers_t hdr,
         meta.drop_reason = reason;
     }
 
-    action ipv4_ok() {
+    /* passed; rx / fb: a tagged packet from the fabric on a leaf, whose
+     * metric (rx_op) and returned metric (fb_op) the access tables store */
+    action ipv4_ok(bit<8> rx, bit<8> fb) {
         meta.data_ok = 1;
+        meta.rx_op = rx;
+        meta.fb_op = fb;
     }
 
     /* routed (to a host or a leaf): the TTL and the source MAC, once checked */
-    action ipv4_forward() {
-        meta.data_ok = 1;
+    action ipv4_forward(bit<8> rx, bit<8> fb) {
+        ipv4_ok(rx, fb);
         hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
         hdr.ethernet.srcAddr = meta.switch_mac;
     }
 
-/* IPv4 version 4, no checksum error, no options */
+/* IPv4 version 4, no checksum error, no options; a tagged packet that a leaf
+ * takes from the fabric (not routed to another leaf) */
 #define IP_BASIC 4 &&& 0xF, false, 5 &&& 0xF
+#define IP_FROM_FABRIC ROLE_LEAF &&& 0xFF, true, 0
     table ipv4_check {
         key = {
             meta.tag_verdict: ternary; meta.route_miss: ternary;
             hdr.ipv4.version: ternary; meta.checksum_error: ternary;
             hdr.ipv4.ihl: ternary; hdr.ipv4.ttl: ternary; meta.dec_ttl: ternary;
+            meta.role: ternary; hdr.tag.isValid(): ternary; meta.leaf_route: ternary;
+            hdr.tag.fb_level: ternary;
         }
         actions = { drop_as; ipv4_ok; ipv4_forward; }
         const entries = {
-            (TAG_BAD, _, _, _, _, _, _): drop_as(DROP_BAD_TAG);
-            (TAG_WRONG_PORT, _, _, _, _, _, _): drop_as(DROP_TAG_WRONG_PORT);
-            (_, 1, _, _, _, _, _): drop_as(DROP_NO_ROUTE);
-            (_, _, IP_BASIC, 0 &&& 0xFE, _): drop_as(DROP_TTL_EXPIRED);
-            (_, _, IP_BASIC, _, 1): ipv4_forward();
-            (_, _, IP_BASIC, _, _): ipv4_ok();
-            (_, _, 4 &&& 0xF, false, _, _, _): drop_as(DROP_UNSUPPORTED);
+            (TAG_BAD, _, _, _, _, _, _, _, _, _, _): drop_as(DROP_BAD_TAG);
+            (TAG_WRONG_PORT, _, _, _, _, _, _, _, _, _, _): drop_as(DROP_TAG_WRONG_PORT);
+            (_, 1, _, _, _, _, _, _, _, _, _): drop_as(DROP_NO_ROUTE);
+            (_, _, IP_BASIC, 0 &&& 0xFE, _, _, _, _, _): drop_as(DROP_TTL_EXPIRED);
+            (_, _, IP_BASIC, _, 1, IP_FROM_FABRIC, FB_NONE): ipv4_forward(1, 0);
+            (_, _, IP_BASIC, _, 1, IP_FROM_FABRIC, _): ipv4_forward(1, 1);
+            (_, _, IP_BASIC, _, 1, _, _, _, _): ipv4_forward(0, 0);
+            (_, _, IP_BASIC, _, _, IP_FROM_FABRIC, FB_NONE): ipv4_ok(1, 0);
+            (_, _, IP_BASIC, _, _, IP_FROM_FABRIC, _): ipv4_ok(1, 1);
+            (_, _, IP_BASIC, _, _, _, _, _, _): ipv4_ok(0, 0);
+            (_, _, 4 &&& 0xF, false, _, _, _, _, _, _, _): drop_as(DROP_UNSUPPORTED);
         }
         const default_action = drop_as(DROP_BAD_IPV4);
         size = 8;
     }
 #undef IP_BASIC
+#undef IP_FROM_FABRIC
 
     /* -- port_status_ops: a port-status packet's event and the op of the
      *    access table it updates (path_down on a leaf, leaf_links on a spine
@@ -707,6 +720,63 @@ control SglbIngress(inout tna_headers_t hdr,
         }
         const default_action = port_status_is(EV_PORT_UP, 0, 0);
         size = 12;
+    }
+
+    /* -- notice_check: the checks of a notice (v1model order): its format, a
+     *    kind this program takes, a leaf id below MAX_LEAVES, on a leaf
+     *    (BAD_NOTICE); a write-back from the CPU port as a PacketOut, an offer
+     *    from the port bound to the spine it names (nb_sx: nb_id ^ spine_id,
+     *    zero when equal; NOTICE_WRONG_PORT); a spine spine_paths knows
+     *    (UNKNOWN_SPINE). The good values are listed, the rest falls through
+     *    to the default. -- */
+    action notice_passes() {
+        meta.notice_ok = 1;
+    }
+
+#define NOTICE_GOOD(KIND, ...)                                                 \
+    (SGLB_VERSION, NOTICE_LENGTH, KIND, 0 &&& (16w0xFFFF ^ (MAX_LEAVES - 1)),  \
+     ROLE_LEAF, __VA_ARGS__)
+#define NOTICE_FROM_CPU CPU_PORT &&& 0x1FF, true
+#define NOTICE_FROM_SPINE _, _, NEIGHBOUR_SPINE &&& 0xFF, 0 &&& 0xFFFF
+#define NOTICE_ANY_PORT _, _, _, _
+    table notice_check {
+        key = {
+            hdr.notice.version: ternary; hdr.notice.length: ternary; hdr.notice.kind: ternary;
+            hdr.notice.leaf_id: ternary; meta.role: ternary;
+            ig_intr_md.ingress_port: ternary; hdr.packet_out.isValid(): ternary;
+            meta.nb_kind: ternary; meta.nb_sx: ternary; meta.spine_known: ternary;
+        }
+        actions = { notice_passes; drop_as; }
+        const entries = {
+            NOTICE_GOOD(NOTICE_WRITEBACK, NOTICE_FROM_CPU, _, _, 1): notice_passes();
+            NOTICE_GOOD(NOTICE_WRITEBACK, NOTICE_FROM_CPU, _, _, _): drop_as(DROP_UNKNOWN_SPINE);
+            NOTICE_GOOD(NOTICE_WRITEBACK, NOTICE_ANY_PORT, _): drop_as(DROP_NOTICE_WRONG_PORT);
+            NOTICE_GOOD(NOTICE_FAIL, NOTICE_FROM_SPINE, 1): notice_passes();
+            NOTICE_GOOD(NOTICE_RECOVER, NOTICE_FROM_SPINE, 1): notice_passes();
+            NOTICE_GOOD(NOTICE_FAIL, NOTICE_FROM_SPINE, _): drop_as(DROP_UNKNOWN_SPINE);
+            NOTICE_GOOD(NOTICE_RECOVER, NOTICE_FROM_SPINE, _): drop_as(DROP_UNKNOWN_SPINE);
+            NOTICE_GOOD(NOTICE_FAIL, NOTICE_ANY_PORT, _): drop_as(DROP_NOTICE_WRONG_PORT);
+            NOTICE_GOOD(NOTICE_RECOVER, NOTICE_ANY_PORT, _): drop_as(DROP_NOTICE_WRONG_PORT);
+        }
+        const default_action = drop_as(DROP_BAD_NOTICE);
+        size = 16;
+    }
+#undef NOTICE_GOOD
+#undef NOTICE_FROM_CPU
+#undef NOTICE_FROM_SPINE
+#undef NOTICE_ANY_PORT
+
+    /* -- arp_check: a request for IPv4 over Ethernet (else UNSUPPORTED) -- */
+    action arp_request() {
+        meta.arp_ok = 1;
+    }
+
+    table arp_check {
+        key = { hdr.arp.oper: ternary; hdr.arp.htype: ternary; hdr.arp.ptype: ternary; }
+        actions = { arp_request; drop_as; }
+        const entries = { (1, 1, ETHERTYPE_IPV4): arp_request(); }
+        const default_action = drop_as(DROP_UNSUPPORTED);
+        size = 1;
     }
 
     /* -- notice_verdict: what a notice that passed the checks does, from
@@ -867,28 +937,11 @@ control SglbIngress(inout tna_headers_t hdr,
                 port_status_ops.apply();
             }
         } else if (hdr.notice.isValid()) {
-            if (hdr.notice.version != SGLB_VERSION
-                    || hdr.notice.length != NOTICE_LENGTH
-                    || (hdr.notice.kind != NOTICE_FAIL && hdr.notice.kind != NOTICE_RECOVER
-                        && hdr.notice.kind != NOTICE_WRITEBACK)
-                    || hdr.notice.leaf_id >= MAX_LEAVES
-                    || meta.role != ROLE_LEAF) {
-                meta.drop_reason = DROP_BAD_NOTICE;
-            } else if (hdr.notice.kind == NOTICE_WRITEBACK
-                    && (ig_intr_md.ingress_port != CPU_PORT || !hdr.packet_out.isValid())) {
-                /* A write-back comes from this switch's controller only. */
-                meta.drop_reason = DROP_NOTICE_WRONG_PORT;
-            } else if (hdr.notice.kind != NOTICE_WRITEBACK
-                    && (meta.nb_kind != NEIGHBOUR_SPINE
-                        || meta.nb_id != hdr.notice.spine_id)) {
-                /* Only the spine it names, on the port bound to that spine. */
-                meta.drop_reason = DROP_NOTICE_WRONG_PORT;
-            } else if (meta.spine_known == 0) {
-                meta.drop_reason = DROP_UNKNOWN_SPINE;
-            } else {
+            /* the checks (notice_check), then the epoch rule */
+            notice_check.apply();
+            if (meta.notice_ok == 1) {
                 {
                     /* notice_rv: key - held (a write-back: held - key) */
-                    meta.notice_ok = 1;
                     if (hdr.notice.kind == NOTICE_WRITEBACK) {
                         meta.notice_rv = notice_peek.execute(meta.notice_index);
                     } else {
@@ -939,17 +992,13 @@ control SglbIngress(inout tna_headers_t hdr,
                 meta.event = EV_PROBE_REPLIED;
             }
         } else if (hdr.arp.isValid()) {
-            /* one condition per gateway: a gateway reads at most 4 bytes + 12 bits */
-            if (hdr.arp.oper != 1) {
-                meta.drop_reason = DROP_UNSUPPORTED;
-            } else if (hdr.arp.htype != 1) {
-                meta.drop_reason = DROP_UNSUPPORTED;
-            } else if (hdr.arp.ptype != ETHERTYPE_IPV4) {
-                meta.drop_reason = DROP_UNSUPPORTED;
-            } else if (hdr.arp.spa == hdr.arp.tpa) {
-                meta.drop_reason = DROP_UNSUPPORTED;
-            } else {
-                arp_proxy.apply();
+            arp_check.apply();
+            if (meta.arp_ok == 1) {
+                if (hdr.arp.spa == hdr.arp.tpa) {
+                    meta.drop_reason = DROP_UNSUPPORTED;
+                } else {
+                    arp_proxy.apply();
+                }
             }
         } else if (hdr.tag.isValid() && !hdr.ipv4.isValid()) {
             meta.drop_reason = DROP_BAD_TAG;
@@ -962,19 +1011,17 @@ control SglbIngress(inout tna_headers_t hdr,
         hdr.packet_out.setInvalid();
 
         /* ---- Stage 2 (leaf): a tagged packet from the fabric that passed
-         * the checks (data_ok, so that it need not wait for drop_reason):
+         * the checks (rx_op and fb_op, set by ipv4_check with data_ok, so
+         * that the access tables need not wait for drop_reason):
          * its metric of (source, path) for the feedback, and the metric it
          * returns about one of our paths (stored by the access tables) ---- */
-        if (meta.data_ok == 1 && meta.role == ROLE_LEAF && hdr.tag.isValid()
-                && meta.leaf_route == 0) {
-            meta.rx_op = 1;
+        if (meta.rx_op == 1) {     /* ipv4_check: passed, on a leaf, from the fabric */
             meta.rx_index = (bit<32>)rx_index_hash.get({
                 hdr.tag.src_leaf[LEAF_INDEX_BITS - 1:0], hdr.tag.path[PATH_INDEX_BITS - 1:0] });
             /* valid ++ ce (at most QMAX: 3 bits) ++ time */
             meta.rx_word = rx_word_hash.get({ 1w1, hdr.tag.ce[2:0], meta.now_fb });
             meta.rx_owd = meta.now - hdr.tag.ts;
-            if (hdr.tag.fb_level != FB_NONE) {
-                meta.fb_op = 1;
+            if (meta.fb_op == 1) {
                 meta.fb_owd_c = ~hdr.tag.fb_owd;
                 fb_received_step.apply();
             }

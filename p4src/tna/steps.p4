@@ -85,7 +85,7 @@
         meta.rq1 = meta.rq1 & ~meta.fresh;
         meta.rq2 = meta.rq2 & ~meta.fresh;
         meta.unknown_left = meta.gap_unknown |-| meta.idle;
-        meta.skew_bound = meta.owd_max + meta.owd_min_c;    /* max - min - 1 */
+        meta.idle_margin = meta.idle |-| meta.gap_margin;
         meta.gap_over = meta.idle |-| meta.flowlet_gap;
     }
 
@@ -104,14 +104,16 @@
         meta.fb0 = meta.fb0 ^ meta.rq0;
         meta.fb1 = meta.fb1 ^ meta.rq1;
         meta.fb2 = meta.fb2 ^ meta.rq2;
-        meta.skew_bound = meta.skew_bound + meta.gap_margin;
+        meta.skew_bound = meta.owd_max + meta.owd_min_c;    /* max - min - 1 */
     }
 
-    /* idle is past max - min - 1 + gap_margin iff idle >= max - min + gap_margin */
+    /* idle is past max - min - 1 + gap_margin iff idle >= max - min + gap_margin:
+     * (idle - gap_margin) - (max - min - 1), both saturated; the delays are
+     * needed only by glb_levels, so their registers may be read a stage later */
     action glb_live() {
         meta.live = meta.path_slots & meta.cp_mask;
         SGLB_FOR_EACH_WORD(SGLB_COPY_PLANES)
-        meta.skew_over = meta.idle |-| meta.skew_bound;
+        meta.skew_over = meta.idle_margin |-| meta.skew_bound;
     }
 
     /* With the planes p0 (e6), p1 (e0), p2 (e3): level >= 2 is p2 | p1, >= 3
@@ -190,10 +192,12 @@
 
     action key_of_fail() {
         meta.notice_key = fail_key_hash.get({ hdr.notice.epoch[29:0], 2w0b11 });
+        meta.nb_sx = meta.nb_id ^ hdr.notice.spine_id;
     }
 
     action key_of_other() {
         meta.notice_key = other_key_hash.get({ hdr.notice.epoch[29:0], 2w0b10 });
+        meta.nb_sx = meta.nb_id ^ hdr.notice.spine_id;
     }
 
     action frame_overrun() {

@@ -413,8 +413,12 @@ def test_ipv4_check_follows_the_v1model_order(tmp_path, max_paths):
              "nb_id": pick(src_leaf, [src_leaf ^ 1, 0xFFFF]),
              "route_miss": rng.random() < 0.05, "ip_version": pick(4, [0, 5, 15]),
              "checksum_error": rng.random() < 0.05, "ihl": pick(5, [4, 6, 15]),
-             "ttl": pick(rng.randint(2, 255), [0, 1]), "dec_ttl": rng.random() < 0.5}
+             "ttl": pick(rng.randint(2, 255), [0, 1]), "dec_ttl": rng.random() < 0.5,
+             "leaf_route": rng.random() < 0.3}
         want = _v1model_ipv4_verdict(f, max_paths)
+        if want in ("forward", "ok"):   # the stores of a tagged packet a leaf takes
+            rx = int(f["tag"] and f["role"] == Role.LEAF and not f["leaf_route"])
+            want = (want, rx, int(rx and f["fb_level"] != 0xFF))
         verdict = 0   # no tag
         if f["tag"]:
             span = max(f["npaths"] - f["path"], 0)
@@ -423,13 +427,14 @@ def test_ipv4_check_follows_the_v1model_order(tmp_path, max_paths):
                         f["nb_id"] ^ f["src_leaf"]]
             _, (verdict,) = _lookup(tag_entries, tag_keys, ("tag_verdict_is", (1,)))
         keys = [verdict, int(f["route_miss"]), f["ip_version"], int(f["checksum_error"]),
-                f["ihl"], f["ttl"], int(f["dec_ttl"])]
+                f["ihl"], f["ttl"], int(f["dec_ttl"]), int(f["role"]), int(f["tag"]),
+                int(f["leaf_route"]), f["fb_level"]]
         action, params = _lookup(entries, keys, ("drop_as", (int(Drop.BAD_IPV4),)))
-        got = params[0] if action == "drop_as" else {"ipv4_forward": "forward",
-                                                     "ipv4_ok": "ok"}[action]
+        got = params[0] if action == "drop_as" else (
+            {"ipv4_forward": "forward", "ipv4_ok": "ok"}[action], *params)
         assert got == want, (f, action, params)
         seen.add(want)
-    assert len(seen) == 8, seen   # every drop reason and both passes were reached
+    assert len(seen) == 12, seen   # every drop reason and pass (with its stores) was reached
 
 
 def _forced_entries() -> tuple[list[tuple[list[str], str]], dict[str, tuple[int, int]]]:
@@ -569,3 +574,49 @@ def test_fb_level_out_returns_only_fresh_valid_in_range_metrics(tmp_path):
         send = tried and top & 8 and over == 0 and left == 0
         want = ("put_fb_level", (top & 7,)) if send else ("tag_no_feedback", ())
         assert _lookup(entries, [tried, top, over, left], ("tag_no_feedback", ())) == want
+
+
+@needs_tna_include
+def test_notice_check_follows_the_v1model_order(tmp_path):
+    """notice_check names the drop of the v1model chain of a notice's checks (format
+    and leaf role, then the port, then the spine) or passes it, for random notices
+    with each field drawn near its limits."""
+    entries = _front_end_entries(tmp_path, 8, "SglbIngress.notice_check")
+    cpu = 0   # tofino2's CPU_PORT (the front end compiles for tofino2 here)
+    rng = random.Random(9)
+    seen = set()
+    for _ in range(20000):
+        pick = lambda good, bad: rng.choice(bad) if rng.random() < 0.1 else good  # noqa: E731
+        spine_id = rng.randrange(1 << 16)
+        n = {"version": pick(1, [0, 2]), "length": pick(12, [11, 13]),
+             "kind": rng.choice([1, 2, NOTICE_WRITEBACK, 0, 3, 7]),
+             "leaf_id": pick(rng.randrange(1024), [1024, 0xFFFF]),
+             "role": pick(Role.LEAF, [Role.SPINE]), "port": pick(cpu, [1, 5, 0x1FF]),
+             "packet_out": rng.random() < 0.8, "nb_kind": pick(2, [0, 1, 3]),
+             "nb_id": pick(spine_id, [spine_id ^ 4]), "spine_known": rng.random() < 0.9}
+        if (n["version"] != 1 or n["length"] != 12 or n["kind"] not in (1, 2, NOTICE_WRITEBACK)
+                or n["leaf_id"] >= 1024 or n["role"] != Role.LEAF):
+            want = ("drop_as", (int(Drop.BAD_NOTICE),))
+        elif n["kind"] == NOTICE_WRITEBACK and (n["port"] != cpu or not n["packet_out"]):
+            want = ("drop_as", (int(Drop.NOTICE_WRONG_PORT),))
+        elif n["kind"] != NOTICE_WRITEBACK and (n["nb_kind"] != 2 or n["nb_id"] != spine_id):
+            want = ("drop_as", (int(Drop.NOTICE_WRONG_PORT),))
+        elif not n["spine_known"]:
+            want = ("drop_as", (int(Drop.UNKNOWN_SPINE),))
+        else:
+            want = ("notice_passes", ())
+        keys = [n["version"], n["length"], n["kind"], n["leaf_id"], int(n["role"]), n["port"],
+                int(n["packet_out"]), n["nb_kind"], n["nb_id"] ^ spine_id, int(n["spine_known"])]
+        assert _lookup(entries, keys, ("drop_as", (int(Drop.BAD_NOTICE),))) == want, n
+        seen.add(want)
+    assert len(seen) == 4, seen
+
+
+@needs_tna_include
+def test_arp_check_takes_ipv4_requests_only(tmp_path):
+    entries = _front_end_entries(tmp_path, 8, "SglbIngress.arp_check")
+    for oper, htype, ptype in itertools.product((0, 1, 2), (0, 1, 6), (0x0800, 0x86DD, 0)):
+        want = ("arp_request", ()) if (oper, htype, ptype) == (1, 1, 0x0800) else \
+            ("drop_as", (int(Drop.UNSUPPORTED),))
+        assert _lookup(entries, [oper, htype, ptype],
+                       ("drop_as", (int(Drop.UNSUPPORTED),))) == want
