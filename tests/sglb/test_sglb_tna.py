@@ -35,8 +35,14 @@ from sglb.tna_config import (
 
 BF_P4C = tofino.bf_p4c()
 INCLUDE = tofino.tna_include_dir()
-CASES = [("tofino", 8), pytest.param("tofino", 64, marks=pytest.mark.slow),
-         ("tofino2", 8), pytest.param("tofino2", 64, marks=pytest.mark.slow)]
+# What bf-p4c 9.13.4 measured (docs/sglb.md, "Figures (bf-p4c)"): Tofino 2 at 8 paths
+# fits; the others do not yet, so they are strict expected failures (a case that
+# starts to fit fails here until the docs and this list say so).
+NOT_YET = pytest.mark.xfail(raises=tofino.CompileError, strict=True,
+                            reason="does not fit yet: docs/sglb.md, Figures (bf-p4c)")
+CASES = [pytest.param("tofino", 8, marks=NOT_YET),
+         pytest.param("tofino", 64, marks=[pytest.mark.slow, NOT_YET]),
+         ("tofino2", 8), pytest.param("tofino2", 64, marks=[pytest.mark.slow, NOT_YET])]
 
 
 # -- with the compiler ---------------------------------------------------------------
@@ -231,6 +237,47 @@ def test_compile_without_compiler_is_a_clear_error(tmp_path, monkeypatch):
         tofino.compile_tna("tofino", 8, tmp_path)
     with pytest.raises(ValueError, match="target"):
         tofino.compile_tna("tofino3", 8, tmp_path)
+
+
+def _fake_compiler(tmp_path, body: str):
+    exe = tmp_path / "bin" / "bf-p4c"
+    exe.parent.mkdir()
+    exe.write_text("#!/bin/sh\n" + body)
+    exe.chmod(0o755)
+    return str(exe)
+
+
+def test_compile_runs_under_the_memory_limit(tmp_path, monkeypatch):
+    """bf-p4c runs with an address-space limit ($SGLB_BF_P4C_MEMORY_GB): a fake
+    compiler reports the limit it got (ulimit -v, in KiB)."""
+    exe = _fake_compiler(tmp_path, 'ulimit -v > "$(dirname "$0")/limit"\n')
+    monkeypatch.setenv("SGLB_BF_P4C_MEMORY_GB", "3")
+    tofino.compile_tna("tofino2", 8, tmp_path / "out", compiler=exe)
+    assert int((tmp_path / "bin" / "limit").read_text()) == 3 * 10**9 // 1024
+    monkeypatch.setenv("SGLB_BF_P4C_MEMORY_GB", "lots")
+    with pytest.raises(ValueError, match="SGLB_BF_P4C_MEMORY_GB"):
+        tofino.compile_tna("tofino2", 8, tmp_path / "out", compiler=exe)
+
+
+def test_compile_failure_says_memory_and_how_far_placement_got(tmp_path):
+    """A bf-p4c that dies of std::bad_alloc after its first table placement: the
+    error names the memory limit and the stages that placement needed."""
+    out = tmp_path / "out"
+    logs = out / "pipe" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "table_summary.log").write_text(
+        "Table allocation done 1 time(s), state = INITIAL\n"
+        "Number of stages in table allocation: 21\n"
+        "  Number of stages for ingress table allocation: 21\n"
+        "  Number of stages for egress table allocation: 4\n"
+        "Critical path length through the table dependency graph: 19\n")
+    exe = _fake_compiler(tmp_path, "echo \"terminate called after throwing an instance of "
+                                   "'std::bad_alloc'\" >&2\nexit 134\n")
+    with pytest.raises(tofino.CompileError) as err:
+        tofino.compile_tna("tofino2", 8, out, compiler=exe, memory=2 * 10**9)
+    assert "ran out of memory (limit 2 GB" in str(err.value)
+    assert "21 ingress stages needed, dependence chain 19 (of 20)" in str(err.value)
+    assert tofino.placement_progress(tmp_path / "none") is None
 
 
 def test_random_masks_pick_a_single_lowest_entry_at_64_paths():

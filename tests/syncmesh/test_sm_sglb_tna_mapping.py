@@ -88,7 +88,8 @@ def _parse(path: Path) -> p4i.P4Info:
 def bf_p4c_p4info(tmp_path_factory):
     if tofino.bf_p4c() is None:
         pytest.skip("bf-p4c is not on PATH")
-    out = tofino.compile_tna("tofino", 8, tmp_path_factory.mktemp("tna"))
+    # Tofino 2 at 8 paths: the case bf-p4c fits (docs/sglb.md, Figures (bf-p4c))
+    out = tofino.compile_tna("tofino2", 8, tmp_path_factory.mktemp("tna"))
     return _parse(out / "p4info.txtpb")
 
 
