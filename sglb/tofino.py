@@ -117,10 +117,10 @@ def compile_tna(target: str, max_paths: int, out_dir: Path, *, program: Path = T
                           preexec_fn=bound_memory)
     (out_dir / "bf-p4c.log").write_text(done.stdout + done.stderr)
     if done.returncode != 0:
-        output = done.stderr.strip() or done.stdout.strip()
+        output = _diagnostics(done.stderr + done.stdout)
         if "bad_alloc" in output:
             output = (f"bf-p4c ran out of memory (limit {limit / 10**9:g} GB: "
-                      f"$SGLB_BF_P4C_MEMORY_GB)\n{output[-2000:]}")
+                      f"$SGLB_BF_P4C_MEMORY_GB)\n{output}")
         progress = placement_progress(out_dir)
         if progress is not None:
             output += (f"\ntable placement: {progress[0]} ingress stages needed, "
@@ -128,6 +128,21 @@ def compile_tna(target: str, max_paths: int, out_dir: Path, *, program: Path = T
         raise CompileError(f"bf-p4c --target {t.name} -DMAX_PATHS={max_paths} failed "
                            f"({done.returncode}):\n{output}")
     return out_dir
+
+
+def _diagnostics(output: str, most: int = 12) -> str:
+    """bf-p4c's errors without its warnings (each warning quotes source lines):
+    the lines that name an error or bad_alloc, and the first fields of a list of
+    fields PHV allocation left out; the whole log is bf-p4c.log."""
+    lines = output.splitlines()
+    kept: list[str] = []
+    for i, line in enumerate(lines):
+        if "error" in line.lower() or "bad_alloc" in line:
+            kept.append(line.strip())
+        elif "were not allocated" in line:
+            kept.append(line.strip() + " " + ", ".join(
+                f.strip() for f in lines[i + 1:i + 1 + most] if f.strip()))
+    return "\n".join(kept) or "\n".join(lines[-most:])
 
 
 def placement_progress(out_dir: Path) -> tuple[int, int] | None:
