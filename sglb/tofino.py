@@ -95,7 +95,7 @@ def compile_tna(target: str, max_paths: int, out_dir: Path, *, program: Path = T
                 compiler: str | None = None, timeout: float = COMPILE_TIMEOUT_S,
                 memory: int | None = None) -> Path:
     """Compile ``program`` for ``target`` (tofino / tofino2) with -g, writing the
-    P4Info next to it, under an address-space limit (``memory`` bytes, default
+    P4Info (standard extern messages) next to it, under an address-space limit (``memory`` bytes, default
     memory_limit()); returns ``out_dir``. Raises CompileError with bf-p4c's
     diagnostics (and how far its table placement got) if it fails,
     FileNotFoundError if there is no bf-p4c."""
@@ -106,7 +106,10 @@ def compile_tna(target: str, max_paths: int, out_dir: Path, *, program: Path = T
         raise FileNotFoundError(NO_COMPILER)
     t = TARGETS[target]
     out_dir.mkdir(parents=True, exist_ok=True)
+    # standard P4Runtime extern messages in the P4Info (not barefoot.Register and
+    # the like): what a P4Runtime client such as SyncMesh parses
     cmd = [exe, "--target", t.name, "--arch", t.arch, "-g", f"-DMAX_PATHS={max_paths}",
+           "--p4runtime-force-std-externs",
            "--p4runtime-files", str(out_dir / "p4info.txtpb"), "-o", str(out_dir), str(program)]
     limit = memory or memory_limit()
 
