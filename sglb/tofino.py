@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import resource
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -34,6 +36,9 @@ class Target:
 
 TARGETS = {"tofino": Target("tofino", "tna", 12), "tofino2": Target("tofino2", "t2na", 20)}
 COMPILE_TIMEOUT_S = 3600
+COMPILE_MEMORY_BYTES = 12 * 10**9
+"""Address-space limit of one bf-p4c run ($SGLB_BF_P4C_MEMORY_GB overrides): a
+program that needs more counts as not fitting, rather than taking the machine."""
 NO_COMPILER = ("bf-p4c is not on PATH: the Tofino figures need the open-source Tofino "
                "compiler (p4c's backends/tofino; README, \"Tofino\")")
 
@@ -71,11 +76,29 @@ def bf_p4c() -> str | None:
     return shutil.which("bf-p4c")
 
 
+def memory_limit() -> int:
+    """bf-p4c's address-space limit in bytes (COMPILE_MEMORY_BYTES, or
+    $SGLB_BF_P4C_MEMORY_GB)."""
+    text = os.environ.get("SGLB_BF_P4C_MEMORY_GB")
+    if not text:
+        return COMPILE_MEMORY_BYTES
+    try:
+        gb = float(text)
+    except ValueError:
+        raise ValueError(f"SGLB_BF_P4C_MEMORY_GB must be a number of GB, got {text!r}") from None
+    if gb <= 0:
+        raise ValueError(f"SGLB_BF_P4C_MEMORY_GB must be positive, got {text!r}")
+    return int(gb * 10**9)
+
+
 def compile_tna(target: str, max_paths: int, out_dir: Path, *, program: Path = TNA_PROGRAM,
-                compiler: str | None = None, timeout: float = COMPILE_TIMEOUT_S) -> Path:
+                compiler: str | None = None, timeout: float = COMPILE_TIMEOUT_S,
+                memory: int | None = None) -> Path:
     """Compile ``program`` for ``target`` (tofino / tofino2) with -g, writing the
-    P4Info next to it; returns ``out_dir``. Raises CompileError with bf-p4c's
-    diagnostics if it fails, FileNotFoundError if there is no bf-p4c."""
+    P4Info (standard extern messages) next to it, under an address-space limit (``memory`` bytes, default
+    memory_limit()); returns ``out_dir``. Raises CompileError with bf-p4c's
+    diagnostics (and how far its table placement got) if it fails,
+    FileNotFoundError if there is no bf-p4c."""
     if target not in TARGETS:
         raise ValueError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
     exe = compiler or bf_p4c()
@@ -83,14 +106,60 @@ def compile_tna(target: str, max_paths: int, out_dir: Path, *, program: Path = T
         raise FileNotFoundError(NO_COMPILER)
     t = TARGETS[target]
     out_dir.mkdir(parents=True, exist_ok=True)
+    # standard P4Runtime extern messages in the P4Info (not barefoot.Register and
+    # the like): what a P4Runtime client such as SyncMesh parses
     cmd = [exe, "--target", t.name, "--arch", t.arch, "-g", f"-DMAX_PATHS={max_paths}",
+           "--p4runtime-force-std-externs",
            "--p4runtime-files", str(out_dir / "p4info.txtpb"), "-o", str(out_dir), str(program)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    limit = memory or memory_limit()
+
+    def bound_memory() -> None:   # in the child, before bf-p4c starts
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                          preexec_fn=bound_memory)
     (out_dir / "bf-p4c.log").write_text(done.stdout + done.stderr)
     if done.returncode != 0:
+        output = _diagnostics(done.stderr + done.stdout)
+        if "bad_alloc" in output:
+            output = (f"bf-p4c ran out of memory (limit {limit / 10**9:g} GB: "
+                      f"$SGLB_BF_P4C_MEMORY_GB)\n{output}")
+        progress = placement_progress(out_dir)
+        if progress is not None:
+            output += (f"\ntable placement: {progress[0]} ingress stages needed, "
+                       f"dependence chain {progress[1]} (of {t.stages})")
         raise CompileError(f"bf-p4c --target {t.name} -DMAX_PATHS={max_paths} failed "
-                           f"({done.returncode}):\n{done.stderr.strip() or done.stdout.strip()}")
+                           f"({done.returncode}):\n{output}")
     return out_dir
+
+
+def _diagnostics(output: str, most: int = 12) -> str:
+    """bf-p4c's errors without its warnings (each warning quotes source lines):
+    the lines that name an error or bad_alloc, and the first fields of a list of
+    fields PHV allocation left out; the whole log is bf-p4c.log."""
+    lines = output.splitlines()
+    kept: list[str] = []
+    for i, line in enumerate(lines):
+        if "error" in line.lower() or "bad_alloc" in line:
+            kept.append(line.strip())
+        elif "were not allocated" in line:
+            kept.append(line.strip() + " " + ", ".join(
+                f.strip() for f in lines[i + 1:i + 1 + most] if f.strip()))
+    return "\n".join(kept) or "\n".join(lines[-most:])
+
+
+def placement_progress(out_dir: Path) -> tuple[int, int] | None:
+    """(ingress stages, critical path length) of bf-p4c's first table placement
+    (pipe/logs/table_summary.log), or None when it did not get that far."""
+    try:
+        text = _logs(out_dir, "table_summary.log").read_text()
+    except FileNotFoundError:
+        return None
+    stages = re.search(r"Number of stages for ingress table allocation: (\d+)", text)
+    path = re.search(r"Critical path length through the table dependency graph: (\d+)", text)
+    if stages is None or path is None:
+        return None
+    return int(stages.group(1)), int(path.group(1))
 
 
 def _logs(out_dir: Path, name: str) -> Path:
@@ -169,16 +238,19 @@ def tna_include_dir() -> Path | None:
 
 
 def front_end_p4info(target: str, max_paths: int, out: Path, include: Path,
-                     *, program: Path = TNA_PROGRAM) -> Path:
+                     *, program: Path = TNA_PROGRAM, entries: Path | None = None) -> Path:
     """P4Info of the program as p4c's front end (p4test) sees it with the TNA
-    include files: table, action and key names without bf-p4c's pipe prefix.
-    Raises CompileError if p4test rejects the program."""
+    include files: table, action and key names without bf-p4c's pipe prefix;
+    with ``entries``, also the const table entries there (a P4Runtime
+    WriteRequest, text format). Raises CompileError if p4test rejects the
+    program."""
     exe = shutil.which("p4test")
     if exe is None:
         raise FileNotFoundError("p4test is not on PATH")
     version = 2 if target == "tofino2" else 1
     done = subprocess.run([exe, f"-I{include}", f"-D__TARGET_TOFINO__={version}",
                            f"-DMAX_PATHS={max_paths}", "--p4runtime-files", str(out),
+                           *(["--p4runtime-entries-files", str(entries)] if entries else []),
                            str(program)], capture_output=True, text=True, timeout=600)
     if done.returncode != 0:
         raise CompileError(f"p4test rejected {program.name} ({target}, {max_paths} paths):\n"

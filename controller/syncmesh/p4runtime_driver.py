@@ -53,8 +53,11 @@ log = logging.getLogger("syncmesh.p4runtime")
 
 PACKET_OUT_PIPELINE = 0  # packet_out.op: run the pipeline as if from the CPU port
 KEYLESS_TABLES = ("switch_config", "uplinks")
-TX_COUNTERS = {"v1model": "SglbEgress.port_tx", "tna": "pipe.SglbEgress.port_tx"}
-"""The egress byte counter per program (bf-p4c names TNA objects after the pipe)."""
+TX_COUNTERS = {"v1model": "SglbEgress.port_tx", "tna": "SglbEgress.port_tx"}
+"""The egress byte counter per program. For TNA: bf-p4c's P4Info with standard extern
+messages (--p4runtime-force-std-externs, what a standard P4Runtime client reads), whose
+names carry no pipe prefix; its Tofino-specific P4Info would name it
+pipe.SglbEgress.port_tx, as a barefoot.Counter extern."""
 TX_COUNTER = TX_COUNTERS["v1model"]
 
 

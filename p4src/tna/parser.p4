@@ -95,15 +95,12 @@ struct ig_meta_t {
     bit<8>  tol;            /* tie_tolerance, at most 7 */
     pathmask_t candidates;
     bit<16> draw_word0; bit<16> draw_word1; bit<16> draw_word2; bit<16> draw_word3;
-    bit<1>  hit0; bit<1> hit1; bit<1> hit2; bit<1> hit3;    /* draw j is a candidate */
     bit<16> lowest_word;    /* valid ++ path ++ port of the lowest candidate */
     bit<8>  lowest_chosen;  /* its path */
     bit<16> pick_word;      /* valid ++ path ++ port of the pick for a new flowlet */
     bit<16> flow_word;      /* valid ++ path ++ port the flowlet keeps (flowlet_path) */
-    port_t  out_port;       /* kept_alive: the port of the flowlet's (or the failover) path */
     bit<8>  chosen;
     bit<1>  new_flowlet;
-    bit<1>  failover;
     bit<32> now;            /* ns mod 2^32 */
     bit<28> now_fb;
     pword_t gen;
@@ -111,6 +108,7 @@ struct ig_meta_t {
     bit<16> flowlet_index;
     bit<32> idle;
     bit<32> unknown_left;   /* gap_unknown - idle, saturated: 0 once idle long enough */
+    bit<32> idle_margin;    /* idle - gap_margin, saturated */
     bit<32> skew_bound;
     bit<32> skew_over;      /* idle - (skew bound - 1), saturated: non-zero once past it */
     bit<32> gap_over;       /* idle - flowlet_gap, saturated */
@@ -121,6 +119,8 @@ struct ig_meta_t {
     bit<32> rx_word;        /* valid ++ ce ++ time (feedback units) */
     bit<32> rx_owd;         /* one-way delay of the tag (ns, incl. the clock offset) */
     bit<8>  tag_span;       /* tag.npaths - tag.path, saturated: 0 = path out of range */
+    bit<16> nb_x;           /* nb_id ^ tag.src_leaf: 0 = the port is bound to the tag's source */
+    bit<2>  tag_verdict;    /* tag_check: TAG_OK (or no tag), TAG_BAD, TAG_WRONG_PORT */
     pathmask_t fb_bit;      /* one-hot of tag.fb_path */
     bit<32> fb_owd_c;       /* ~tag.fb_owd (owd_low keeps complements) */
     bit<1>  fb_l0; bit<1> fb_l1; bit<1> fb_l2;
@@ -134,7 +134,6 @@ struct ig_meta_t {
     bit<28> fb_age;
     bit<28> fb_fresh_left;
     bit<1>  fb_try;         /* the cursor named a path: fb_word, fb_owd are its */
-    bit<1>  fb_send;        /* the tag carries (fb_path, fb_word's level, fb_owd) */
     /* operations of the register access tables (0: read) */
     bit<8>  down_op;        /* OP_DOWN / OP_UP: port-status (leaf) */
     bit<8>  rx_op;          /* 1: store a tag's metric (rx_level, rx_owd, fb_npaths) */
@@ -160,6 +159,8 @@ struct ig_meta_t {
     bit<32> notice_rv;      /* notice_epoch's answer: key - held (write-back: held - key) */
     bit<8>  notice_seen;    /* notice_seen: something is held */
     bit<1>  notice_ok;      /* a notice that passed the checks */
+    bit<16> nb_sx;          /* nb_id ^ notice.spine_id: 0 = the port is bound to that spine */
+    bit<1>  arp_ok;         /* arp_check: a request for IPv4 over Ethernet */
     bit<1>  notice_applied;
     bit<32> notice_index;
     pathmask_t notice_paths;

@@ -214,7 +214,9 @@
     fresh_access_##W.apply();
 
 /* Const entries of kept_alive: a valid word of path I keeps it if I's bit is
- * set in `live`. */
-#define SGLB_ALIVE_ENTRY(I) ((bit<7>)(64 + I), PATH_BIT(I) &&& PATH_BIT(I)) : keep_path(I);
+ * set in `live` (a new flowlet's first packet: counted as such). */
+#define SGLB_ALIVE_NEW_ENTRY(I)                                                \
+    ((bit<7>)(64 + I), PATH_BIT(I) &&& PATH_BIT(I), 1) : keep_path_new(I);
+#define SGLB_ALIVE_ENTRY(I) ((bit<7>)(64 + I), PATH_BIT(I) &&& PATH_BIT(I), _) : keep_path(I);
 
 #endif

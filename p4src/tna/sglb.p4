@@ -379,71 +379,77 @@ control SglbIngress(inout tna_headers_t hdr,
     }
 #undef ZW
 
-    /* -- draw_hit_j: is draw j a candidate? (ternary on the candidates: path
-     *    i matches bit i set; the key's top bit is the word's valid bit) -- */
-#define SGLB_HIT_KEY(I) ((bit<7>)(64 + I), PATH_BIT(I) &&& PATH_BIT(I))
-#define SGLB_HIT_ENTRY_0(I) SGLB_HIT_KEY(I) : draw_hit0();
-#define SGLB_HIT_ENTRY_1(I) SGLB_HIT_KEY(I) : draw_hit1();
-#define SGLB_HIT_ENTRY_2(I) SGLB_HIT_KEY(I) : draw_hit2();
-#define SGLB_HIT_ENTRY_3(I) SGLB_HIT_KEY(I) : draw_hit3();
-#define SGLB_DRAW_HIT(J)                                                       \
-    action draw_hit##J() { meta.hit##J = 1; }                                  \
-    action draw_miss##J() { meta.hit##J = 0; }                                 \
-    @hidden table draw_hit_##J {                                               \
-        key = { meta.draw_word##J[15:9]: exact; meta.candidates: ternary; }    \
-        actions = { draw_hit##J; draw_miss##J; }                               \
-        const entries = { SGLB_FOR_EACH_PATH(SGLB_HIT_ENTRY_##J) }             \
-        const default_action = draw_miss##J();                                 \
-        size = MAX_PATHS;                                                      \
-    }
-    SGLB_DRAW_HIT(0)
-    SGLB_DRAW_HIT(1)
-    SGLB_DRAW_HIT(2)
-    SGLB_DRAW_HIT(3)
-#undef SGLB_DRAW_HIT
-
     /* -- pick_draw: the first of the four draws that is a candidate, else the
-     *    lowest candidate -- */
+     *    lowest candidate. One ternary lookup: entry (j, i) matches draw j
+     *    naming path i (valid ++ path) while i's bit is set in the
+     *    candidates; the entries of draw j come after those of draws 0..j-1,
+     *    so a match on draw j means none of the earlier draws is a candidate.
+     *    (One table instead of four hit lookups and a pick: one stage and
+     *    four tables fewer.) -- */
     action pick_0() { meta.pick_word = meta.draw_word0; }
     action pick_1() { meta.pick_word = meta.draw_word1; }
     action pick_2() { meta.pick_word = meta.draw_word2; }
     action pick_3() { meta.pick_word = meta.draw_word3; }
     action pick_lowest() { meta.pick_word = meta.lowest_word; }
 
+#define SGLB_DRAW_NAMES(I) (bit<7>)(64 + I) &&& 7w0x7F
+#define SGLB_PICK_ENTRY_0(I) (SGLB_DRAW_NAMES(I), _, _, _, PATH_BIT(I) &&& PATH_BIT(I)) : pick_0();
+#define SGLB_PICK_ENTRY_1(I) (_, SGLB_DRAW_NAMES(I), _, _, PATH_BIT(I) &&& PATH_BIT(I)) : pick_1();
+#define SGLB_PICK_ENTRY_2(I) (_, _, SGLB_DRAW_NAMES(I), _, PATH_BIT(I) &&& PATH_BIT(I)) : pick_2();
+#define SGLB_PICK_ENTRY_3(I) (_, _, _, SGLB_DRAW_NAMES(I), PATH_BIT(I) &&& PATH_BIT(I)) : pick_3();
     table pick_draw {
-        key = { meta.hit0: ternary; meta.hit1: ternary; meta.hit2: ternary; meta.hit3: ternary; }
+        key = {
+            meta.draw_word0[15:9]: ternary; meta.draw_word1[15:9]: ternary;
+            meta.draw_word2[15:9]: ternary; meta.draw_word3[15:9]: ternary;
+            meta.candidates: ternary;
+        }
         actions = { pick_0; pick_1; pick_2; pick_3; pick_lowest; }
         const entries = {
-            (0, 0, 0, 0): pick_lowest();
-            (0, 0, 0, _): pick_3();
-            (0, 0, _, _): pick_2();
-            (0, _, _, _): pick_1();
+            SGLB_FOR_EACH_PATH(SGLB_PICK_ENTRY_0)
+            SGLB_FOR_EACH_PATH(SGLB_PICK_ENTRY_1)
+            SGLB_FOR_EACH_PATH(SGLB_PICK_ENTRY_2)
+            SGLB_FOR_EACH_PATH(SGLB_PICK_ENTRY_3)
         }
-        default_action = pick_0();
-        size = 4;
+        default_action = pick_lowest();
+        size = 4 * MAX_PATHS;
     }
+#undef SGLB_DRAW_NAMES
+#undef SGLB_PICK_ENTRY_0
+#undef SGLB_PICK_ENTRY_1
+#undef SGLB_PICK_ENTRY_2
+#undef SGLB_PICK_ENTRY_3
 
     /* -- kept_alive: is the flowlet's path still live? (keyed by the word's
-     *    valid bit and path: entry I gives the path's number) -- */
+     *    valid bit and path: entry I gives the path's number). Applied by the
+     *    decision of a packet that leaves toward a leaf: it sets the port and
+     *    the event, so that the counters follow it directly. -- */
     action keep_path(bit<8> path) {
         meta.chosen = path;
-        meta.out_port = meta.flow_word[8:0];
+        ig_tm_md.ucast_egress_port = meta.flow_word[8:0];
+    }
+
+    action keep_path_new(bit<8> path) {
+        keep_path(path);
+        meta.event = EV_NEW_FLOWLET;
     }
 
     /* (a default action cannot use the hash unit: lowest_step numbers the
      * lowest candidate beforehand) */
     action path_dead() {
-        meta.failover = 1;
         meta.chosen = meta.lowest_chosen;
-        meta.out_port = meta.lowest_word[8:0];
+        ig_tm_md.ucast_egress_port = meta.lowest_word[8:0];
+        meta.event = EV_FAILOVER;
     }
 
     table kept_alive {
-        key = { meta.flow_word[15:9]: exact; meta.live: ternary; }
-        actions = { keep_path; path_dead; }
-        const entries = { SGLB_FOR_EACH_PATH(SGLB_ALIVE_ENTRY) }
+        key = { meta.flow_word[15:9]: exact; meta.live: ternary; meta.new_flowlet: ternary; }
+        actions = { keep_path; keep_path_new; path_dead; }
+        const entries = {
+            SGLB_FOR_EACH_PATH(SGLB_ALIVE_NEW_ENTRY)
+            SGLB_FOR_EACH_PATH(SGLB_ALIVE_ENTRY)
+        }
         default_action = path_dead();
-        size = MAX_PATHS;
+        size = 2 * MAX_PATHS;
     }
 
     /* -- path_ports: the port of a probe's path -- */
@@ -572,6 +578,9 @@ control SglbIngress(inout tna_headers_t hdr,
         size = MAX_LEAVES;
     }
 
+    /* The checks as lookups, port-status and notice outcomes. */
+#include "checks.p4"
+
     /* The access tables, the GLB engine's steps, the other step tables. */
 #include "steps.p4"
 
@@ -632,6 +641,7 @@ control SglbIngress(inout tna_headers_t hdr,
         }
         if (hdr.tag.isValid()) {
             tag_step.apply();
+            tag_check.apply();
             fb_paths.apply();
             fb_level_bits.apply();
             if (meta.leaf_route == 0) {
@@ -689,86 +699,25 @@ control SglbIngress(inout tna_headers_t hdr,
                     meta.goes_down = 1;
                 }
                 meta.port_was = port_state_put.execute((port_t)hdr.port_status.port);
-                if (meta.port_was == meta.goes_down) {
-                    meta.event = EV_PORT_STATUS_DUP;
-                } else if (meta.goes_down == 1) {
-                    meta.event = EV_PORT_DOWN;
-                } else {
-                    meta.event = EV_PORT_UP;
-                }
-                /* The updates (idempotent: a duplicate changes nothing) go to
-                 * the access tables: the leaf's path_down, the spine's
-                 * leaf_links (then a notice if the leaf's reachability
-                 * changed, after them). */
-                if (meta.role == ROLE_LEAF) {
-                    if (meta.goes_down == 1) {
-                        meta.down_op = OP_DOWN;
-                    } else {
-                        meta.down_op = OP_UP;
-                    }
-                } else if (meta.peer_found == 1) {
-                    if (meta.goes_down == 1) {
-                        meta.links_op = OP_DOWN;
-                    } else {
-                        meta.links_op = OP_UP;
-                    }
-                }
+                /* its event, and the updates (idempotent: a duplicate changes
+                 * nothing) of the access tables: the leaf's path_down, the
+                 * spine's leaf_links (then a notice if the leaf's
+                 * reachability changed, after them) */
+                port_status_ops.apply();
             }
         } else if (hdr.notice.isValid()) {
-            if (hdr.notice.version != SGLB_VERSION
-                    || hdr.notice.length != NOTICE_LENGTH
-                    || (hdr.notice.kind != NOTICE_FAIL && hdr.notice.kind != NOTICE_RECOVER
-                        && hdr.notice.kind != NOTICE_WRITEBACK)
-                    || hdr.notice.leaf_id >= MAX_LEAVES
-                    || meta.role != ROLE_LEAF) {
-                meta.drop_reason = DROP_BAD_NOTICE;
-            } else if (hdr.notice.kind == NOTICE_WRITEBACK
-                    && (ig_intr_md.ingress_port != CPU_PORT || !hdr.packet_out.isValid())) {
-                /* A write-back comes from this switch's controller only. */
-                meta.drop_reason = DROP_NOTICE_WRONG_PORT;
-            } else if (hdr.notice.kind != NOTICE_WRITEBACK
-                    && (meta.nb_kind != NEIGHBOUR_SPINE
-                        || meta.nb_id != hdr.notice.spine_id)) {
-                /* Only the spine it names, on the port bound to that spine. */
-                meta.drop_reason = DROP_NOTICE_WRONG_PORT;
-            } else if (meta.spine_known == 0) {
-                meta.drop_reason = DROP_UNKNOWN_SPINE;
-            } else {
+            /* the checks (notice_check), then the epoch rule */
+            notice_check.apply();
+            if (meta.notice_ok == 1) {
                 {
                     /* notice_rv: key - held (a write-back: held - key) */
-                    meta.notice_ok = 1;
                     if (hdr.notice.kind == NOTICE_WRITEBACK) {
                         meta.notice_rv = notice_peek.execute(meta.notice_index);
                     } else {
                         meta.notice_rv = notice_offer.execute(meta.notice_index);
                     }
                     notice_seen_access.apply();
-                    if (hdr.notice.kind == NOTICE_WRITEBACK) {
-                        /* The control plane's view includes the notice of this
-                         * epoch: its mask rules again (forced_* access), unless
-                         * a newer notice came meanwhile. */
-                        meta.consumed = 1;
-                    } else if (meta.notice_seen == 0) {
-                        meta.notice_applied = 1;
-                    } else if (meta.notice_rv[31:1] == 0) {
-                        meta.event = EV_NOTICE_DUPLICATE;       /* key - held: 0 or 1 */
-                        meta.consumed = 1;
-                    } else if (meta.notice_rv[31:31] == 0) {
-                        meta.notice_applied = 1;                /* newer */
-                    } else if (meta.notice_rv == 0xFFFFFFFF) {
-                        meta.event = EV_NOTICE_DUPLICATE;       /* -1 */
-                        meta.consumed = 1;
-                    } else {
-                        meta.event = EV_NOTICE_STALE;
-                        meta.consumed = 1;
-                    }
-                    if (meta.notice_applied == 1) {
-                        /* Applied: the control plane gets it (write-back). */
-                        meta.event = EV_NOTICE_RECEIVED;
-                        ig_tm_md.ucast_egress_port = CPU_PORT;
-                        meta.punt_reason = PUNT_NOTICE;
-                        meta.forwarded = 1;
-                    }
+                    notice_verdict.apply();
                 }
             }
         } else if (hdr.probe.isValid()) {
@@ -812,83 +761,36 @@ control SglbIngress(inout tna_headers_t hdr,
                 meta.event = EV_PROBE_REPLIED;
             }
         } else if (hdr.arp.isValid()) {
-            /* one condition per gateway: a gateway reads at most 4 bytes + 12 bits */
-            if (hdr.arp.oper != 1) {
-                meta.drop_reason = DROP_UNSUPPORTED;
-            } else if (hdr.arp.htype != 1) {
-                meta.drop_reason = DROP_UNSUPPORTED;
-            } else if (hdr.arp.ptype != ETHERTYPE_IPV4) {
-                meta.drop_reason = DROP_UNSUPPORTED;
-            } else if (hdr.arp.spa == hdr.arp.tpa) {
-                meta.drop_reason = DROP_UNSUPPORTED;
-            } else {
-                arp_proxy.apply();
+            arp_check.apply();
+            if (meta.arp_ok == 1) {
+                if (hdr.arp.spa == hdr.arp.tpa) {
+                    meta.drop_reason = DROP_UNSUPPORTED;
+                } else {
+                    arp_proxy.apply();
+                }
             }
         } else if (hdr.tag.isValid() && !hdr.ipv4.isValid()) {
             meta.drop_reason = DROP_BAD_TAG;
         } else if (hdr.ipv4.isValid()) {
-            /* One chain of conditions (none reads drop_reason), in the order
-             * of the v1model program: the tag, the route, then IPv4. */
-            if (hdr.tag.isValid() && hdr.tag.version != SGLB_VERSION) {
-                meta.drop_reason = DROP_BAD_TAG;
-            } else if (hdr.tag.isValid() && hdr.tag.length != TAG_LENGTH) {
-                meta.drop_reason = DROP_BAD_TAG;
-            } else if (hdr.tag.isValid() && hdr.tag.npaths == 0) {
-                meta.drop_reason = DROP_BAD_TAG;
-            } else if (hdr.tag.isValid() && hdr.tag.npaths > MAX_PATHS) {
-                meta.drop_reason = DROP_BAD_TAG;
-            } else if (hdr.tag.isValid() && meta.tag_span == 0) {
-                meta.drop_reason = DROP_BAD_TAG;
-            } else if (hdr.tag.isValid() && hdr.tag.ce > QMAX) {
-                meta.drop_reason = DROP_BAD_TAG;
-            } else if (hdr.tag.isValid() && hdr.tag.src_leaf >= MAX_LEAVES) {
-                meta.drop_reason = DROP_BAD_TAG;
-            } else if (hdr.tag.isValid() && hdr.tag.fb_level != FB_NONE
-                       && hdr.tag.fb_level > QMAX) {
-                meta.drop_reason = DROP_BAD_TAG;
-            } else if (hdr.tag.isValid() && hdr.tag.fb_level != FB_NONE
-                       && hdr.tag.fb_path >= MAX_PATHS) {
-                meta.drop_reason = DROP_BAD_TAG;
-            } else if (hdr.tag.isValid() && meta.role == ROLE_LEAF
-                    && meta.nb_kind != NEIGHBOUR_SPINE) {
-                meta.drop_reason = DROP_TAG_WRONG_PORT;
-            } else if (hdr.tag.isValid() && meta.role == ROLE_SPINE
-                    && (meta.nb_kind != NEIGHBOUR_LEAF || meta.nb_id != hdr.tag.src_leaf)) {
-                meta.drop_reason = DROP_TAG_WRONG_PORT;
-            } else if (meta.route_miss == 1) {
-                meta.drop_reason = DROP_NO_ROUTE;
-            } else if (hdr.ipv4.version != 4 || meta.checksum_error) {
-                meta.drop_reason = DROP_BAD_IPV4;
-            } else if (hdr.ipv4.ihl != 5) {
-                meta.drop_reason = DROP_UNSUPPORTED;
-            } else if (hdr.ipv4.ttl <= 1) {
-                meta.drop_reason = DROP_TTL_EXPIRED;
-            } else {
-                meta.data_ok = 1;
-                if (meta.dec_ttl == 1) {
-                    hdr.ipv4.ttl = hdr.ipv4.ttl - 1;
-                    hdr.ethernet.srcAddr = meta.switch_mac;
-                }
-            }
+            /* the tag (tag_check, above), the route, then IPv4 */
+            ipv4_check.apply();
         } else {
             meta.drop_reason = DROP_UNSUPPORTED;
         }
         hdr.packet_out.setInvalid();
 
         /* ---- Stage 2 (leaf): a tagged packet from the fabric that passed
-         * the checks (data_ok, so that it need not wait for drop_reason):
+         * the checks (rx_op and fb_op, set by ipv4_check with data_ok, so
+         * that the access tables need not wait for drop_reason):
          * its metric of (source, path) for the feedback, and the metric it
          * returns about one of our paths (stored by the access tables) ---- */
-        if (meta.data_ok == 1 && meta.role == ROLE_LEAF && hdr.tag.isValid()
-                && meta.leaf_route == 0) {
-            meta.rx_op = 1;
+        if (meta.rx_op == 1) {     /* ipv4_check: passed, on a leaf, from the fabric */
             meta.rx_index = (bit<32>)rx_index_hash.get({
                 hdr.tag.src_leaf[LEAF_INDEX_BITS - 1:0], hdr.tag.path[PATH_INDEX_BITS - 1:0] });
             /* valid ++ ce (at most QMAX: 3 bits) ++ time */
             meta.rx_word = rx_word_hash.get({ 1w1, hdr.tag.ce[2:0], meta.now_fb });
             meta.rx_owd = meta.now - hdr.tag.ts;
-            if (hdr.tag.fb_level != FB_NONE) {
-                meta.fb_op = 1;
+            if (meta.fb_op == 1) {
                 meta.fb_owd_c = ~hdr.tag.fb_owd;
                 fb_received_step.apply();
             }
@@ -917,6 +819,7 @@ control SglbIngress(inout tna_headers_t hdr,
                  * in one stage, so dependent operations go to successive
                  * tables. */
                 if (meta.lb_mode == MODE_SGLB) {
+                    glb_step0.apply();
                     glb_step1.apply();
                     glb_step2.apply();
                 } else {
@@ -948,18 +851,12 @@ control SglbIngress(inout tna_headers_t hdr,
                  * no path is live (lowest_word's valid bit clear). */
                 lowest_path.apply();
                 lowest_step.apply();
-                draw_hit_0.apply();
-                draw_hit_1.apply();
-                draw_hit_2.apply();
-                draw_hit_3.apply();
                 pick_draw.apply();
                 if (meta.lb_mode == MODE_SGLB) {
                     meta.flow_word = flowlet_follow.execute(meta.flowlet_index);
                 } else {
                     meta.flow_word = meta.pick_word;
                 }
-                kept_alive.apply();
-
             }
             /* After the engine in program order (bf-p4c orders a block after
              * the tables before it), beside it in the pipeline: */
@@ -987,11 +884,6 @@ control SglbIngress(inout tna_headers_t hdr,
             if (meta.fb_try == 1) {
                 meta.fb_age = meta.now_fb - meta.fb_word[27:0];
                 fb_step.apply();
-                if (meta.fb_word[31:31] == 1 && meta.fb_over == 0) {
-                    if (meta.fb_fresh_left == 0) {
-                        meta.fb_send = 1;
-                    }
-                }
             }
         } else {
             links_access.apply();
@@ -1055,12 +947,9 @@ control SglbIngress(inout tna_headers_t hdr,
                 /* no candidate: no path is live */
                 meta.drop_reason = DROP_NO_LIVE_PATH;
             } else {
-                ig_tm_md.ucast_egress_port = meta.out_port;
-                if (meta.failover == 1) {
-                    meta.event = EV_FAILOVER;
-                } else if (meta.new_flowlet == 1) {
-                    meta.event = EV_NEW_FLOWLET;
-                }
+                /* the port and the event: the flowlet's path if still live,
+                 * else the lowest candidate (failover) */
+                kept_alive.apply();
                 hdr.bridge.raise_ce = 1;
                 meta.forwarded = 1;
 
@@ -1071,12 +960,7 @@ control SglbIngress(inout tna_headers_t hdr,
                     } else {
                         tag_open.apply();
                         tag_stamp.apply();
-                        if (meta.fb_send == 1) {
-                            fb_level_out.apply();
-                            meta.tag_event = EV_FEEDBACK_SENT;
-                        } else {
-                            tag_fb_none.apply();
-                        }
+                        fb_level_out.apply();
                     }
                 }
             }

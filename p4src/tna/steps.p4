@@ -54,8 +54,9 @@
                       OP_DOWN: links_down(); OP_UP: links_up();, links_read)
 
     /* -- the GLB engine's bitwise steps, one table per stage (see apply) --
-     * Liveness is computed in place of path_slots (up), cp_mask (allowed)
-     * and forced_up (forced up & weighted); the level planes in place of
+     * Liveness is computed in place of weighted (weighted & up), path_slots
+     * (configured, weighted, up, not forced down) and cp_mask (allowed: the
+     * mask or forced up); the level planes in place of
      * fb_j (fresh feedback) and rq_j (the profile's level), then copied to
      * e6, e0, e3, where the paths above each level k are built, then the
      * eligible ones at k or below. */
@@ -68,10 +69,14 @@
 #define SGLB_COPY_LIVE(W, HI, LO) SGLB_COPY(meta.live_copy, live_copy, meta.live, W, HI, LO)
 #define SGLB_COPY_SAFE(W, HI, LO) SGLB_COPY(meta.e7, safe_copy, meta.live_safe, W, HI, LO)
 
+    /* The weighted paths whose port is up: the forced bits (read after the
+     * notice checks) are needed only by glb_levels. */
+    action glb_weights() {
+        meta.weighted = meta.weighted & ~meta.down;
+    }
+
     action glb_inputs() {
-        meta.path_slots = meta.path_slots & ~meta.down;
-        meta.cp_mask = meta.cp_mask & meta.weighted;
-        meta.forced_up = meta.forced_up & meta.weighted;
+        meta.path_slots = meta.path_slots & meta.weighted;
         SGLB_FOR_EACH_WORD(SGLB_COPY_FRESH)
         meta.fb0 = meta.fresh & meta.fb0;
         meta.fb1 = meta.fresh & meta.fb1;
@@ -80,7 +85,7 @@
         meta.rq1 = meta.rq1 & ~meta.fresh;
         meta.rq2 = meta.rq2 & ~meta.fresh;
         meta.unknown_left = meta.gap_unknown |-| meta.idle;
-        meta.skew_bound = meta.owd_max + meta.owd_min_c;    /* max - min - 1 */
+        meta.idle_margin = meta.idle |-| meta.gap_margin;
         meta.gap_over = meta.idle |-| meta.flowlet_gap;
     }
 
@@ -91,20 +96,24 @@
 
     /* lv_j (in fb_j): fresh & fb_j and rq_j & ~fresh are disjoint, so ^ is
      * their union (bf-p4c does not take (a & b) | (c & d) yet). */
+    /* live = slots & weighted & ~down & ~forced_down & (cp_mask | forced_up):
+     * the mask or a notice allows it, and it has a weight. */
     action glb_levels() {
         meta.path_slots = meta.path_slots & ~meta.forced_down;
         meta.cp_mask = meta.cp_mask | meta.forced_up;
         meta.fb0 = meta.fb0 ^ meta.rq0;
         meta.fb1 = meta.fb1 ^ meta.rq1;
         meta.fb2 = meta.fb2 ^ meta.rq2;
-        meta.skew_bound = meta.skew_bound + meta.gap_margin;
+        meta.skew_bound = meta.owd_max + meta.owd_min_c;    /* max - min - 1 */
     }
 
-    /* idle is past max - min - 1 + gap_margin iff idle >= max - min + gap_margin */
+    /* idle is past max - min - 1 + gap_margin iff idle >= max - min + gap_margin:
+     * (idle - gap_margin) - (max - min - 1), both saturated; the delays are
+     * needed only by glb_levels, so their registers may be read a stage later */
     action glb_live() {
         meta.live = meta.path_slots & meta.cp_mask;
         SGLB_FOR_EACH_WORD(SGLB_COPY_PLANES)
-        meta.skew_over = meta.idle |-| meta.skew_bound;
+        meta.skew_over = meta.idle_margin |-| meta.skew_bound;
     }
 
     /* With the planes p0 (e6), p1 (e0), p2 (e3): level >= 2 is p2 | p1, >= 3
@@ -183,10 +192,12 @@
 
     action key_of_fail() {
         meta.notice_key = fail_key_hash.get({ hdr.notice.epoch[29:0], 2w0b11 });
+        meta.nb_sx = meta.nb_id ^ hdr.notice.spine_id;
     }
 
     action key_of_other() {
         meta.notice_key = other_key_hash.get({ hdr.notice.epoch[29:0], 2w0b10 });
+        meta.nb_sx = meta.nb_id ^ hdr.notice.spine_id;
     }
 
     action frame_overrun() {
@@ -195,6 +206,7 @@
 
     action tag_span_of() {
         meta.tag_span = hdr.tag.npaths |-| hdr.tag.path;
+        meta.nb_x = meta.nb_id ^ hdr.tag.src_leaf;
     }
 
     action spine_split() {
@@ -278,23 +290,32 @@
 
 
     /* -- fb_level_out: the metric a tag returns: fb_path, the level from
-     *    rx_level's word, the delay from rx_owd -- */
+     *    rx_level's word, the delay from rx_owd; only when the cursor named a
+     *    path (fb_try) whose word is valid (bit 31), within the paths the
+     *    destination has (fb_over zero) and fresh (fb_fresh_left zero): the
+     *    conditions are keys, so no step decides them beforehand -- */
     action put_fb_level(bit<8> level) {
         hdr.tag.fb_level = level;
         hdr.tag.fb_path = meta.fb_path;
         hdr.tag.fb_owd = meta.fb_owd;
+        meta.tag_event = EV_FEEDBACK_SENT;
     }
 
-    @hidden table fb_level_out {
-        key = { meta.fb_word[30:28]: exact; }
-        actions = { put_fb_level; }
-        const entries = {
-            0: put_fb_level(0); 1: put_fb_level(1); 2: put_fb_level(2); 3: put_fb_level(3);
-            4: put_fb_level(4); 5: put_fb_level(5); 6: put_fb_level(6); 7: put_fb_level(7);
+#define SGLB_FB_OUT(L) (1, 8 + L, 0 &&& 0xFF, 0 &&& 0xFFFFFFF) : put_fb_level(L);
+    table fb_level_out {
+        key = {
+            meta.fb_try: exact; meta.fb_word[31:28]: exact;
+            meta.fb_over: ternary; meta.fb_fresh_left: ternary;
         }
-        const default_action = put_fb_level(FB_NONE);
+        actions = { put_fb_level; tag_no_feedback; }
+        const entries = {
+            SGLB_FB_OUT(0) SGLB_FB_OUT(1) SGLB_FB_OUT(2) SGLB_FB_OUT(3)
+            SGLB_FB_OUT(4) SGLB_FB_OUT(5) SGLB_FB_OUT(6) SGLB_FB_OUT(7)
+        }
+        const default_action = tag_no_feedback();
         size = 8;
     }
+#undef SGLB_FB_OUT
 
 #define SGLB_STEP_TABLE(NAME, ACTION)                                          \
     @hidden table NAME {                                                       \
@@ -302,6 +323,7 @@
         const default_action = ACTION();                                       \
         size = 1;                                                              \
     }
+    SGLB_STEP_TABLE(glb_step0, glb_weights)
     SGLB_STEP_TABLE(glb_step1, glb_inputs)
     SGLB_STEP_TABLE(glb_step1_ecmp, glb_inputs_ecmp)
     SGLB_STEP_TABLE(glb_step2, glb_levels)
@@ -319,7 +341,6 @@
     SGLB_STEP_TABLE(notice_other_key, key_of_other)
     SGLB_STEP_TABLE(spine_step, spine_split)
     SGLB_STEP_TABLE(tag_open, tag_constants)
-    SGLB_STEP_TABLE(tag_fb_none, tag_no_feedback)
     SGLB_STEP_TABLE(clock_fb, read_clock_fb)
     SGLB_STEP_TABLE(clock_gen, read_clock_gen)
     SGLB_STEP_TABLE(clock_word, read_clock_word)

@@ -52,6 +52,11 @@
  * as BAD_NOTICE). */
 const bit<8> NOTICE_WRITEBACK = 6;
 
+/* tag_check's verdicts (0: no tag, or a good one) */
+#define TAG_OK 0
+#define TAG_BAD 1
+#define TAG_WRONG_PORT 2
+
 /* Operations of the register access tables keyed by an op field (0: read). */
 #define OP_DOWN 1
 #define OP_UP 2
