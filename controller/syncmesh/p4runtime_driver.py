@@ -53,12 +53,11 @@ log = logging.getLogger("syncmesh.p4runtime")
 
 PACKET_OUT_PIPELINE = 0  # packet_out.op: run the pipeline as if from the CPU port
 KEYLESS_TABLES = ("switch_config", "uplinks")
-TX_COUNTERS = {"v1model": "SglbEgress.port_tx", "tna": "SglbEgress.port_tx"}
-"""The egress byte counter per program. For TNA: bf-p4c's P4Info with standard extern
-messages (--p4runtime-force-std-externs, what a standard P4Runtime client reads), whose
-names carry no pipe prefix; its Tofino-specific P4Info would name it
-pipe.SglbEgress.port_tx, as a barefoot.Counter extern."""
-TX_COUNTER = TX_COUNTERS["v1model"]
+TX_COUNTER = "SglbEgress.port_tx"
+"""The egress byte counter, named alike in both programs. For TNA that holds for bf-p4c's
+P4Info with standard extern messages (--p4runtime-force-std-externs, what a standard
+P4Runtime client reads); its Tofino-specific P4Info would name it pipe.SglbEgress.port_tx,
+as a barefoot.Counter extern."""
 
 
 class Failure(enum.Enum):
@@ -411,8 +410,7 @@ class P4RuntimeDriver:
         """Cumulative bytes sent per fabric port (``SglbEgress.port_tx``)."""
         sw = self._sw()
         out: dict[int, int] = {}
-        counter = TX_COUNTERS[self.book.identity.program]
-        requests = [fy.P4CounterEntry(counter, index=p) for p in self.ports]
+        requests = [fy.P4CounterEntry(TX_COUNTER, index=p) for p in self.ports]
         async for c in switch_read(sw, requests):
             if c.index is not None:
                 out[c.index] = c.byte_count

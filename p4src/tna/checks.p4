@@ -14,11 +14,7 @@
 
     /* -- tag_check and ipv4_check: the checks of an IPv4 packet in the order
      *    of the v1model program (the tag's fields, the port it came from, the
-     *    route, then IPv4) as ternary entries in priority order, where the
-     *    first that matches decides: two lookups instead of a chain of
-     *    conditions, each of which took a logical table of its stage. The
-     *    good values are listed (a ternary entry cannot say "not equal"),
-     *    the rest falls through to the entry below. -- */
+     *    route, then IPv4). -- */
     action tag_verdict_is(bit<2> verdict) {
         meta.tag_verdict = verdict;
     }
