@@ -14,6 +14,10 @@ What differs from the v1model program's encodings (``sglb.config``), and why
   of rows of four paths drawn in proportion to capacity (``draw_rows``).
 * *Levels by ternary match.* port_levels holds one ternary entry per level and
   port (the estimate's bits above the port's shift).
+* *Band by lookup.* band_level finds the lowest level of an eligible path by
+  entry priority and cuts the band at that level plus tie_tolerance in the
+  same step, so its entries depend on the switch's tolerance
+  (``band_entries``).
 * *Write-backs are packets.* A notice epoch is confirmed by a notice of kind
   ``NOTICE_WRITEBACK`` sent as a PacketOut (``writeback_frame``).
 """
@@ -101,6 +105,37 @@ def at_most(planes: tuple[int, int, int], level: int, max_paths: int) -> int:
         if value <= level:
             out |= 1 << i
     return out
+
+
+@dataclass(frozen=True)
+class BandEntry:
+    """One ternary entry of band_level: path ``path`` eligible (live_safe) at
+    ``level`` (its bits in the planes fb0..fb2); ``cut`` = min(level +
+    tolerance, QMAX), the action ``above_<cut>``; a lower level has a higher
+    ``priority``."""
+    path: int
+    level: int
+    cut: int
+    priority: int
+
+    def key(self) -> tuple[tuple[int, int], ...]:
+        """(value, mask) of live_safe, fb0, fb1, fb2."""
+        bit = 1 << self.path
+        return ((bit, bit), *(((self.level >> j & 1) << self.path, bit) for j in range(3)))
+
+
+def band_entries(tie_tolerance: int, paths: Sequence[int], max_paths: int = MAX_PATHS) -> list[BandEntry]:
+    """band_level's entries for the configured ``paths``: for each level below
+    QMAX (level QMAX, or no eligible path, is the table's default: no cut) and
+    path, its cut at min(level + tie_tolerance, QMAX)."""
+    check_max_paths(max_paths)
+    if not 0 <= tie_tolerance <= 255:
+        raise ValueError(f"tie_tolerance = {tie_tolerance} is outside 0..255")
+    for i in paths:
+        if not 0 <= i < max_paths:
+            raise ValueError(f"path index {i} is outside 0..{max_paths - 1}")
+    return [BandEntry(i, level, min(level + tie_tolerance, QMAX), QMAX - level)
+            for level in range(QMAX) for i in sorted(paths)]
 
 
 def _apportion(weights: Sequence[int], slots: int) -> list[int]:

@@ -7,7 +7,7 @@ that differ (docs/sglb.md, "The Tofino program"):
 
 | v1model entity | Tofino entities |
 |---|---|
-| ``switch_config`` ``set_switch`` (us) | ``set_switch`` in ns, without fb_stale / unknown_level |
+| ``switch_config`` ``set_switch`` (us) | ``set_switch`` in ns, without fb_stale / unknown_level; on a leaf ``band_level`` (ternary, per configured path and level: the cut at level + tie_tolerance) |
 | ``uplinks`` ``set_uplinks(slots, count, port_i, shift_i)`` | ``uplinks`` ``set_uplinks(slots, count)``; ``path_ports[path]``, ``fb_paths[path]``, ``port_paths[port]``, ``lowest_path`` (ternary) |
 | ``dst_profile`` ``set_profile(mask, rq_i, w_i, ep_i)`` | ``set_profile(mask, weighted, rq0..rq2, wprof)`` + ``draws[wprof, row]`` |
 | ``spine_paths`` ``set_spine(paths)`` | ``set_spine(paths, slot)`` |
@@ -30,6 +30,7 @@ from sglb.codes import LbMode, Role
 from sglb.config import QMAX, Feedback
 from sglb.tna_config import (
     WEIGHT_PROFILES,
+    band_entries,
     draw_rows,
     level_entries,
     level_planes,
@@ -51,10 +52,11 @@ from .sglb_mapping import (
 from .switchops import OpKey, PortCapacity, SpinePaths, SwitchOp
 
 TNA_TABLES = frozenset(SGLB_TABLES | {"path_ports", "fb_paths", "port_paths", "lowest_path",
-                                      "draws"})
+                                      "draws", "band_level"})
 """Tables of the Tofino program this daemon owns (reconcile deletes what it did not write)."""
 
 KEY_RENAMES = {"standard_metadata.ingress_port": "ig_intr_md.ingress_port"}
+BAND_KEYS = ("meta.live_safe", "meta.fb0", "meta.fb1", "meta.fb2")
 UNCHANGED = frozenset({"ipv4_route", "arp_proxy", "port_neighbour"})
 
 
@@ -70,6 +72,7 @@ def tna_entities(desired: Mapping[OpKey, SwitchOp], identity: Identity) -> list[
     out: list[Entity] = []
     ports: dict[int, int] = {}
     profiles: list[TableWrite] = []
+    tolerance: int | None = None     # a leaf's tie_tolerance (band_level's entries)
     for e in base:
         if isinstance(e, MulticastWrite):
             out.append(e)
@@ -78,6 +81,9 @@ def tna_entities(desired: Mapping[OpKey, SwitchOp], identity: Identity) -> list[
                 (KEY_RENAMES.get(k, k), v) for k, v in e.match)))
         elif e.table == "switch_config":
             out.append(_switch_config(e, identity.feedback))
+            params = dict(e.params)
+            if params["role"] == Role.LEAF:
+                tolerance = params["tie_tolerance"]
         elif e.table == "uplinks":
             params = dict(e.params)
             slots = params["path_slots"]
@@ -98,7 +104,15 @@ def tna_entities(desired: Mapping[OpKey, SwitchOp], identity: Identity) -> list[
         else:
             raise MappingError(f"no Tofino counterpart for table {e.table}")
     out += _profiles(profiles, ports, identity)
+    if tolerance is not None:
+        out += _band_level(tolerance, ports, max_paths)
     return out
+
+
+def _band_level(tolerance: int, ports: dict[int, int], max_paths: int) -> list[Entity]:
+    return [TableWrite("band_level", tuple(zip(BAND_KEYS, b.key(), strict=True)),
+                       f"above_{b.cut}", (), priority=b.priority)
+            for b in band_entries(tolerance, sorted(ports), max_paths)]
 
 
 def _switch_config(e: TableWrite, feedback: Feedback) -> TableWrite:

@@ -42,15 +42,15 @@ struct ig_meta_t {
     bit<16> switch_id;
     bit<48> switch_mac;
     bit<32> flowlet_gap;
-    bit<8>  tie_tolerance;
     bit<16> notice_group;
     bit<8>  feedback;
     bit<16> tag_room;       /* tag_frame_max - Ethernet and tag bytes, saturated */
     bit<28> fb_fresh;       /* feedback units (2^FB_TIME_SHIFT ns) */
     bit<32> gap_margin;
     bit<32> gap_unknown;
-    /* uplinks */
-    pathmask_t path_slots;
+    /* uplinks: the configured paths; the GLB engine narrows it in place to
+     * the live ones (see steps.p4) */
+    pathmask_t live;
     bit<8>  path_count;
     /* port_neighbour */
     bit<8>  nb_kind;
@@ -72,34 +72,26 @@ struct ig_meta_t {
     pathmask_t fresh;
     bit<32> owd_min_c;      /* ~ the smallest fresh delay; 0: none fresh */
     bit<32> owd_max;
-    /* The GLB engine (one ALU operation per statement). Its masks form three
-     * groups that no ALU operation links, so that bf-p4c can place each in
-     * its own PHV container group (a group holds 12 normal containers of a
-     * size): liveness (path_slots, down, forced_down, forced_up, cp_mask,
-     * weighted updated in place, fresh_l, live, live_safe), level planes
-     * (fresh, fb_j, rq_j) and bands (e_k, live_copy, candidates). Values
-     * cross between groups through identity hashes (a copy by the hash unit
-     * links no containers, where an ALU move would); the draws, the probe
-     * and kept_alive test membership by table lookups. */
-    pathmask_t fresh_l;     /* fresh, in the liveness group */
-    pathmask_t live;
-    pathmask_t live_safe;   /* live and safe (see SglbIngress.apply) */
-    pathmask_t live_copy;   /* live, in the bands' group */
-    /* e_k: the eligible paths at level k or lower; before that the level
-     * planes (e6: plane 0, e0: plane 1, e3: plane 2), then the paths above
-     * level k. */
-    pathmask_t e0; pathmask_t e1; pathmask_t e2; pathmask_t e3;
-    pathmask_t e4; pathmask_t e5; pathmask_t e6; pathmask_t e7;
+    /* The GLB engine (one ALU operation per statement; in place, see
+     * steps.p4). Its masks form two groups that no ALU operation links, so
+     * that bf-p4c can place each in one PHV container group (12 normal
+     * containers of a size): liveness (live, weighted, down, forced_down,
+     * forced_up, cp_mask, live_safe) and levels (fresh, fb_j, rq_j, pl_and,
+     * pl_or, candidates). Values cross between groups through identity
+     * hashes (a copy by the hash unit links no containers, where an ALU move
+     * would); band_level, the draws, the probe and kept_alive test bits by
+     * lookups. */
+    pathmask_t live_safe;   /* fresh, then the live and safe paths */
+    pathmask_t pl_and;      /* fb1 & fb0, once they are the levels' planes */
+    pathmask_t pl_or;       /* fb1 | fb0 */
     bit<1>  safe_none;      /* live_safe is empty: nowhere safe to move */
-    bit<1>  banded;         /* band_select chose the candidates */
-    bit<8>  tol;            /* tie_tolerance, at most 7 */
-    pathmask_t candidates;
+    bit<1>  banded;         /* the candidates are a band (not all live paths) */
+    pathmask_t candidates;  /* eligible (glb_step5), then those in the band */
     bit<16> draw_word0; bit<16> draw_word1; bit<16> draw_word2; bit<16> draw_word3;
     bit<16> lowest_word;    /* valid ++ path ++ port of the lowest candidate */
     bit<8>  lowest_chosen;  /* its path */
     bit<16> pick_word;      /* valid ++ path ++ port of the pick for a new flowlet */
     bit<16> flow_word;      /* valid ++ path ++ port the flowlet keeps (flowlet_path) */
-    bit<8>  chosen;
     bit<1>  new_flowlet;
     bit<32> now;            /* ns mod 2^32 */
     bit<28> now_fb;

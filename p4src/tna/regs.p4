@@ -213,6 +213,11 @@
     plane2_access_##W.apply();                                                 \
     fresh_access_##W.apply();
 
+/* The GLB engine's copies between its PHV groups, one table per word. */
+#define SGLB_APPLY_FRESH_COPY(W, HI, LO) glb_fresh_##W.apply();
+#define SGLB_APPLY_ELIGIBLE_COPY(W, HI, LO) glb_eligible_##W.apply();
+#define SGLB_APPLY_LIVE_COPY(W, HI, LO) glb_live_band_##W.apply();
+
 /* Const entries of kept_alive: a valid word of path I keeps it if I's bit is
  * set in `live` (a new flowlet's first packet: counted as such). */
 #define SGLB_ALIVE_NEW_ENTRY(I)                                                \

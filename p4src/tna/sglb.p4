@@ -62,9 +62,6 @@ control SglbIngress(inout tna_headers_t hdr,
      * the hash unit links no containers, where an ALU move would. */
 #define SGLB_COPY_HASHES(W, HI, LO)                                            \
     Hash<pword_t>(HashAlgorithm_t.IDENTITY) fresh_copy_##W;                    \
-    Hash<pword_t>(HashAlgorithm_t.IDENTITY) plane0_copy_##W;                   \
-    Hash<pword_t>(HashAlgorithm_t.IDENTITY) plane1_copy_##W;                   \
-    Hash<pword_t>(HashAlgorithm_t.IDENTITY) plane2_copy_##W;                   \
     Hash<pword_t>(HashAlgorithm_t.IDENTITY) live_copy_##W;                     \
     Hash<pword_t>(HashAlgorithm_t.IDENTITY) safe_copy_##W;
     SGLB_FOR_EACH_WORD(SGLB_COPY_HASHES)
@@ -87,7 +84,6 @@ control SglbIngress(inout tna_headers_t hdr,
         meta.switch_id = switch_id;
         meta.switch_mac = switch_mac;
         meta.flowlet_gap = flowlet_gap;
-        meta.tie_tolerance = tie_tolerance;
         meta.notice_group = notice_group;
         meta.feedback = feedback;
         /* an IPv4 packet longer than this is sent untagged */
@@ -106,12 +102,12 @@ control SglbIngress(inout tna_headers_t hdr,
 
     /* -- uplinks: which paths exist (leaf) -- */
     action set_uplinks(pathmask_t path_slots, bit<8> path_count) {
-        meta.path_slots = path_slots;
+        meta.live = path_slots;
         meta.path_count = path_count;
     }
 
     action no_uplinks() {
-        meta.path_slots = 0;
+        meta.live = 0;
         meta.path_count = 0;
     }
 
@@ -283,101 +279,32 @@ control SglbIngress(inout tna_headers_t hdr,
         size = MAX_PATHS;
     }
 
-    /* -- band_select: the candidates are the eligible paths at most
-     *    tie_tolerance levels above the lowest level of any eligible path:
-     *    the lowest level m is the number of leading empty e_k, found by
-     *    entry priority on the masks themselves (ZW: "is zero"; no folds into
-     *    words, which would link the words' PHV containers) -- */
-    action take_band(pathmask_t chosen_band) {
-        meta.candidates = chosen_band;
-        meta.banded = 1;
-    }
-    action band_0() { take_band(meta.e0); }
-    action band_1() { take_band(meta.e1); }
-    action band_2() { take_band(meta.e2); }
-    action band_3() { take_band(meta.e3); }
-    action band_4() { take_band(meta.e4); }
-    action band_5() { take_band(meta.e5); }
-    action band_6() { take_band(meta.e6); }
-    action band_7() { take_band(meta.e7); }
+    /* -- band_level: the band, the eligible (live, safe) paths at most
+     *    tie_tolerance levels above the lowest level of any: by entry
+     *    priority (the control plane's, sglb.tna_config.band_entries), entry
+     *    (k, i) matches path i eligible at level k (its bits in the three
+     *    planes), those of level k before those of k + 1, and cuts at
+     *    K = min(k + tolerance, 7): fb2 becomes the paths above K, in one
+     *    operation with a pair made by glb_safe_* (level >= 1 is
+     *    p2 | (p1 | p0), >= 2 p2 | p1, >= 3 p2 | (p1 & p0), >= 4 p2, >= 5
+     *    p2 & (p1 | p0), >= 6 p2 & p1, 7 p2 & (p1 & p0)). No eligible path
+     *    below 7: no cut. One lookup where eight "at most k" masks and a
+     *    fold over them took 8 more masks and two more stages. -- */
+    action above_0() { meta.fb2 = meta.fb2 | meta.pl_or; }
+    action above_1() { meta.fb2 = meta.fb2 | meta.fb1; }
+    action above_2() { meta.fb2 = meta.fb2 | meta.pl_and; }
+    action above_3() { }
+    action above_4() { meta.fb2 = meta.fb2 & meta.pl_or; }
+    action above_5() { meta.fb2 = meta.fb2 & meta.fb1; }
+    action above_6() { meta.fb2 = meta.fb2 & meta.pl_and; }
+    action above_7() { meta.fb2 = 0; }
 
-#define ZW (pathmask_t)0 &&& (pathmask_t)-1
-    table band_select {
-        key = {
-            meta.e0: ternary; meta.e1: ternary; meta.e2: ternary; meta.e3: ternary;
-            meta.e4: ternary; meta.e5: ternary; meta.e6: ternary; meta.tol: exact;
-        }
-        actions = { band_0; band_1; band_2; band_3; band_4; band_5; band_6; band_7; }
-        const entries = {
-            (ZW, ZW, ZW, ZW, ZW, ZW, ZW, 0): band_7();
-            (ZW, ZW, ZW, ZW, ZW, ZW, ZW, 1): band_7();
-            (ZW, ZW, ZW, ZW, ZW, ZW, ZW, 2): band_7();
-            (ZW, ZW, ZW, ZW, ZW, ZW, ZW, 3): band_7();
-            (ZW, ZW, ZW, ZW, ZW, ZW, ZW, 4): band_7();
-            (ZW, ZW, ZW, ZW, ZW, ZW, ZW, 5): band_7();
-            (ZW, ZW, ZW, ZW, ZW, ZW, ZW, 6): band_7();
-            (ZW, ZW, ZW, ZW, ZW, ZW, ZW, 7): band_7();
-            (ZW, ZW, ZW, ZW, ZW, ZW, _, 0): band_6();
-            (ZW, ZW, ZW, ZW, ZW, ZW, _, 1): band_7();
-            (ZW, ZW, ZW, ZW, ZW, ZW, _, 2): band_7();
-            (ZW, ZW, ZW, ZW, ZW, ZW, _, 3): band_7();
-            (ZW, ZW, ZW, ZW, ZW, ZW, _, 4): band_7();
-            (ZW, ZW, ZW, ZW, ZW, ZW, _, 5): band_7();
-            (ZW, ZW, ZW, ZW, ZW, ZW, _, 6): band_7();
-            (ZW, ZW, ZW, ZW, ZW, ZW, _, 7): band_7();
-            (ZW, ZW, ZW, ZW, ZW, _, _, 0): band_5();
-            (ZW, ZW, ZW, ZW, ZW, _, _, 1): band_6();
-            (ZW, ZW, ZW, ZW, ZW, _, _, 2): band_7();
-            (ZW, ZW, ZW, ZW, ZW, _, _, 3): band_7();
-            (ZW, ZW, ZW, ZW, ZW, _, _, 4): band_7();
-            (ZW, ZW, ZW, ZW, ZW, _, _, 5): band_7();
-            (ZW, ZW, ZW, ZW, ZW, _, _, 6): band_7();
-            (ZW, ZW, ZW, ZW, ZW, _, _, 7): band_7();
-            (ZW, ZW, ZW, ZW, _, _, _, 0): band_4();
-            (ZW, ZW, ZW, ZW, _, _, _, 1): band_5();
-            (ZW, ZW, ZW, ZW, _, _, _, 2): band_6();
-            (ZW, ZW, ZW, ZW, _, _, _, 3): band_7();
-            (ZW, ZW, ZW, ZW, _, _, _, 4): band_7();
-            (ZW, ZW, ZW, ZW, _, _, _, 5): band_7();
-            (ZW, ZW, ZW, ZW, _, _, _, 6): band_7();
-            (ZW, ZW, ZW, ZW, _, _, _, 7): band_7();
-            (ZW, ZW, ZW, _, _, _, _, 0): band_3();
-            (ZW, ZW, ZW, _, _, _, _, 1): band_4();
-            (ZW, ZW, ZW, _, _, _, _, 2): band_5();
-            (ZW, ZW, ZW, _, _, _, _, 3): band_6();
-            (ZW, ZW, ZW, _, _, _, _, 4): band_7();
-            (ZW, ZW, ZW, _, _, _, _, 5): band_7();
-            (ZW, ZW, ZW, _, _, _, _, 6): band_7();
-            (ZW, ZW, ZW, _, _, _, _, 7): band_7();
-            (ZW, ZW, _, _, _, _, _, 0): band_2();
-            (ZW, ZW, _, _, _, _, _, 1): band_3();
-            (ZW, ZW, _, _, _, _, _, 2): band_4();
-            (ZW, ZW, _, _, _, _, _, 3): band_5();
-            (ZW, ZW, _, _, _, _, _, 4): band_6();
-            (ZW, ZW, _, _, _, _, _, 5): band_7();
-            (ZW, ZW, _, _, _, _, _, 6): band_7();
-            (ZW, ZW, _, _, _, _, _, 7): band_7();
-            (ZW, _, _, _, _, _, _, 0): band_1();
-            (ZW, _, _, _, _, _, _, 1): band_2();
-            (ZW, _, _, _, _, _, _, 2): band_3();
-            (ZW, _, _, _, _, _, _, 3): band_4();
-            (ZW, _, _, _, _, _, _, 4): band_5();
-            (ZW, _, _, _, _, _, _, 5): band_6();
-            (ZW, _, _, _, _, _, _, 6): band_7();
-            (ZW, _, _, _, _, _, _, 7): band_7();
-            (_, _, _, _, _, _, _, 0): band_0();
-            (_, _, _, _, _, _, _, 1): band_1();
-            (_, _, _, _, _, _, _, 2): band_2();
-            (_, _, _, _, _, _, _, 3): band_3();
-            (_, _, _, _, _, _, _, 4): band_4();
-            (_, _, _, _, _, _, _, 5): band_5();
-            (_, _, _, _, _, _, _, 6): band_6();
-            (_, _, _, _, _, _, _, 7): band_7();
-        }
-        default_action = band_7();
-        size = 64;
+    table band_level {
+        key = { meta.live_safe: ternary; meta.fb0: ternary; meta.fb1: ternary; meta.fb2: ternary; }
+        actions = { above_0; above_1; above_2; above_3; above_4; above_5; above_6; above_7; }
+        const default_action = above_7();
+        size = 7 * MAX_PATHS;
     }
-#undef ZW
 
     /* -- pick_draw: the first of the four draws that is a candidate, else the
      *    lowest candidate. One ternary lookup: entry (j, i) matches draw j
@@ -422,9 +349,11 @@ control SglbIngress(inout tna_headers_t hdr,
     /* -- kept_alive: is the flowlet's path still live? (keyed by the word's
      *    valid bit and path: entry I gives the path's number). Applied by the
      *    decision of a packet that leaves toward a leaf: it sets the port and
-     *    the event, so that the counters follow it directly. -- */
+     *    the event, so that the counters follow it directly, and the tag's
+     *    path, after the tag is made valid (an invalid tag ignores it): a step
+     *    after this one would cost a stage. -- */
     action keep_path(bit<8> path) {
-        meta.chosen = path;
+        hdr.tag.path = path;
         ig_tm_md.ucast_egress_port = meta.flow_word[8:0];
     }
 
@@ -436,7 +365,7 @@ control SglbIngress(inout tna_headers_t hdr,
     /* (a default action cannot use the hash unit: lowest_step numbers the
      * lowest candidate beforehand) */
     action path_dead() {
-        meta.chosen = meta.lowest_chosen;
+        hdr.tag.path = meta.lowest_chosen;
         ig_tm_md.ucast_egress_port = meta.lowest_word[8:0];
         meta.event = EV_FAILOVER;
     }
@@ -469,7 +398,7 @@ control SglbIngress(inout tna_headers_t hdr,
     }
 
     /* -- probe_alive: the probe's path is configured and its port up (entry
-     *    I: bit I set in path_slots and clear in down) -- */
+     *    I: bit I set in live (the configured paths) and clear in down) -- */
     action probe_path_up() {
         meta.probe_up = 1;
     }
@@ -481,7 +410,7 @@ control SglbIngress(inout tna_headers_t hdr,
 #define SGLB_PROBE_ENTRY(I) \
     ((bit<8>)I, PATH_BIT(I) &&& PATH_BIT(I), 0 &&& PATH_BIT(I)) : probe_path_up();
     @hidden table probe_alive {
-        key = { hdr.probe.path: exact; meta.path_slots: ternary; meta.down: ternary; }
+        key = { hdr.probe.path: exact; meta.live: ternary; meta.down: ternary; }
         actions = { probe_path_up; probe_path_down; }
         const entries = { SGLB_FOR_EACH_PATH(SGLB_PROBE_ENTRY) }
         const default_action = probe_path_down();
@@ -591,7 +520,6 @@ control SglbIngress(inout tna_headers_t hdr,
         uplinks.apply();
         port_neighbour.apply();
         port_rx.count(ig_intr_md.ingress_port);
-        meta.tol = min(meta.tie_tolerance, 8w7);
         meta.now = ig_intr_md.ingress_mac_tstamp[31:0];
         /* Coarse times from the parser's timestamp (the same ns clock): slices
          * of one field at several alignments would split the field, and with
@@ -821,6 +749,7 @@ control SglbIngress(inout tna_headers_t hdr,
                 if (meta.lb_mode == MODE_SGLB) {
                     glb_step0.apply();
                     glb_step1.apply();
+                    SGLB_FOR_EACH_WORD(SGLB_APPLY_FRESH_COPY)
                     glb_step2.apply();
                 } else {
                     glb_step1_ecmp.apply();
@@ -835,13 +764,13 @@ control SglbIngress(inout tna_headers_t hdr,
                 } else {
                     glb_step4_all.apply();
                 }
-                glb_step5.apply();
+                SGLB_FOR_EACH_WORD(SGLB_APPLY_ELIGIBLE_COPY)
                 safe_empty.apply();
-                glb_step6.apply();
+                band_level.apply();
                 if (meta.lb_mode == MODE_ECMP || meta.safe_none == 1) {
-                    glb_live_band.apply();
+                    SGLB_FOR_EACH_WORD(SGLB_APPLY_LIVE_COPY)
                 } else {
-                    band_select.apply();
+                    glb_step5.apply();
                 }
                 if (meta.banded == 1 && meta.gap_over != 0) {
                     meta.new_flowlet = 1;
@@ -947,13 +876,10 @@ control SglbIngress(inout tna_headers_t hdr,
                 /* no candidate: no path is live */
                 meta.drop_reason = DROP_NO_LIVE_PATH;
             } else {
-                /* the port and the event: the flowlet's path if still live,
-                 * else the lowest candidate (failover) */
-                kept_alive.apply();
                 hdr.bridge.raise_ce = 1;
                 meta.forwarded = 1;
 
-                /* The fabric tag: path, clock, and the feedback found above. */
+                /* The fabric tag: clock, and the feedback found above. */
                 if (meta.lb_mode == MODE_SGLB && meta.feedback == 1) {
                     if (meta.frame_over != 0) {
                         meta.tag_event = EV_TAG_SKIPPED;
@@ -963,6 +889,9 @@ control SglbIngress(inout tna_headers_t hdr,
                         fb_level_out.apply();
                     }
                 }
+                /* the port, the event and the tag's path: the flowlet's path
+                 * if still live, else the lowest candidate (failover) */
+                kept_alive.apply();
             }
         } else if (meta.drop_reason == 0 && meta.role == ROLE_SPINE && meta.to_leaf == 1) {
             /* ---- Stage 2 (spine): down to the destination leaf ---- */

@@ -54,20 +54,16 @@
                       OP_DOWN: links_down(); OP_UP: links_up();, links_read)
 
     /* -- the GLB engine's bitwise steps, one table per stage (see apply) --
-     * Liveness is computed in place of weighted (weighted & up), path_slots
-     * (configured, weighted, up, not forced down) and cp_mask (allowed: the
-     * mask or forced up); the level planes in place of
-     * fb_j (fresh feedback) and rq_j (the profile's level), then copied to
-     * e6, e0, e3, where the paths above each level k are built, then the
-     * eligible ones at k or below. */
+     * In place, to keep the masks few (at 64 paths each takes two 32-bit
+     * containers): `live` goes from the configured paths to the live ones
+     * (weighted, port up, not forced down, allowed: the mask or forced up);
+     * `live_safe` from the fresh paths to the live, safe ones; fb_j from the
+     * fed-back planes to the levels (fresh feedback, else the profile's
+     * rq_j), where band_level turns fb2 into the paths above the band. */
 #define SGLB_COPY(DST, HASH, SRC, W, HI, LO) DST[HI:LO] = HASH##_##W.get({ SRC[HI:LO] });
-#define SGLB_COPY_FRESH(W, HI, LO) SGLB_COPY(meta.fresh_l, fresh_copy, meta.fresh, W, HI, LO)
-#define SGLB_COPY_PLANES(W, HI, LO)                                            \
-    SGLB_COPY(meta.e6, plane0_copy, meta.fb0, W, HI, LO)                                  \
-    SGLB_COPY(meta.e0, plane1_copy, meta.fb1, W, HI, LO)                                  \
-    SGLB_COPY(meta.e3, plane2_copy, meta.fb2, W, HI, LO)
-#define SGLB_COPY_LIVE(W, HI, LO) SGLB_COPY(meta.live_copy, live_copy, meta.live, W, HI, LO)
-#define SGLB_COPY_SAFE(W, HI, LO) SGLB_COPY(meta.e7, safe_copy, meta.live_safe, W, HI, LO)
+#define SGLB_COPY_FRESH(W, HI, LO) SGLB_COPY(meta.live_safe, fresh_copy, meta.fresh, W, HI, LO)
+#define SGLB_COPY_LIVE(W, HI, LO) SGLB_COPY(meta.candidates, live_copy, meta.live, W, HI, LO)
+#define SGLB_COPY_SAFE(W, HI, LO) SGLB_COPY(meta.candidates, safe_copy, meta.live_safe, W, HI, LO)
 
     /* The weighted paths whose port is up: the forced bits (read after the
      * notice checks) are needed only by glb_levels. */
@@ -76,8 +72,7 @@
     }
 
     action glb_inputs() {
-        meta.path_slots = meta.path_slots & meta.weighted;
-        SGLB_FOR_EACH_WORD(SGLB_COPY_FRESH)
+        meta.live = meta.live & meta.weighted;
         meta.fb0 = meta.fresh & meta.fb0;
         meta.fb1 = meta.fresh & meta.fb1;
         meta.fb2 = meta.fresh & meta.fb2;
@@ -91,15 +86,13 @@
 
     /* ECMP knows only local link state and the control plane's mask. */
     action glb_inputs_ecmp() {
-        meta.path_slots = meta.path_slots & ~meta.down;
+        meta.live = meta.live & ~meta.down;
     }
 
     /* lv_j (in fb_j): fresh & fb_j and rq_j & ~fresh are disjoint, so ^ is
      * their union (bf-p4c does not take (a & b) | (c & d) yet). */
-    /* live = slots & weighted & ~down & ~forced_down & (cp_mask | forced_up):
-     * the mask or a notice allows it, and it has a weight. */
     action glb_levels() {
-        meta.path_slots = meta.path_slots & ~meta.forced_down;
+        meta.live = meta.live & ~meta.forced_down;
         meta.cp_mask = meta.cp_mask | meta.forced_up;
         meta.fb0 = meta.fb0 ^ meta.rq0;
         meta.fb1 = meta.fb1 ^ meta.rq1;
@@ -111,60 +104,49 @@
      * (idle - gap_margin) - (max - min - 1), both saturated; the delays are
      * needed only by glb_levels, so their registers may be read a stage later */
     action glb_live() {
-        meta.live = meta.path_slots & meta.cp_mask;
-        SGLB_FOR_EACH_WORD(SGLB_COPY_PLANES)
+        meta.live = meta.live & meta.cp_mask;
         meta.skew_over = meta.idle_margin |-| meta.skew_bound;
     }
 
-    /* With the planes p0 (e6), p1 (e0), p2 (e3): level >= 2 is p2 | p1, >= 3
-     * p2 | (p1 & p0), >= 5 p2 & (p1 | p0), >= 6 p2 & p1; and live_safe (where
-     * a new flowlet may go, see apply) in one of three variants. */
-#define SGLB_ABOVE                                                             \
-        SGLB_FOR_EACH_WORD(SGLB_COPY_LIVE)                                     \
-        meta.e1 = meta.e3 | meta.e0;                                           \
-        meta.e2 = meta.e0 & meta.e6;                                           \
-        meta.e4 = meta.e0 | meta.e6;                                           \
-        meta.e5 = meta.e3 & meta.e0;
+    /* The two plane pairs band_level combines with fb2; and live_safe (where a
+     * new flowlet may go, see apply) in one of three variants. */
+#define SGLB_PAIRS                                                             \
+        meta.pl_and = meta.fb1 & meta.fb0;                                     \
+        meta.pl_or = meta.fb1 | meta.fb0;
     action glb_safe_all() {
-        SGLB_ABOVE
+        SGLB_PAIRS
         meta.live_safe = meta.live;
     }
 
     action glb_safe_fresh() {
-        SGLB_ABOVE
-        meta.live_safe = meta.live & meta.fresh_l;
+        SGLB_PAIRS
+        meta.live_safe = meta.live & meta.live_safe;
     }
 
     action glb_safe_none() {
-        SGLB_ABOVE
+        SGLB_PAIRS
         meta.live_safe = 0;
     }
-#undef SGLB_ABOVE
+#undef SGLB_PAIRS
 
-    /* level >= 1: (>= 2) | p0, >= 3, >= 5, 7: (>= 6) & p0; e7 the eligible paths */
-    action glb_above() {
-        SGLB_FOR_EACH_WORD(SGLB_COPY_SAFE)
-        meta.e0 = meta.e1 | meta.e6;
-        meta.e2 = meta.e3 | meta.e2;
-        meta.e4 = meta.e3 & meta.e4;
-        meta.e6 = meta.e5 & meta.e6;
-    }
-#undef SGLB_COPY
-#undef SGLB_COPY_FRESH
-#undef SGLB_COPY_PLANES
-#undef SGLB_COPY_LIVE
-#undef SGLB_COPY_SAFE
-
-    action glb_bands() {
-        meta.e0 = meta.e7 & ~meta.e0;
-        meta.e1 = meta.e7 & ~meta.e1;
-        meta.e2 = meta.e7 & ~meta.e2;
-        meta.e3 = meta.e7 & ~meta.e3;
-        meta.e4 = meta.e7 & ~meta.e4;
-        meta.e5 = meta.e7 & ~meta.e5;
-        meta.e6 = meta.e7 & ~meta.e6;
+    /* The candidates: the eligible paths not above the band. */
+    action band_take() {
+        meta.candidates = meta.candidates & ~meta.fb2;
+        meta.banded = 1;
     }
 
+    /* The copies between the groups, one table per word (a table's action
+     * takes at most 32 bits from the hash unit): fresh into live_safe, the
+     * eligible paths (live_safe) into the candidates, and for a flowlet with
+     * nowhere safe to move (or ECMP) the live paths: it stays on its path, or
+     * the lowest live one if it has none or it died. */
+#define SGLB_COPY_TABLES(W, HI, LO)                                            \
+    action copy_fresh_##W() { SGLB_COPY_FRESH(W, HI, LO) }                     \
+    action copy_safe_##W() { SGLB_COPY_SAFE(W, HI, LO) }                       \
+    action copy_live_##W() { SGLB_COPY_LIVE(W, HI, LO) }                       \
+    SGLB_STEP_TABLE(glb_fresh_##W, copy_fresh_##W)                             \
+    SGLB_STEP_TABLE(glb_eligible_##W, copy_safe_##W)                           \
+    SGLB_STEP_TABLE(glb_live_band_##W, copy_live_##W)
 
     /* -- safe_empty: no path is live and safe (a lookup, not a fold) -- */
     action safe_is_empty() { meta.safe_none = 1; }
@@ -175,12 +157,6 @@
         const entries = { (pathmask_t)0 &&& (pathmask_t)-1: safe_is_empty(); }
         const default_action = safe_not_empty();
         size = 1;
-    }
-
-    /* Nowhere safe to move (or ECMP): the flowlet stays on its path, or the
-     * lowest live one if it has none or it died. */
-    action band_live() {
-        meta.candidates = meta.live_copy;
     }
 
     /* Saturated differences in step actions: a gateway cannot compute them
@@ -223,7 +199,8 @@
 
 
     /* The tag in two actions: its constants, then the fields copied from
-     * the PHV (one action may use few sources per container). */
+     * the PHV (one action may use few sources per container); kept_alive
+     * writes its path. */
     action tag_constants() {
         hdr.tag.setValid();
         hdr.tag.version = SGLB_VERSION;
@@ -242,7 +219,6 @@
     action tag_copies() {
         hdr.tag.npaths = meta.path_count;
         hdr.tag.src_leaf = meta.switch_id;
-        hdr.tag.path = meta.chosen;
         hdr.tag.ts = meta.now;
         hdr.tag.next_type = hdr.ethernet.etherType;
         hdr.ethernet.etherType = ETHERTYPE_SGLB;
@@ -331,9 +307,13 @@
     SGLB_STEP_TABLE(glb_step4_all, glb_safe_all)
     SGLB_STEP_TABLE(glb_step4_fresh, glb_safe_fresh)
     SGLB_STEP_TABLE(glb_step4_none, glb_safe_none)
-    SGLB_STEP_TABLE(glb_step5, glb_above)
-    SGLB_STEP_TABLE(glb_step6, glb_bands)
-    SGLB_STEP_TABLE(glb_live_band, band_live)
+    SGLB_STEP_TABLE(glb_step5, band_take)
+    SGLB_FOR_EACH_WORD(SGLB_COPY_TABLES)
+#undef SGLB_COPY_TABLES
+#undef SGLB_COPY
+#undef SGLB_COPY_FRESH
+#undef SGLB_COPY_LIVE
+#undef SGLB_COPY_SAFE
     SGLB_STEP_TABLE(fb_step, fb_freshness)
     SGLB_STEP_TABLE(tag_step, tag_span_of)
     SGLB_STEP_TABLE(frame_step, frame_overrun)
