@@ -98,7 +98,7 @@ def level_planes(levels: Sequence[int], max_paths: int = MAX_PATHS) -> tuple[int
 
 def at_most(planes: tuple[int, int, int], level: int, max_paths: int) -> int:
     """Mask of the paths whose level (given as bit planes) is at most ``level``:
-    what the program's e_k computes, here by comparing each path's value."""
+    what band_level keeps below its cut, here by comparing each path's value."""
     out = 0
     for i in range(max_paths):
         value = sum((planes[j] >> i & 1) << j for j in range(3))

@@ -73,7 +73,9 @@ control SglbIngress(inout tna_headers_t hdr,
     Counter<bit<32>, bit<32>>(EV_COUNTER_SIZE, CounterType_t.PACKETS) events;
     Counter<bit<32>, bit<32>>(EV_COUNTER_SIZE, CounterType_t.PACKETS) tag_events;
 
-    /* -- switch_config: one per switch, the default action (times in ns) -- */
+    /* -- switch_config: one per switch, the default action (times in ns);
+     *    tie_tolerance is not read here: SyncMesh writes band_level's entries
+     *    from it (it stays so that the configuration reads back whole) -- */
     action set_switch(bit<8> role, bit<8> lb_mode, bit<16> switch_id,
                       bit<48> switch_mac, bit<32> flowlet_gap,
                       bit<8> tie_tolerance, bit<16> notice_group,
@@ -742,7 +744,8 @@ control SglbIngress(inout tna_headers_t hdr,
                  * the skew of this destination's fresh delays plus gap_margin;
                  * nowhere before. The level of each path as three bit planes:
                  * fresh feedback replaces the profile's (floored) remote level.
-                 * e_k: the eligible paths (live, safe) at level k or lower.
+                 * The candidates: the eligible (live, safe) paths within
+                 * tie_tolerance levels of the lowest eligible one (band_level).
                  * One step table per stage (glb_step*): bf-p4c runs an action
                  * in one stage, so dependent operations go to successive
                  * tables. */
