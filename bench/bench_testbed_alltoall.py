@@ -1,6 +1,6 @@
-"""All-to-all completion time on the Mininet testbed: SGLB vs ECMP, symmetric and asymmetric fabric.
+"""All-to-all completion on the Mininet testbed: SGLB vs ECMP on three fabrics.
 
-For each fabric (ls4x2, ls4x2-asym) and each leaf mode (ECMP, SGLB) the
+For each fabric (ls4x2, ls4x2-asym, ls4x2-thin: --fabrics) and each leaf mode (ECMP, SGLB) the
 benchmark builds the network once (softswitch processes, one SyncMesh daemon
 per switch programming its switch over P4Runtime), then runs ``--reps``
 all-to-alls (topologies/alltoall.py): every host sends ``--bytes`` to every
@@ -49,7 +49,8 @@ from topologies import alltoall  # noqa: E402
 from topologies.demo import log_to_file  # noqa: E402
 
 FABRICS = {"symmetric": REPO / "topologies/fabrics/ls4x2.yaml",
-           "asymmetric": REPO / "topologies/fabrics/ls4x2-asym.yaml"}
+           "asymmetric": REPO / "topologies/fabrics/ls4x2-asym.yaml",
+           "thin": REPO / "topologies/fabrics/ls4x2-thin.yaml"}
 PROGRAM = REPO / "p4src" / "sglb.p4"
 PREFIX = "tba"
 
@@ -190,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--start-offset", type=float, default=1.0,
                    help="s from spawning the senders to their common start (Python start-up)")
     p.add_argument("--gap", type=float, default=1.0, help="s between repetitions (queues drain)")
-    p.add_argument("--fabrics", default="symmetric,asymmetric")
+    p.add_argument("--fabrics", default="symmetric,asymmetric,thin")
     p.add_argument("--flowlet-gap-us", type=int, default=500,
                    help="SGLB's flowlet gap (us); the delay-skew rule holds flowlets longer")
     p.add_argument("--fabric-mtu", type=int, default=1520, help="MTU of the leaf-spine links")

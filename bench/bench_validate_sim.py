@@ -36,7 +36,8 @@ from fabricsim.workloads import Workload  # noqa: E402
 from topologies import alltoall  # noqa: E402
 
 FABRICS = {"symmetric": REPO / "topologies/fabrics/ls4x2.yaml",
-           "asymmetric": REPO / "topologies/fabrics/ls4x2-asym.yaml"}
+           "asymmetric": REPO / "topologies/fabrics/ls4x2-asym.yaml",
+           "thin": REPO / "topologies/fabrics/ls4x2-thin.yaml"}
 
 
 def testbed_workload(fabric: Fabric, net: Network, flows: int, nbytes: int) -> Workload:
