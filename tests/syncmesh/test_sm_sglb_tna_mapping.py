@@ -123,6 +123,29 @@ def test_names_match_front_end_p4info(front_end_p4info, fabric_file):
     assert used == TNA_TABLES
 
 
+def test_leaves_get_band_entries_from_their_tolerance():
+    """A leaf's band_level entries: one per configured path and level below 7, the
+    cut at min(level + the switch's tie_tolerance, 7), lower levels first; a spine
+    gets none."""
+    for sw, all_ents in _tna_entities_of("ls4x2.yaml"):
+        ents = [e for e in all_ents if not isinstance(e, MulticastWrite)]
+        config = next(e for e in ents if e.table == "switch_config")
+        tol = dict(config.params)["tie_tolerance"]
+        uplinks = next((e for e in ents if e.table == "uplinks"), None)
+        band = [e for e in ents if e.table == "band_level"]
+        if sw.role != "leaf":
+            assert band == [], sw.name
+            continue
+        slots = dict(uplinks.params)["path_slots"]
+        assert len(band) == 7 * bin(slots).count("1"), sw.name
+        for e in band:
+            (_, (safe, _)), *planes = e.match
+            level = sum(((v >> (safe.bit_length() - 1)) & 1) << j
+                        for j, (_, (v, _)) in enumerate(planes))
+            assert safe & slots and e.action == f"above_{min(level + tol, 7)}", e
+            assert e.priority == 7 - level, e
+
+
 def test_tables_shared_with_v1model_are_the_same_entities():
     fab = load(ROOT / "topologies" / "fabrics" / "ls4x2-asym.yaml")
     for name in ("l1", "s2"):
