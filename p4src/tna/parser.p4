@@ -12,14 +12,63 @@
 /* Bridged from ingress to egress (TNA has no metadata shared by the two). */
 header bridge_t {
     bit<8>  punt_reason;    /* PUNT_*: packet_in.reason when sent to the CPU */
-    bit<7>  pad0;
+    bit<1>  to_engine;      /* Tofino: the glb header follows (recirculation port) */
+    bit<6>  pad0;
     port_t  ingress_port;   /* packet_in.ingress_port */
     bit<7>  pad1;
     bit<1>  raise_ce;       /* egress raises tag.ce / probe.hop_dre (spine, leaf uplink) */
 }
 
+#ifdef SGLB_TWO_PASS
+/* The GLB engine's state on Tofino (GLB, words.p4): filled by the first
+ * pass (configuration, profile, register reads, draws, flowlet), worked on
+ * by the engine in the recirculation port's egress (in place: see
+ * steps.p4), read by the second pass. Only the pipeline's own ingress puts
+ * it on a packet, and only a packet from the recirculation port is parsed
+ * with it. */
+header glb_t {
+    /* the masks over the paths of the destination */
+    pathmask_t live;        /* the configured paths, then the live ones */
+    pathmask_t weighted;
+    pathmask_t down;
+    pathmask_t forced_down;
+    pathmask_t forced_up;
+    pathmask_t cp_mask;
+    pathmask_t rq0;
+    pathmask_t rq1;
+    pathmask_t rq2;
+    pathmask_t fb0;         /* fed-back planes, then the levels' */
+    pathmask_t fb1;
+    pathmask_t fb2;         /* then the paths above the band */
+    pathmask_t fresh;
+    pathmask_t live_safe;
+    pathmask_t pl_and;
+    pathmask_t pl_or;
+    pathmask_t candidates;
+    /* times (ns) */
+    bit<32> owd_min_c;
+    bit<32> owd_max;
+    bit<32> idle;
+    bit<32> gap_unknown;
+    bit<32> gap_margin;
+    bit<32> flowlet_gap;
+    bit<32> gap_over;
+    /* the pick's inputs */
+    bit<16> draw_word0; bit<16> draw_word1; bit<16> draw_word2; bit<16> draw_word3;
+    bit<16> flowlet_index;
+    bit<8>  lb_mode;
+    bit<8>  feedback;
+    bit<1>  safe_none;
+    bit<1>  banded;
+    bit<6>  pad;
+}
+#endif
+
 struct tna_headers_t {
     bridge_t      bridge;
+#ifdef SGLB_TWO_PASS
+    glb_t         glb;
+#endif
     packet_out_t  packet_out;
     packet_in_t   packet_in;
     ethernet_t    ethernet;
@@ -36,6 +85,7 @@ struct tna_headers_t {
 @pa_auto_init_metadata
 struct ig_meta_t {
     bool    checksum_error;
+    bit<1>  second_pass;    /* Tofino: from the recirculation port, with glb */
     /* switch_config (times in ns) */
     bit<8>  role;
     bit<8>  lb_mode;
@@ -183,6 +233,13 @@ struct ig_meta_t {
 struct eg_meta_t {
     bit<32> rate;           /* Lpf of the egress port's bytes */
     bit<8>  level;
+#ifdef SGLB_TWO_PASS
+    /* the GLB engine's temporaries (engine.p4) */
+    bit<32> unknown_left;
+    bit<32> idle_margin;
+    bit<32> skew_bound;
+    bit<32> skew_over;
+#endif
 }
 
 parser SglbIngressParser(packet_in pkt,
@@ -196,9 +253,20 @@ parser SglbIngressParser(packet_in pkt,
         pkt.advance(PORT_METADATA_SIZE);
         transition select(ig_intr_md.ingress_port) {
             CPU_PORT: parse_packet_out;
+#ifdef SGLB_TWO_PASS
+            RECIRC_PORT: parse_glb;
+#endif
             default: parse_ethernet;
         }
     }
+
+#ifdef SGLB_TWO_PASS
+    state parse_glb {
+        pkt.extract(hdr.glb);
+        meta.second_pass = 1;
+        transition parse_ethernet;
+    }
+#endif
 
     state parse_packet_out {
         pkt.extract(hdr.packet_out);
@@ -283,6 +351,9 @@ control SglbIngressDeparser(packet_out pkt,
             hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.fragOffset,
             hdr.ipv4.ttl, hdr.ipv4.protocol, hdr.ipv4.srcAddr, hdr.ipv4.dstAddr });
         pkt.emit(hdr.bridge);
+#ifdef SGLB_TWO_PASS
+        pkt.emit(hdr.glb);
+#endif
         pkt.emit(hdr.ethernet);
         pkt.emit(hdr.tag);
         pkt.emit(hdr.arp);
@@ -303,7 +374,17 @@ parser SglbEgressParser(packet_in pkt,
     state start {
         pkt.extract(eg_intr_md);
         pkt.extract(hdr.bridge);
+#ifdef SGLB_TWO_PASS
+        transition select(hdr.bridge.to_engine) {
+            1: parse_glb;
+            default: parse_ethernet;
+        }
+    }
+
+    state parse_glb {
+        pkt.extract(hdr.glb);
         transition parse_ethernet;
+#endif
     }
 
     state parse_ethernet {
@@ -338,6 +419,9 @@ control SglbEgressDeparser(packet_out pkt,
                            in eg_meta_t meta,
                            in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
     apply {
+#ifdef SGLB_TWO_PASS
+        pkt.emit(hdr.glb);      /* to the second pass */
+#endif
         pkt.emit(hdr.packet_in);
         pkt.emit(hdr.ethernet);
         pkt.emit(hdr.tag);

@@ -120,7 +120,7 @@
 
 /* path_down: read, set (port down), clear (port up) */
 #define SGLB_DOWN_ACCESS(W, HI, LO)                                            \
-    action down_read_##W() { meta.down[HI:LO] = path_down_get_##W.execute(0); } \
+    action down_read_##W() { GLB.down[HI:LO] = path_down_get_##W.execute(0); } \
     action down_set_##W() { path_down_set_##W.execute(0); }                    \
     action down_clear_##W() { path_down_clear_##W.execute(0); }                \
     SGLB_ACCESS_TABLE(path_down_access_##W, meta.down_op: exact;,              \
@@ -136,7 +136,7 @@
 #define NOTICE_RV_NEAR 32w0 &&& 32w0xFFFFFFFE
 #define NOTICE_RV_POSITIVE 32w0 &&& 32w0x80000000
 #define NOTICE_RV_NEGATIVE 32w0x80000000 &&& 32w0x80000000
-#define SGLB_FORCED_ENTRIES(FAIL_A, RECOVER_A, WB_A, READ_A)                    \
+#define SGLB_FORCED_ENTRIES(FAIL_A, RECOVER_A, WB_A, READ_A)                   \
     (1, NOTICE_FAIL, 0, _): FAIL_A();                                          \
     (1, NOTICE_RECOVER, 0, _): RECOVER_A();                                    \
     (1, NOTICE_FAIL, 1, NOTICE_RV_NEAR): READ_A();                             \
@@ -151,7 +151,7 @@
     meta.notice_rv: ternary;
 #define SGLB_FORCED_ACCESS(W, HI, LO)                                          \
     action forced_down_read_##W() {                                            \
-        meta.forced_down[HI:LO] = forced_down_get_##W.execute(meta.dst_leaf);  \
+        GLB.forced_down[HI:LO] = forced_down_get_##W.execute(meta.dst_leaf);   \
     }                                                                          \
     action forced_down_on_##W() { forced_down_set_##W.execute(meta.dst_leaf); } \
     action forced_down_off_##W() { forced_down_clear_##W.execute(meta.dst_leaf); } \
@@ -165,7 +165,7 @@
         size = 9;                                                              \
     }                                                                          \
     action forced_up_read_##W() {                                              \
-        meta.forced_up[HI:LO] = forced_up_get_##W.execute(meta.dst_leaf);      \
+        GLB.forced_up[HI:LO] = forced_up_get_##W.execute(meta.dst_leaf);       \
     }                                                                          \
     action forced_up_on_##W() { forced_up_set_##W.execute(meta.dst_leaf); }    \
     action forced_up_off_##W() { forced_up_clear_##W.execute(meta.dst_leaf); } \
@@ -182,7 +182,7 @@
 /* A level plane J or the freshness of one word: read, or store the metric a
  * tag returns (fb_op). */
 #define SGLB_PLANE_ACCESS(J, W, HI, LO)                                        \
-    action plane##J##_read_##W() {                                            \
+    action plane##J##_read_##W() {                                             \
         meta.fb##J[HI:LO] = fb_plane##J##_get_##W.execute(meta.dst_leaf);      \
     }                                                                          \
     action plane##J##_store_##W() { fb_plane##J##_put_##W.execute(meta.dst_leaf); } \
@@ -193,8 +193,8 @@
     SGLB_PLANE_ACCESS(0, W, HI, LO)                                            \
     SGLB_PLANE_ACCESS(1, W, HI, LO)                                            \
     SGLB_PLANE_ACCESS(2, W, HI, LO)                                            \
-    action fresh_read_##W() { meta.fresh[HI:LO] = fresh_get_##W.execute(meta.dst_leaf); } \
-    action fresh_store_##W() { fresh_put_##W.execute(meta.dst_leaf); }        \
+    action fresh_read_##W() { GLB.fresh[HI:LO] = fresh_get_##W.execute(meta.dst_leaf); } \
+    action fresh_store_##W() { fresh_put_##W.execute(meta.dst_leaf); }         \
     SGLB_ACCESS_TABLE(fresh_access_##W, meta.fb_op: exact;,                    \
                       fresh_store_##W;,                                        \
                       1: fresh_store_##W();, fresh_read_##W)
@@ -217,6 +217,41 @@
 #define SGLB_APPLY_FRESH_COPY(W, HI, LO) glb_fresh_##W.apply();
 #define SGLB_APPLY_ELIGIBLE_COPY(W, HI, LO) glb_eligible_##W.apply();
 #define SGLB_APPLY_LIVE_COPY(W, HI, LO) glb_live_band_##W.apply();
+
+/* The GLB engine (engine.p4), from the reads to the eligible paths. Live:
+ * configured, port up, allowed (a notice in force, else the control plane's
+ * mask) and a non-zero weight; ECMP knows only local link state and the
+ * mask. Where a new flowlet may go without overtaking the flowlet before it
+ * (safe): anywhere once idle for gap_unknown (or with feedback off); to the
+ * paths with fresh delays once idle for the skew of this destination's fresh
+ * delays plus gap_margin; nowhere before. The level of each path as three
+ * bit planes: fresh feedback replaces the profile's (floored) remote level.
+ * One step table per stage (glb_step*). Then band_level and band_take
+ * (glb_step5) narrow the candidates to the band, except for ECMP and a
+ * flowlet with nowhere safe to move (SGLB_FALLS_BACK): theirs are the live
+ * paths (the copies glb_live_band_*). */
+#define SGLB_ENGINE_APPLY                                                      \
+    if (GLB.lb_mode == MODE_SGLB) {                                            \
+        glb_step0.apply();                                                     \
+        glb_step1.apply();                                                     \
+        SGLB_FOR_EACH_WORD(SGLB_APPLY_FRESH_COPY)                              \
+        glb_step2.apply();                                                     \
+    } else {                                                                   \
+        glb_step1_ecmp.apply();                                                \
+    }                                                                          \
+    glb_step3.apply();                                                         \
+    if (GLB.lb_mode == MODE_SGLB && GLB.feedback == 1 && meta.unknown_left != 0) { \
+        if (GLB.owd_min_c != 0 && meta.skew_over != 0) {                       \
+            glb_step4_fresh.apply();                                           \
+        } else {                                                               \
+            glb_step4_none.apply();                                            \
+        }                                                                      \
+    } else {                                                                   \
+        glb_step4_all.apply();                                                 \
+    }                                                                          \
+    SGLB_FOR_EACH_WORD(SGLB_APPLY_ELIGIBLE_COPY)                               \
+    safe_empty.apply();
+#define SGLB_FALLS_BACK (GLB.lb_mode == MODE_ECMP || GLB.safe_none == 1)
 
 /* Const entries of kept_alive: a valid word of path I keeps it if I's bit is
  * set in `live` (a new flowlet's first packet: counted as such). */

@@ -58,15 +58,6 @@ control SglbIngress(inout tna_headers_t hdr,
     Hash<bit<28>>(HashAlgorithm_t.IDENTITY) coarse_fb_time;
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) coarse_gen;
     Hash<pword_t>(HashAlgorithm_t.IDENTITY) coarse_gen_word;
-    /* Copies between the GLB engine's PHV groups (see ig_meta_t): a copy by
-     * the hash unit links no containers, where an ALU move would. */
-#define SGLB_COPY_HASHES(W, HI, LO)                                            \
-    Hash<pword_t>(HashAlgorithm_t.IDENTITY) fresh_copy_##W;                    \
-    Hash<pword_t>(HashAlgorithm_t.IDENTITY) live_copy_##W;                     \
-    Hash<pword_t>(HashAlgorithm_t.IDENTITY) safe_copy_##W;
-    SGLB_FOR_EACH_WORD(SGLB_COPY_HASHES)
-#undef SGLB_COPY_HASHES
-
     /* ---- Counters read by the control plane ---- */
     Counter<bit<32>, port_t>(MAX_PORTS, CounterType_t.PACKETS_AND_BYTES) port_rx;
     Counter<bit<32>, bit<32>>(DROP_COUNTER_SIZE, CounterType_t.PACKETS) drops;
@@ -82,17 +73,17 @@ control SglbIngress(inout tna_headers_t hdr,
                       bit<8> feedback, bit<16> tag_frame_max,
                       bit<28> fb_fresh, bit<32> gap_margin, bit<32> gap_unknown) {
         meta.role = role;
-        meta.lb_mode = lb_mode;
+        GLB.lb_mode = lb_mode;
         meta.switch_id = switch_id;
         meta.switch_mac = switch_mac;
-        meta.flowlet_gap = flowlet_gap;
+        GLB.flowlet_gap = flowlet_gap;
         meta.notice_group = notice_group;
-        meta.feedback = feedback;
+        GLB.feedback = feedback;
         /* an IPv4 packet longer than this is sent untagged */
         meta.tag_room = tag_frame_max |-| (14 + (bit<16>)TAG_LENGTH);
         meta.fb_fresh = fb_fresh;
-        meta.gap_margin = gap_margin;
-        meta.gap_unknown = gap_unknown;
+        GLB.gap_margin = gap_margin;
+        GLB.gap_unknown = gap_unknown;
     }
 
     table switch_config {
@@ -104,12 +95,12 @@ control SglbIngress(inout tna_headers_t hdr,
 
     /* -- uplinks: which paths exist (leaf) -- */
     action set_uplinks(pathmask_t path_slots, bit<8> path_count) {
-        meta.live = path_slots;
+        GLB.live = path_slots;
         meta.path_count = path_count;
     }
 
     action no_uplinks() {
-        meta.live = 0;
+        GLB.live = 0;
         meta.path_count = 0;
     }
 
@@ -212,24 +203,24 @@ control SglbIngress(inout tna_headers_t hdr,
      *    as three bit planes; wprof names the draws of its capacity weights. -- */
     action set_profile(pathmask_t live_mask, pathmask_t weighted,
                        pathmask_t rq0, pathmask_t rq1, pathmask_t rq2, bit<8> wprof) {
-        meta.cp_mask = live_mask;
-        meta.weighted = weighted;
-        meta.rq0 = rq0;
-        meta.rq1 = rq1;
-        meta.rq2 = rq2;
+        GLB.cp_mask = live_mask;
+        GLB.weighted = weighted;
+        GLB.rq0 = rq0;
+        GLB.rq1 = rq1;
+        GLB.rq2 = rq2;
         meta.wprof = wprof;
     }
 
     /* No congestion data for this leaf: hash ECMP over the live paths
      * (weight profile 0: every path once). */
     action no_profile() {
-        meta.cp_mask = (pathmask_t)-1;
-        meta.weighted = (pathmask_t)-1;
-        meta.rq0 = 0;
-        meta.rq1 = 0;
-        meta.rq2 = 0;
+        GLB.cp_mask = (pathmask_t)-1;
+        GLB.weighted = (pathmask_t)-1;
+        GLB.rq0 = 0;
+        GLB.rq1 = 0;
+        GLB.rq2 = 0;
         meta.wprof = 0;
-        meta.lb_mode = MODE_ECMP;
+        GLB.lb_mode = MODE_ECMP;
     }
 
     table dst_profile {
@@ -244,17 +235,17 @@ control SglbIngress(inout tna_headers_t hdr,
      *    weights); each as a word valid (bit 15) ++ path (14:9) ++ port (8:0),
      *    the word the flowlet keeps. -- */
     action set_draws(bit<16> word0, bit<16> word1, bit<16> word2, bit<16> word3) {
-        meta.draw_word0 = word0;
-        meta.draw_word1 = word1;
-        meta.draw_word2 = word2;
-        meta.draw_word3 = word3;
+        GLB.draw_word0 = word0;
+        GLB.draw_word1 = word1;
+        GLB.draw_word2 = word2;
+        GLB.draw_word3 = word3;
     }
 
     action no_draws() {
-        meta.draw_word0 = 0;
-        meta.draw_word1 = 0;
-        meta.draw_word2 = 0;
-        meta.draw_word3 = 0;
+        GLB.draw_word0 = 0;
+        GLB.draw_word1 = 0;
+        GLB.draw_word2 = 0;
+        GLB.draw_word3 = 0;
     }
 
     table draws {
@@ -275,7 +266,7 @@ control SglbIngress(inout tna_headers_t hdr,
     }
 
     table lowest_path {
-        key = { meta.candidates: ternary; }
+        key = { GLB.candidates: ternary; }
         actions = { set_lowest; no_lowest; }
         default_action = no_lowest();
         size = MAX_PATHS;
@@ -292,17 +283,17 @@ control SglbIngress(inout tna_headers_t hdr,
      *    p2 & (p1 | p0), >= 6 p2 & p1, 7 p2 & (p1 & p0)). No eligible path
      *    below 7: no cut. One lookup where eight "at most k" masks and a
      *    fold over them took 8 more masks and two more stages. -- */
-    action above_0() { meta.fb2 = meta.fb2 | meta.pl_or; }
-    action above_1() { meta.fb2 = meta.fb2 | meta.fb1; }
-    action above_2() { meta.fb2 = meta.fb2 | meta.pl_and; }
+    action above_0() { GLB.fb2 = GLB.fb2 | GLB.pl_or; }
+    action above_1() { GLB.fb2 = GLB.fb2 | GLB.fb1; }
+    action above_2() { GLB.fb2 = GLB.fb2 | GLB.pl_and; }
     action above_3() { }
-    action above_4() { meta.fb2 = meta.fb2 & meta.pl_or; }
-    action above_5() { meta.fb2 = meta.fb2 & meta.fb1; }
-    action above_6() { meta.fb2 = meta.fb2 & meta.pl_and; }
-    action above_7() { meta.fb2 = 0; }
+    action above_4() { GLB.fb2 = GLB.fb2 & GLB.pl_or; }
+    action above_5() { GLB.fb2 = GLB.fb2 & GLB.fb1; }
+    action above_6() { GLB.fb2 = GLB.fb2 & GLB.pl_and; }
+    action above_7() { GLB.fb2 = 0; }
 
     table band_level {
-        key = { meta.live_safe: ternary; meta.fb0: ternary; meta.fb1: ternary; meta.fb2: ternary; }
+        key = { GLB.live_safe: ternary; GLB.fb0: ternary; GLB.fb1: ternary; GLB.fb2: ternary; }
         actions = { above_0; above_1; above_2; above_3; above_4; above_5; above_6; above_7; }
         const default_action = above_7();
         size = 7 * MAX_PATHS;
@@ -315,10 +306,10 @@ control SglbIngress(inout tna_headers_t hdr,
      *    so a match on draw j means none of the earlier draws is a candidate.
      *    (One table instead of four hit lookups and a pick: one stage and
      *    four tables fewer.) -- */
-    action pick_0() { meta.pick_word = meta.draw_word0; }
-    action pick_1() { meta.pick_word = meta.draw_word1; }
-    action pick_2() { meta.pick_word = meta.draw_word2; }
-    action pick_3() { meta.pick_word = meta.draw_word3; }
+    action pick_0() { meta.pick_word = GLB.draw_word0; }
+    action pick_1() { meta.pick_word = GLB.draw_word1; }
+    action pick_2() { meta.pick_word = GLB.draw_word2; }
+    action pick_3() { meta.pick_word = GLB.draw_word3; }
     action pick_lowest() { meta.pick_word = meta.lowest_word; }
 
 #define SGLB_DRAW_NAMES(I) (bit<7>)(64 + I) &&& 7w0x7F
@@ -328,9 +319,9 @@ control SglbIngress(inout tna_headers_t hdr,
 #define SGLB_PICK_ENTRY_3(I) (_, _, _, SGLB_DRAW_NAMES(I), PATH_BIT(I) &&& PATH_BIT(I)) : pick_3();
     table pick_draw {
         key = {
-            meta.draw_word0[15:9]: ternary; meta.draw_word1[15:9]: ternary;
-            meta.draw_word2[15:9]: ternary; meta.draw_word3[15:9]: ternary;
-            meta.candidates: ternary;
+            GLB.draw_word0[15:9]: ternary; GLB.draw_word1[15:9]: ternary;
+            GLB.draw_word2[15:9]: ternary; GLB.draw_word3[15:9]: ternary;
+            GLB.candidates: ternary;
         }
         actions = { pick_0; pick_1; pick_2; pick_3; pick_lowest; }
         const entries = {
@@ -373,7 +364,7 @@ control SglbIngress(inout tna_headers_t hdr,
     }
 
     table kept_alive {
-        key = { meta.flow_word[15:9]: exact; meta.live: ternary; meta.new_flowlet: ternary; }
+        key = { meta.flow_word[15:9]: exact; GLB.live: ternary; meta.new_flowlet: ternary; }
         actions = { keep_path; keep_path_new; path_dead; }
         const entries = {
             SGLB_FOR_EACH_PATH(SGLB_ALIVE_NEW_ENTRY)
@@ -409,10 +400,10 @@ control SglbIngress(inout tna_headers_t hdr,
         meta.probe_up = 0;
     }
 
-#define SGLB_PROBE_ENTRY(I) \
+#define SGLB_PROBE_ENTRY(I)                                                    \
     ((bit<8>)I, PATH_BIT(I) &&& PATH_BIT(I), 0 &&& PATH_BIT(I)) : probe_path_up();
     @hidden table probe_alive {
-        key = { hdr.probe.path: exact; meta.live: ternary; meta.down: ternary; }
+        key = { hdr.probe.path: exact; GLB.live: ternary; GLB.down: ternary; }
         actions = { probe_path_up; probe_path_down; }
         const entries = { SGLB_FOR_EACH_PATH(SGLB_PROBE_ENTRY) }
         const default_action = probe_path_down();
@@ -514,414 +505,440 @@ control SglbIngress(inout tna_headers_t hdr,
 
     /* The access tables, the GLB engine's steps, the other step tables. */
 #include "steps.p4"
+#ifndef SGLB_TWO_PASS
+#include "engine.p4"
+#endif
+
+    /* The pick, after the candidates: a new flowlet (a band and idle past
+     * flowlet_gap) takes the first draw that is a candidate (the draws follow
+     * capacity), else the lowest candidate; none when no path is live
+     * (lowest_word's valid bit clear); flowlet_path keeps the flowlet's. */
+#define SGLB_PICK_APPLY                                                        \
+    if (GLB.banded == 1 && GLB.gap_over != 0) {                                \
+        meta.new_flowlet = 1;                                                  \
+    }                                                                          \
+    lowest_path.apply();                                                       \
+    lowest_step.apply();                                                       \
+    pick_draw.apply();                                                         \
+    if (GLB.lb_mode == MODE_SGLB) {                                            \
+        meta.flow_word = flowlet_follow.execute(GLB.flowlet_index);            \
+    } else {                                                                   \
+        meta.flow_word = meta.pick_word;                                       \
+    }
 
     apply {
-        meta.event = EV_COUNTER_SIZE;
-        meta.tag_event = EV_COUNTER_SIZE;
-        switch_config.apply();
-        uplinks.apply();
-        port_neighbour.apply();
-        port_rx.count(ig_intr_md.ingress_port);
-        meta.now = ig_intr_md.ingress_mac_tstamp[31:0];
-        /* Coarse times from the parser's timestamp (the same ns clock): slices
-         * of one field at several alignments would split the field, and with
-         * it the 32-bit copies of the MAC timestamp into the tag and probe. */
-        clock_fb.apply();
-        clock_gen.apply();
-        clock_word.apply();
-        hdr.bridge.setValid();
-        hdr.bridge.punt_reason = 0;
-        hdr.bridge.pad0 = 0;
-        hdr.bridge.ingress_port = ig_intr_md.ingress_port;
-        hdr.bridge.pad1 = 0;
-        hdr.bridge.raise_ce = 0;
-
-        /* ---- Speculative work: lookups, reads and the whole GLB engine run
-         * beside the checks of stage 1, not after them (the stage count is
-         * the budget on Tofino). A packet that fails a check is dropped at
-         * the end whatever they found; the side effects they keep are its
-         * flowlet's (last-seen time, the path of a new flowlet) and the
-         * feedback cursor's turn (see docs/sglb.md). ---- */
-        if (hdr.ipv4.isValid()) {
-            if (hdr.l4.isValid()) {
-                meta.l4_src = hdr.l4.srcPort;
-                meta.l4_dst = hdr.l4.dstPort;
+#ifdef SGLB_TWO_PASS
+        if (meta.second_pass == 1) {
+            /* ---- Second pass (Tofino): a leaf's data packet back from the
+             * recirculation port, whose egress ran the GLB engine on the glb
+             * header. The first pass ran every check and opened the tag;
+             * here the band, the pick, the port and the tag's path. ---- */
+            meta.event = EV_COUNTER_SIZE;
+            meta.tag_event = EV_COUNTER_SIZE;
+            hdr.bridge.setValid();
+            hdr.bridge.punt_reason = 0;
+            hdr.bridge.to_engine = 0;
+            hdr.bridge.pad0 = 0;
+            hdr.bridge.ingress_port = ig_intr_md.ingress_port;
+            hdr.bridge.pad1 = 0;
+            hdr.bridge.raise_ce = 1;
+            band_level.apply();
+            if (!SGLB_FALLS_BACK) {
+                glb_step5.apply();
             }
-            ipv4_route.apply();
-        } else if (hdr.probe.isValid()) {
-            meta.dst_leaf = hdr.probe.dst_leaf;
-        } else if (hdr.notice.isValid()) {
-            meta.dst_leaf = hdr.notice.leaf_id;
-            spine_paths.apply();
-            /* its register index (spine slot ++ leaf) and key (epoch ++ valid
-             * ++ fail), by identity hashes: one step each */
-            meta.notice_index = (bit<32>)notice_index_hash.get({
-                meta.spine_slot[5:0], hdr.notice.leaf_id[LEAF_INDEX_BITS - 1:0] });
-            if (hdr.notice.kind == NOTICE_FAIL) {
-                notice_fail_key.apply();
-            } else {
-                notice_other_key.apply();
-            }
-        } else if (hdr.port_status.isValid()) {
-            if (meta.role == ROLE_LEAF) {
-                port_paths.apply();
-            } else {
-                port_peer.apply();
-            }
-        }
-        if (hdr.tag.isValid()) {
-            tag_step.apply();
-            tag_check.apply();
-            fb_paths.apply();
-            fb_level_bits.apply();
-            if (meta.leaf_route == 0) {
-                meta.dst_leaf = hdr.tag.src_leaf;   /* the state it updates */
-            }
-        }
-        if (meta.role == ROLE_LEAF) {
-            if (hdr.probe.isValid()) {
-                path_ports.apply();
-            } else if (meta.leaf_route == 1) {
-                dst_profile.apply();
-                if (meta.lb_mode == MODE_SGLB) {
-                    meta.flowlet_index = flowlet_hash.get({ hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
-                                                            hdr.ipv4.protocol, meta.l4_src,
-                                                            meta.l4_dst });
-                    meta.idle = flowlet_touch.execute(meta.flowlet_index);
-                    meta.draw_row = draw_random.get();
-                } else {
-                    meta.draw_row = flow_row_hash.get({ hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
-                                                        hdr.ipv4.protocol, meta.l4_src,
-                                                        meta.l4_dst });
-                }
-                draws.apply();
-                frame_step.apply();
-            }
-        } else if (meta.leaf_route == 1 || hdr.probe.isValid()) {
-            leaf_downlinks.apply();
-            meta.split = split_hash.get({ hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
-                                          hdr.ipv4.protocol, meta.l4_src, meta.l4_dst });
-            spine_step.apply();
-        }
-
-        /* ---- Stage 1: classify and handle control packets ---- */
-        if (ig_prsr_md.parser_err != 0) {
-            meta.drop_reason = DROP_MALFORMED;
-        } else if (hdr.packet_out.isValid() && hdr.packet_out.op == PACKET_OUT_DIRECT) {
-            if (hdr.packet_out.egress_port >= MAX_PORTS) {
-                meta.drop_reason = DROP_BAD_PACKET_OUT;
-            } else {
-                ig_tm_md.ucast_egress_port = (port_t)hdr.packet_out.egress_port;
-                meta.forwarded = 1;
-            }
-        } else if (hdr.packet_out.isValid() && hdr.packet_out.op != PACKET_OUT_PIPELINE) {
-            meta.drop_reason = DROP_BAD_PACKET_OUT;
-        } else if (hdr.port_status.isValid()) {
-            if (ig_intr_md.ingress_port != CPU_PORT
-                    || hdr.port_status.version != PORT_STATUS_VERSION
-                    || (hdr.port_status.op != PORT_STATUS_DOWN
-                        && hdr.port_status.op != PORT_STATUS_UP)
-                    || hdr.port_status.port >= MAX_PORTS) {
-                meta.drop_reason = DROP_BAD_PORT_STATUS;
-            } else {
-                meta.consumed = 1;
-                if (hdr.port_status.op == PORT_STATUS_DOWN) {
-                    meta.goes_down = 1;
-                }
-                meta.port_was = port_state_put.execute((port_t)hdr.port_status.port);
-                /* its event, and the updates (idempotent: a duplicate changes
-                 * nothing) of the access tables: the leaf's path_down, the
-                 * spine's leaf_links (then a notice if the leaf's
-                 * reachability changed, after them) */
-                port_status_ops.apply();
-            }
-        } else if (hdr.notice.isValid()) {
-            /* the checks (notice_check), then the epoch rule */
-            notice_check.apply();
-            if (meta.notice_ok == 1) {
-                {
-                    /* notice_rv: key - held (a write-back: held - key) */
-                    if (hdr.notice.kind == NOTICE_WRITEBACK) {
-                        meta.notice_rv = notice_peek.execute(meta.notice_index);
-                    } else {
-                        meta.notice_rv = notice_offer.execute(meta.notice_index);
-                    }
-                    notice_seen_access.apply();
-                    notice_verdict.apply();
-                }
-            }
-        } else if (hdr.probe.isValid()) {
-            if (hdr.probe.version != SGLB_VERSION
-                    || hdr.probe.length != PROBE_LENGTH
-                    || hdr.probe.dst_leaf >= MAX_LEAVES
-                    || hdr.probe.path >= MAX_PATHS) {
-                meta.drop_reason = DROP_BAD_PROBE;
-            } else if (meta.role == ROLE_SPINE) {
-                if (meta.nb_kind != NEIGHBOUR_LEAF) {
-                    meta.drop_reason = DROP_BAD_PROBE;
-                } else {
-                    meta.to_leaf = 1;
-                }
-            } else if (hdr.packet_out.isValid()) {
-                if (hdr.probe.kind != PROBE_KIND || hdr.probe.dst_leaf == meta.switch_id) {
-                    meta.drop_reason = DROP_BAD_PROBE;
-                } else {
-                    hdr.probe.src_leaf = meta.switch_id;
-                    hdr.probe.hop_dre = 0;
-                    hdr.probe.stamp = meta.now;
-                    meta.to_leaf = 1;
-                    meta.is_probe = 1;
-                }
-            } else if (meta.nb_kind != NEIGHBOUR_SPINE || hdr.probe.dst_leaf != meta.switch_id) {
-                meta.drop_reason = DROP_BAD_PROBE;
-            } else if (hdr.probe.kind == PROBE_KIND) {
-                hdr.probe.kind = PROBE_REPLY_KIND;
-                hdr.probe.dst_leaf = hdr.probe.src_leaf;
-                hdr.probe.src_leaf = meta.switch_id;
-                hdr.ethernet.dstAddr = hdr.ethernet.srcAddr;
-                hdr.ethernet.srcAddr = meta.switch_mac;
-                ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port;
-                meta.forwarded = 1;
-                meta.event = EV_PROBE_REFLECTED;
-            } else {
-                hdr.probe.stamp = meta.now - hdr.probe.stamp;
-                ig_tm_md.ucast_egress_port = CPU_PORT;
-                meta.punt_reason = PUNT_PROBE_REPLY;
-                meta.forwarded = 1;
-                meta.event = EV_PROBE_REPLIED;
-            }
-        } else if (hdr.arp.isValid()) {
-            arp_check.apply();
-            if (meta.arp_ok == 1) {
-                if (hdr.arp.spa == hdr.arp.tpa) {
-                    meta.drop_reason = DROP_UNSUPPORTED;
-                } else {
-                    arp_proxy.apply();
-                }
-            }
-        } else if (hdr.tag.isValid() && !hdr.ipv4.isValid()) {
-            meta.drop_reason = DROP_BAD_TAG;
-        } else if (hdr.ipv4.isValid()) {
-            /* the tag (tag_check, above), the route, then IPv4 */
-            ipv4_check.apply();
-        } else {
-            meta.drop_reason = DROP_UNSUPPORTED;
-        }
-        hdr.packet_out.setInvalid();
-
-        /* ---- Stage 2 (leaf): a tagged packet from the fabric that passed
-         * the checks (rx_op and fb_op, set by ipv4_check with data_ok, so
-         * that the access tables need not wait for drop_reason):
-         * its metric of (source, path) for the feedback, and the metric it
-         * returns about one of our paths (stored by the access tables) ---- */
-        if (meta.rx_op == 1) {     /* ipv4_check: passed, on a leaf, from the fabric */
-            meta.rx_index = (bit<32>)rx_index_hash.get({
-                hdr.tag.src_leaf[LEAF_INDEX_BITS - 1:0], hdr.tag.path[PATH_INDEX_BITS - 1:0] });
-            /* valid ++ ce (at most QMAX: 3 bits) ++ time */
-            meta.rx_word = rx_word_hash.get({ 1w1, hdr.tag.ce[2:0], meta.now_fb });
-            meta.rx_owd = meta.now - hdr.tag.ts;
-            if (meta.fb_op == 1) {
-                meta.fb_owd_c = ~hdr.tag.fb_owd;
-                fb_received_step.apply();
-            }
-        }
-
-        /* ---- Stage 2: the registers, each by its access table; then the
-         * GLB engine on what they read ---- */
-        if (meta.role == ROLE_LEAF) {
-            SGLB_FOR_EACH_WORD(SGLB_APPLY_WORD_ACCESS)
-            owd_low_access.apply();
-            owd_high_access.apply();
-            if (hdr.probe.isValid()) {
-                probe_alive.apply();
-            } else if (meta.leaf_route == 1) {
-                /* The GLB engine. Live: configured, port up, allowed (a notice
-                 * in force, else the control plane's mask) and a non-zero
-                 * weight; ECMP knows only local link state and the mask. Where
-                 * a new flowlet may go without overtaking the flowlet before
-                 * it (safe): anywhere once idle for gap_unknown (or with
-                 * feedback off); to the paths with fresh delays once idle for
-                 * the skew of this destination's fresh delays plus gap_margin;
-                 * nowhere before. The level of each path as three bit planes:
-                 * fresh feedback replaces the profile's (floored) remote level.
-                 * The candidates: the eligible (live, safe) paths within
-                 * tie_tolerance levels of the lowest eligible one (band_level).
-                 * One step table per stage (glb_step*): bf-p4c runs an action
-                 * in one stage, so dependent operations go to successive
-                 * tables. */
-                if (meta.lb_mode == MODE_SGLB) {
-                    glb_step0.apply();
-                    glb_step1.apply();
-                    SGLB_FOR_EACH_WORD(SGLB_APPLY_FRESH_COPY)
-                    glb_step2.apply();
-                } else {
-                    glb_step1_ecmp.apply();
-                }
-                glb_step3.apply();
-                if (meta.lb_mode == MODE_SGLB && meta.feedback == 1 && meta.unknown_left != 0) {
-                    if (meta.owd_min_c != 0 && meta.skew_over != 0) {
-                        glb_step4_fresh.apply();
-                    } else {
-                        glb_step4_none.apply();
-                    }
-                } else {
-                    glb_step4_all.apply();
-                }
-                SGLB_FOR_EACH_WORD(SGLB_APPLY_ELIGIBLE_COPY)
-                safe_empty.apply();
-                band_level.apply();
-                if (meta.lb_mode == MODE_ECMP || meta.safe_none == 1) {
-                    SGLB_FOR_EACH_WORD(SGLB_APPLY_LIVE_COPY)
-                } else {
-                    glb_step5.apply();
-                }
-                if (meta.banded == 1 && meta.gap_over != 0) {
-                    meta.new_flowlet = 1;
-                }
-                /* Weighted pick: the first draw that is a candidate (the
-                 * draws follow capacity), else the lowest candidate; none when
-                 * no path is live (lowest_word's valid bit clear). */
-                lowest_path.apply();
-                lowest_step.apply();
-                pick_draw.apply();
-                if (meta.lb_mode == MODE_SGLB) {
-                    meta.flow_word = flowlet_follow.execute(meta.flowlet_index);
-                } else {
-                    meta.flow_word = meta.pick_word;
-                }
-            }
-            /* After the engine in program order (bf-p4c orders a block after
-             * the tables before it), beside it in the pipeline: */
-            npaths_access.apply();
-            /* The feedback the tag returns: one fresh metric of the
-             * destination's paths toward us, in turn (beside the engine: it
-             * needs only the destination). */
-            if (meta.leaf_route == 1 && meta.lb_mode == MODE_SGLB && meta.feedback == 1) {
-                if (meta.frame_over == 0 && meta.fb_npaths != 0) {
-                    meta.fb_try = 1;
-                    meta.fb_npaths = meta.fb_npaths - 1;
-                    meta.fb_path = fb_cursor_next.execute(meta.dst_leaf);
-                    meta.rx_index = (bit<32>)fb_index_hash.get({
-                        meta.dst_leaf[LEAF_INDEX_BITS - 1:0],
-                        meta.fb_path[PATH_INDEX_BITS - 1:0] });
-                }
-            }
-            rx_level_access.apply();
-            rx_owd_access.apply();
-            if (meta.rx_op == 1) {
-                /* stored (the access tables read the tag): deliver untagged */
-                hdr.ethernet.etherType = hdr.tag.next_type;
-                hdr.tag.setInvalid();
-            }
-            if (meta.fb_try == 1) {
-                meta.fb_age = meta.now_fb - meta.fb_word[27:0];
-                fb_step.apply();
-            }
-        } else {
-            links_access.apply();
-            if (meta.links_op != 0) {
-                if (meta.links_op == OP_DOWN) {
-                    meta.links_now = meta.links_was | meta.peer_member;
-                } else {
-                    meta.links_now = meta.links_was & ~meta.peer_member;
-                }
-                /* The leaf's reachability changed: both links down now
-                 * and not before (FAIL), or the other way (RECOVER). */
-                meta.reach_was = 1;
-                if (meta.links_was == 3) {
-                    meta.reach_was = 0;
-                }
-                meta.reach_now = 1;
-                if (meta.links_now == 3) {
-                    meta.reach_now = 0;
-                }
-                if (meta.notice_group != 0 && meta.reach_was != meta.reach_now) {
-                    hdr.notice.setValid();
-                    hdr.notice.version = SGLB_VERSION;
-                    if (meta.goes_down == 1) {
-                        hdr.notice.kind = NOTICE_FAIL;
-                    } else {
-                        hdr.notice.kind = NOTICE_RECOVER;
-                    }
-                    hdr.notice.length = NOTICE_LENGTH;
-                    hdr.notice.reserved = 0;
-                    hdr.notice.spine_id = meta.switch_id;
-                    hdr.notice.leaf_id = meta.peer_leaf;
-                    hdr.notice.epoch = hdr.port_status.seq;
-                    hdr.port_status.setInvalid();
-                    hdr.ethernet.dstAddr = 0xFFFFFFFFFFFF;
-                    hdr.ethernet.srcAddr = meta.switch_mac;
-                    hdr.ethernet.etherType = ETHERTYPE_SGLB;
-                    ig_tm_md.mcast_grp_a = meta.notice_group;
-                    meta.consumed = 0;
-                    meta.forwarded = 1;
-                    meta.event = EV_NOTICE_SENT;
-                }
-            }
-        }
-
-        /* ---- Stage 2 (leaf): the decision, from what the engine found ---- */
-        if (meta.drop_reason == 0 && meta.to_leaf == 1 && meta.dst_leaf >= MAX_LEAVES) {
-            meta.drop_reason = DROP_NO_ROUTE;
-        } else if (meta.drop_reason == 0 && meta.role == ROLE_LEAF && meta.to_leaf == 1) {
-            if (meta.is_probe == 1) {
-                /* A probe takes the path it names whenever that port is up,
-                 * excluded or not: that is how a recovery is seen. */
-                if (meta.probe_up == 0) {
-                    meta.drop_reason = DROP_NO_LIVE_PATH;
-                } else {
-                    ig_tm_md.ucast_egress_port = meta.probe_port;
-                    meta.forwarded = 1;
-                }
-            } else if (hdr.tag.isValid()) {
-                meta.drop_reason = DROP_NO_ROUTE;   /* no leaf-to-leaf transit */
-            } else if (meta.lowest_word[15:15] == 0) {
+            SGLB_PICK_APPLY
+            if (meta.lowest_word[15:15] == 0) {
                 /* no candidate: no path is live */
                 meta.drop_reason = DROP_NO_LIVE_PATH;
             } else {
-                hdr.bridge.raise_ce = 1;
                 meta.forwarded = 1;
-
-                /* The fabric tag: clock, and the feedback found above. */
-                if (meta.lb_mode == MODE_SGLB && meta.feedback == 1) {
-                    if (meta.frame_over != 0) {
-                        meta.tag_event = EV_TAG_SKIPPED;
-                    } else {
-                        tag_open.apply();
-                        tag_stamp.apply();
-                        fb_level_out.apply();
-                    }
-                }
-                /* the port, the event and the tag's path: the flowlet's path
-                 * if still live, else the lowest candidate (failover) */
                 kept_alive.apply();
             }
-        } else if (meta.drop_reason == 0 && meta.role == ROLE_SPINE && meta.to_leaf == 1) {
-            /* ---- Stage 2 (spine): down to the destination leaf ---- */
-            if (meta.has_downlinks == 0) {
-                meta.drop_reason = DROP_NO_ROUTE;
-            } else {
-                hdr.bridge.raise_ce = 1;
-                meta.forwarded = 1;
-                if (meta.links_now == 0 && meta.down_a != meta.down_b) {
-                    /* Flows split in proportion to the members' capacity. */
-                    if (meta.split_left != 0) {
-                        ig_tm_md.ucast_egress_port = meta.down_a;
-                    } else {
-                        ig_tm_md.ucast_egress_port = meta.down_b;
-                    }
-                } else if (meta.links_now[0:0] == 0) {
-                    ig_tm_md.ucast_egress_port = meta.down_a;
-                } else if (meta.links_now[1:1] == 0) {
-                    ig_tm_md.ucast_egress_port = meta.down_b;
+        } else
+#endif
+        {
+            /* ---- The (first) pass ---- */
+            meta.event = EV_COUNTER_SIZE;
+            meta.tag_event = EV_COUNTER_SIZE;
+            switch_config.apply();
+            uplinks.apply();
+            port_neighbour.apply();
+            port_rx.count(ig_intr_md.ingress_port);
+            meta.now = ig_intr_md.ingress_mac_tstamp[31:0];
+            /* Coarse times from the parser's timestamp (the same ns clock): slices
+             * of one field at several alignments would split the field, and with
+             * it the 32-bit copies of the MAC timestamp into the tag and probe. */
+            clock_fb.apply();
+            clock_gen.apply();
+            clock_word.apply();
+            hdr.bridge.setValid();
+            hdr.bridge.punt_reason = 0;
+            hdr.bridge.pad0 = 0;
+            hdr.bridge.ingress_port = ig_intr_md.ingress_port;
+            hdr.bridge.pad1 = 0;
+            hdr.bridge.raise_ce = 0;
+            hdr.bridge.to_engine = 0;
+#ifdef SGLB_TWO_PASS
+            hdr.glb.setValid();     /* the engine's state: GLB (words.p4) */
+            hdr.glb.banded = 0;
+            hdr.glb.pad = 0;
+#endif
+
+            /* ---- Speculative work: lookups, reads and the whole GLB engine run
+             * beside the checks of stage 1, not after them (the stage count is
+             * the budget on Tofino). A packet that fails a check is dropped at
+             * the end whatever they found; the side effects they keep are its
+             * flowlet's (last-seen time, the path of a new flowlet) and the
+             * feedback cursor's turn (see docs/sglb.md). ---- */
+            if (hdr.ipv4.isValid()) {
+                if (hdr.l4.isValid()) {
+                    meta.l4_src = hdr.l4.srcPort;
+                    meta.l4_dst = hdr.l4.dstPort;
+                }
+                ipv4_route.apply();
+            } else if (hdr.probe.isValid()) {
+                meta.dst_leaf = hdr.probe.dst_leaf;
+            } else if (hdr.notice.isValid()) {
+                meta.dst_leaf = hdr.notice.leaf_id;
+                spine_paths.apply();
+                /* its register index (spine slot ++ leaf) and key (epoch ++ valid
+                 * ++ fail), by identity hashes: one step each */
+                meta.notice_index = (bit<32>)notice_index_hash.get({
+                    meta.spine_slot[5:0], hdr.notice.leaf_id[LEAF_INDEX_BITS - 1:0] });
+                if (hdr.notice.kind == NOTICE_FAIL) {
+                    notice_fail_key.apply();
                 } else {
-                    meta.forwarded = 0;
+                    notice_other_key.apply();
+                }
+            } else if (hdr.port_status.isValid()) {
+                if (meta.role == ROLE_LEAF) {
+                    port_paths.apply();
+                } else {
+                    port_peer.apply();
+                }
+            }
+            if (hdr.tag.isValid()) {
+                tag_step.apply();
+                tag_check.apply();
+                fb_paths.apply();
+                fb_level_bits.apply();
+                if (meta.leaf_route == 0) {
+                    meta.dst_leaf = hdr.tag.src_leaf;   /* the state it updates */
+                }
+            }
+            if (meta.role == ROLE_LEAF) {
+                if (hdr.probe.isValid()) {
+                    path_ports.apply();
+                } else if (meta.leaf_route == 1) {
+                    dst_profile.apply();
+                    if (GLB.lb_mode == MODE_SGLB) {
+                        GLB.flowlet_index = flowlet_hash.get({ hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
+                                                                hdr.ipv4.protocol, meta.l4_src,
+                                                                meta.l4_dst });
+                        GLB.idle = flowlet_touch.execute(GLB.flowlet_index);
+                        meta.draw_row = draw_random.get();
+                    } else {
+                        meta.draw_row = flow_row_hash.get({ hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
+                                                            hdr.ipv4.protocol, meta.l4_src,
+                                                            meta.l4_dst });
+                    }
+                    draws.apply();
+                    frame_step.apply();
+                }
+            } else if (meta.leaf_route == 1 || hdr.probe.isValid()) {
+                leaf_downlinks.apply();
+                meta.split = split_hash.get({ hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
+                                              hdr.ipv4.protocol, meta.l4_src, meta.l4_dst });
+                spine_step.apply();
+            }
+
+            /* ---- Stage 1: classify and handle control packets ---- */
+            if (ig_prsr_md.parser_err != 0) {
+                meta.drop_reason = DROP_MALFORMED;
+            } else if (hdr.packet_out.isValid() && hdr.packet_out.op == PACKET_OUT_DIRECT) {
+                if (hdr.packet_out.egress_port >= MAX_PORTS) {
+                    meta.drop_reason = DROP_BAD_PACKET_OUT;
+                } else {
+                    ig_tm_md.ucast_egress_port = (port_t)hdr.packet_out.egress_port;
+                    meta.forwarded = 1;
+                }
+            } else if (hdr.packet_out.isValid() && hdr.packet_out.op != PACKET_OUT_PIPELINE) {
+                meta.drop_reason = DROP_BAD_PACKET_OUT;
+            } else if (hdr.port_status.isValid()) {
+                if (ig_intr_md.ingress_port != CPU_PORT
+                        || hdr.port_status.version != PORT_STATUS_VERSION
+                        || (hdr.port_status.op != PORT_STATUS_DOWN
+                            && hdr.port_status.op != PORT_STATUS_UP)
+                        || hdr.port_status.port >= MAX_PORTS) {
+                    meta.drop_reason = DROP_BAD_PORT_STATUS;
+                } else {
+                    meta.consumed = 1;
+                    if (hdr.port_status.op == PORT_STATUS_DOWN) {
+                        meta.goes_down = 1;
+                    }
+                    meta.port_was = port_state_put.execute((port_t)hdr.port_status.port);
+                    /* its event, and the updates (idempotent: a duplicate changes
+                     * nothing) of the access tables: the leaf's path_down, the
+                     * spine's leaf_links (then a notice if the leaf's
+                     * reachability changed, after them) */
+                    port_status_ops.apply();
+                }
+            } else if (hdr.notice.isValid()) {
+                /* the checks (notice_check), then the epoch rule */
+                notice_check.apply();
+                if (meta.notice_ok == 1) {
+                    {
+                        /* notice_rv: key - held (a write-back: held - key) */
+                        if (hdr.notice.kind == NOTICE_WRITEBACK) {
+                            meta.notice_rv = notice_peek.execute(meta.notice_index);
+                        } else {
+                            meta.notice_rv = notice_offer.execute(meta.notice_index);
+                        }
+                        notice_seen_access.apply();
+                        notice_verdict.apply();
+                    }
+                }
+            } else if (hdr.probe.isValid()) {
+                if (hdr.probe.version != SGLB_VERSION
+                        || hdr.probe.length != PROBE_LENGTH
+                        || hdr.probe.dst_leaf >= MAX_LEAVES
+                        || hdr.probe.path >= MAX_PATHS) {
+                    meta.drop_reason = DROP_BAD_PROBE;
+                } else if (meta.role == ROLE_SPINE) {
+                    if (meta.nb_kind != NEIGHBOUR_LEAF) {
+                        meta.drop_reason = DROP_BAD_PROBE;
+                    } else {
+                        meta.to_leaf = 1;
+                    }
+                } else if (hdr.packet_out.isValid()) {
+                    if (hdr.probe.kind != PROBE_KIND || hdr.probe.dst_leaf == meta.switch_id) {
+                        meta.drop_reason = DROP_BAD_PROBE;
+                    } else {
+                        hdr.probe.src_leaf = meta.switch_id;
+                        hdr.probe.hop_dre = 0;
+                        hdr.probe.stamp = meta.now;
+                        meta.to_leaf = 1;
+                        meta.is_probe = 1;
+                    }
+                } else if (meta.nb_kind != NEIGHBOUR_SPINE || hdr.probe.dst_leaf != meta.switch_id) {
+                    meta.drop_reason = DROP_BAD_PROBE;
+                } else if (hdr.probe.kind == PROBE_KIND) {
+                    hdr.probe.kind = PROBE_REPLY_KIND;
+                    hdr.probe.dst_leaf = hdr.probe.src_leaf;
+                    hdr.probe.src_leaf = meta.switch_id;
+                    hdr.ethernet.dstAddr = hdr.ethernet.srcAddr;
+                    hdr.ethernet.srcAddr = meta.switch_mac;
+                    ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port;
+                    meta.forwarded = 1;
+                    meta.event = EV_PROBE_REFLECTED;
+                } else {
+                    hdr.probe.stamp = meta.now - hdr.probe.stamp;
+                    ig_tm_md.ucast_egress_port = CPU_PORT;
+                    meta.punt_reason = PUNT_PROBE_REPLY;
+                    meta.forwarded = 1;
+                    meta.event = EV_PROBE_REPLIED;
+                }
+            } else if (hdr.arp.isValid()) {
+                arp_check.apply();
+                if (meta.arp_ok == 1) {
+                    if (hdr.arp.spa == hdr.arp.tpa) {
+                        meta.drop_reason = DROP_UNSUPPORTED;
+                    } else {
+                        arp_proxy.apply();
+                    }
+                }
+            } else if (hdr.tag.isValid() && !hdr.ipv4.isValid()) {
+                meta.drop_reason = DROP_BAD_TAG;
+            } else if (hdr.ipv4.isValid()) {
+                /* the tag (tag_check, above), the route, then IPv4 */
+                ipv4_check.apply();
+            } else {
+                meta.drop_reason = DROP_UNSUPPORTED;
+            }
+            hdr.packet_out.setInvalid();
+
+            /* ---- Stage 2 (leaf): a tagged packet from the fabric that passed
+             * the checks (rx_op and fb_op, set by ipv4_check with data_ok, so
+             * that the access tables need not wait for drop_reason):
+             * its metric of (source, path) for the feedback, and the metric it
+             * returns about one of our paths (stored by the access tables) ---- */
+            if (meta.rx_op == 1) {     /* ipv4_check: passed, on a leaf, from the fabric */
+                meta.rx_index = (bit<32>)rx_index_hash.get({
+                    hdr.tag.src_leaf[LEAF_INDEX_BITS - 1:0], hdr.tag.path[PATH_INDEX_BITS - 1:0] });
+                /* valid ++ ce (at most QMAX: 3 bits) ++ time */
+                meta.rx_word = rx_word_hash.get({ 1w1, hdr.tag.ce[2:0], meta.now_fb });
+                meta.rx_owd = meta.now - hdr.tag.ts;
+                if (meta.fb_op == 1) {
+                    meta.fb_owd_c = ~hdr.tag.fb_owd;
+                    fb_received_step.apply();
+                }
+            }
+
+            /* ---- Stage 2: the registers, each by its access table; then the
+             * GLB engine on what they read ---- */
+            if (meta.role == ROLE_LEAF) {
+                SGLB_FOR_EACH_WORD(SGLB_APPLY_WORD_ACCESS)
+                owd_low_access.apply();
+                owd_high_access.apply();
+                if (hdr.probe.isValid()) {
+                    probe_alive.apply();
+                } else if (meta.leaf_route == 1) {
+                    /* The GLB engine and the pick (on Tofino: in the egress of
+                     * the recirculation port and the second pass) */
+#ifndef SGLB_TWO_PASS
+                    SGLB_ENGINE_APPLY
+                    band_level.apply();
+                    if (SGLB_FALLS_BACK) {
+                        SGLB_FOR_EACH_WORD(SGLB_APPLY_LIVE_COPY)
+                    } else {
+                        glb_step5.apply();
+                    }
+                    SGLB_PICK_APPLY
+#endif
+                }
+                /* After the engine in program order (bf-p4c orders a block after
+                 * the tables before it), beside it in the pipeline: */
+                npaths_access.apply();
+                /* The feedback the tag returns: one fresh metric of the
+                 * destination's paths toward us, in turn (beside the engine: it
+                 * needs only the destination). */
+                if (meta.leaf_route == 1 && GLB.lb_mode == MODE_SGLB && GLB.feedback == 1) {
+                    if (meta.frame_over == 0 && meta.fb_npaths != 0) {
+                        meta.fb_try = 1;
+                        meta.fb_npaths = meta.fb_npaths - 1;
+                        meta.fb_path = fb_cursor_next.execute(meta.dst_leaf);
+                        meta.rx_index = (bit<32>)fb_index_hash.get({
+                            meta.dst_leaf[LEAF_INDEX_BITS - 1:0],
+                            meta.fb_path[PATH_INDEX_BITS - 1:0] });
+                    }
+                }
+                rx_level_access.apply();
+                rx_owd_access.apply();
+                if (meta.rx_op == 1) {
+                    /* stored (the access tables read the tag): deliver untagged */
+                    hdr.ethernet.etherType = hdr.tag.next_type;
+                    hdr.tag.setInvalid();
+                }
+                if (meta.fb_try == 1) {
+                    meta.fb_age = meta.now_fb - meta.fb_word[27:0];
+                    fb_step.apply();
+                }
+            } else {
+                links_access.apply();
+                if (meta.links_op != 0) {
+                    if (meta.links_op == OP_DOWN) {
+                        meta.links_now = meta.links_was | meta.peer_member;
+                    } else {
+                        meta.links_now = meta.links_was & ~meta.peer_member;
+                    }
+                    /* The leaf's reachability changed: both links down now
+                     * and not before (FAIL), or the other way (RECOVER). */
+                    meta.reach_was = 1;
+                    if (meta.links_was == 3) {
+                        meta.reach_was = 0;
+                    }
+                    meta.reach_now = 1;
+                    if (meta.links_now == 3) {
+                        meta.reach_now = 0;
+                    }
+                    if (meta.notice_group != 0 && meta.reach_was != meta.reach_now) {
+                        hdr.notice.setValid();
+                        hdr.notice.version = SGLB_VERSION;
+                        if (meta.goes_down == 1) {
+                            hdr.notice.kind = NOTICE_FAIL;
+                        } else {
+                            hdr.notice.kind = NOTICE_RECOVER;
+                        }
+                        hdr.notice.length = NOTICE_LENGTH;
+                        hdr.notice.reserved = 0;
+                        hdr.notice.spine_id = meta.switch_id;
+                        hdr.notice.leaf_id = meta.peer_leaf;
+                        hdr.notice.epoch = hdr.port_status.seq;
+                        hdr.port_status.setInvalid();
+                        hdr.ethernet.dstAddr = 0xFFFFFFFFFFFF;
+                        hdr.ethernet.srcAddr = meta.switch_mac;
+                        hdr.ethernet.etherType = ETHERTYPE_SGLB;
+                        ig_tm_md.mcast_grp_a = meta.notice_group;
+                        meta.consumed = 0;
+                        meta.forwarded = 1;
+                        meta.event = EV_NOTICE_SENT;
+                    }
+                }
+            }
+
+            /* ---- Stage 2 (leaf): the decision, from what the engine found ---- */
+            if (meta.drop_reason == 0 && meta.to_leaf == 1 && meta.dst_leaf >= MAX_LEAVES) {
+                meta.drop_reason = DROP_NO_ROUTE;
+            } else if (meta.drop_reason == 0 && meta.role == ROLE_LEAF && meta.to_leaf == 1) {
+                if (meta.is_probe == 1) {
+                    /* A probe takes the path it names whenever that port is up,
+                     * excluded or not: that is how a recovery is seen. */
+                    if (meta.probe_up == 0) {
+                        meta.drop_reason = DROP_NO_LIVE_PATH;
+                    } else {
+                        ig_tm_md.ucast_egress_port = meta.probe_port;
+                        meta.forwarded = 1;
+                    }
+                } else if (hdr.tag.isValid()) {
+                    meta.drop_reason = DROP_NO_ROUTE;   /* no leaf-to-leaf transit */
+#ifndef SGLB_TWO_PASS
+                } else if (meta.lowest_word[15:15] == 0) {
+                    /* no candidate: no path is live */
                     meta.drop_reason = DROP_NO_LIVE_PATH;
+#endif
+                } else {
+                    hdr.bridge.raise_ce = 1;
+                    meta.forwarded = 1;
+
+                    /* The fabric tag: clock, and the feedback found above. */
+                    if (GLB.lb_mode == MODE_SGLB && GLB.feedback == 1) {
+                        if (meta.frame_over != 0) {
+                            meta.tag_event = EV_TAG_SKIPPED;
+                        } else {
+                            tag_open.apply();
+                            tag_stamp.apply();
+                            fb_level_out.apply();
+                        }
+                    }
+#ifdef SGLB_TWO_PASS
+                    /* round once: the GLB engine in the recirculation port's
+                     * egress, then the pick in the second pass */
+                    hdr.bridge.to_engine = 1;
+                    ig_tm_md.ucast_egress_port = RECIRC_PORT;
+#else
+                    /* the port, the event and the tag's path: the flowlet's path
+                     * if still live, else the lowest candidate (failover) */
+                    kept_alive.apply();
+#endif
+                }
+            } else if (meta.drop_reason == 0 && meta.role == ROLE_SPINE && meta.to_leaf == 1) {
+                /* ---- Stage 2 (spine): down to the destination leaf ---- */
+                if (meta.has_downlinks == 0) {
+                    meta.drop_reason = DROP_NO_ROUTE;
+                } else {
+                    hdr.bridge.raise_ce = 1;
+                    meta.forwarded = 1;
+                    if (meta.links_now == 0 && meta.down_a != meta.down_b) {
+                        /* Flows split in proportion to the members' capacity. */
+                        if (meta.split_left != 0) {
+                            ig_tm_md.ucast_egress_port = meta.down_a;
+                        } else {
+                            ig_tm_md.ucast_egress_port = meta.down_b;
+                        }
+                    } else if (meta.links_now[0:0] == 0) {
+                        ig_tm_md.ucast_egress_port = meta.down_a;
+                    } else if (meta.links_now[1:1] == 0) {
+                        ig_tm_md.ucast_egress_port = meta.down_b;
+                    } else {
+                        meta.forwarded = 0;
+                        meta.drop_reason = DROP_NO_LIVE_PATH;
+                    }
                 }
             }
         }
 
-        /* ---- Stage 3: every packet not sent is consumed or counted ---- */
+        /* ---- Stage 3 (both passes): every packet not sent is consumed or
+         * counted ---- */
         hdr.bridge.punt_reason = meta.punt_reason;
         if (meta.drop_reason != 0) {
             drops.count(meta.drop_reason);
@@ -938,6 +955,11 @@ control SglbIngress(inout tna_headers_t hdr,
         if (meta.tag_event != EV_COUNTER_SIZE) {
             tag_events.count(meta.tag_event);
         }
+#ifdef SGLB_TWO_PASS
+        if (hdr.bridge.to_engine == 0) {
+            hdr.glb.setInvalid();
+        }
+#endif
     }
 }
 
@@ -970,8 +992,22 @@ control SglbEgress(inout tna_headers_t hdr,
         size = MAX_PORTS * 8;
     }
 
+#ifdef SGLB_TWO_PASS
+#include "engine.p4"
+#endif
+
     apply {
         port_tx.count(eg_intr_md.egress_port);
+#ifdef SGLB_TWO_PASS
+        if (hdr.glb.isValid()) {
+            /* The recirculation port (Tofino): the GLB engine, for the
+             * packet's second pass through ingress. */
+            SGLB_ENGINE_APPLY
+            if (SGLB_FALLS_BACK) {
+                SGLB_FOR_EACH_WORD(SGLB_APPLY_LIVE_COPY)
+            }
+        } else
+#endif
         if (eg_intr_md.egress_port == CPU_PORT) {
             hdr.packet_in.setValid();
             hdr.packet_in.ingress_port = (bit<16>)hdr.bridge.ingress_port;

@@ -24,11 +24,11 @@
      *    (regs.p4), the operation chosen by its key (0, no entry: read) -- */
     SGLB_FOR_EACH_WORD(SGLB_WORD_ACCESS)
 
-    action owd_low_read() { meta.owd_min_c = owd_low_get.execute(meta.dst_leaf); }
+    action owd_low_read() { GLB.owd_min_c = owd_low_get.execute(meta.dst_leaf); }
     action owd_low_store() { owd_low_put.execute(meta.dst_leaf); }
     SGLB_ACCESS_TABLE(owd_low_access, meta.fb_op: exact;, owd_low_store;,
                       1: owd_low_store();, owd_low_read)
-    action owd_high_read() { meta.owd_max = owd_high_get.execute(meta.dst_leaf); }
+    action owd_high_read() { GLB.owd_max = owd_high_get.execute(meta.dst_leaf); }
     action owd_high_store() { owd_high_put.execute(meta.dst_leaf); }
     SGLB_ACCESS_TABLE(owd_high_access, meta.fb_op: exact;, owd_high_store;,
                       1: owd_high_store();, owd_high_read)
@@ -53,110 +53,10 @@
     SGLB_ACCESS_TABLE(links_access, meta.links_op: exact;, links_down; links_up;,
                       OP_DOWN: links_down(); OP_UP: links_up();, links_read)
 
-    /* -- the GLB engine's bitwise steps, one table per stage (see apply) --
-     * In place, to keep the masks few (at 64 paths each takes two 32-bit
-     * containers): `live` goes from the configured paths to the live ones
-     * (weighted, port up, not forced down, allowed: the mask or forced up);
-     * `live_safe` from the fresh paths to the live, safe ones; fb_j from the
-     * fed-back planes to the levels (fresh feedback, else the profile's
-     * rq_j), where band_level turns fb2 into the paths above the band. */
-#define SGLB_COPY(DST, HASH, SRC, W, HI, LO) DST[HI:LO] = HASH##_##W.get({ SRC[HI:LO] });
-#define SGLB_COPY_FRESH(W, HI, LO) SGLB_COPY(meta.live_safe, fresh_copy, meta.fresh, W, HI, LO)
-#define SGLB_COPY_LIVE(W, HI, LO) SGLB_COPY(meta.candidates, live_copy, meta.live, W, HI, LO)
-#define SGLB_COPY_SAFE(W, HI, LO) SGLB_COPY(meta.candidates, safe_copy, meta.live_safe, W, HI, LO)
-
-    /* The weighted paths whose port is up: the forced bits (read after the
-     * notice checks) are needed only by glb_levels. */
-    action glb_weights() {
-        meta.weighted = meta.weighted & ~meta.down;
-    }
-
-    action glb_inputs() {
-        meta.live = meta.live & meta.weighted;
-        meta.fb0 = meta.fresh & meta.fb0;
-        meta.fb1 = meta.fresh & meta.fb1;
-        meta.fb2 = meta.fresh & meta.fb2;
-        meta.rq0 = meta.rq0 & ~meta.fresh;
-        meta.rq1 = meta.rq1 & ~meta.fresh;
-        meta.rq2 = meta.rq2 & ~meta.fresh;
-        meta.unknown_left = meta.gap_unknown |-| meta.idle;
-        meta.idle_margin = meta.idle |-| meta.gap_margin;
-        meta.gap_over = meta.idle |-| meta.flowlet_gap;
-    }
-
-    /* ECMP knows only local link state and the control plane's mask. */
-    action glb_inputs_ecmp() {
-        meta.live = meta.live & ~meta.down;
-    }
-
-    /* lv_j (in fb_j): fresh & fb_j and rq_j & ~fresh are disjoint, so ^ is
-     * their union (bf-p4c does not take (a & b) | (c & d) yet). */
-    action glb_levels() {
-        meta.live = meta.live & ~meta.forced_down;
-        meta.cp_mask = meta.cp_mask | meta.forced_up;
-        meta.fb0 = meta.fb0 ^ meta.rq0;
-        meta.fb1 = meta.fb1 ^ meta.rq1;
-        meta.fb2 = meta.fb2 ^ meta.rq2;
-        meta.skew_bound = meta.owd_max + meta.owd_min_c;    /* max - min - 1 */
-    }
-
-    /* idle is past max - min - 1 + gap_margin iff idle >= max - min + gap_margin:
-     * (idle - gap_margin) - (max - min - 1), both saturated; the delays are
-     * needed only by glb_levels, so their registers may be read a stage later */
-    action glb_live() {
-        meta.live = meta.live & meta.cp_mask;
-        meta.skew_over = meta.idle_margin |-| meta.skew_bound;
-    }
-
-    /* The two plane pairs band_level combines with fb2; and live_safe (where a
-     * new flowlet may go, see apply) in one of three variants. */
-#define SGLB_PAIRS                                                             \
-        meta.pl_and = meta.fb1 & meta.fb0;                                     \
-        meta.pl_or = meta.fb1 | meta.fb0;
-    action glb_safe_all() {
-        SGLB_PAIRS
-        meta.live_safe = meta.live;
-    }
-
-    action glb_safe_fresh() {
-        SGLB_PAIRS
-        meta.live_safe = meta.live & meta.live_safe;
-    }
-
-    action glb_safe_none() {
-        SGLB_PAIRS
-        meta.live_safe = 0;
-    }
-#undef SGLB_PAIRS
-
     /* The candidates: the eligible paths not above the band. */
     action band_take() {
-        meta.candidates = meta.candidates & ~meta.fb2;
-        meta.banded = 1;
-    }
-
-    /* The copies between the groups, one table per word (a table's action
-     * takes at most 32 bits from the hash unit): fresh into live_safe, the
-     * eligible paths (live_safe) into the candidates, and for a flowlet with
-     * nowhere safe to move (or ECMP) the live paths: it stays on its path, or
-     * the lowest live one if it has none or it died. */
-#define SGLB_COPY_TABLES(W, HI, LO)                                            \
-    action copy_fresh_##W() { SGLB_COPY_FRESH(W, HI, LO) }                     \
-    action copy_safe_##W() { SGLB_COPY_SAFE(W, HI, LO) }                       \
-    action copy_live_##W() { SGLB_COPY_LIVE(W, HI, LO) }                       \
-    SGLB_STEP_TABLE(glb_fresh_##W, copy_fresh_##W)                             \
-    SGLB_STEP_TABLE(glb_eligible_##W, copy_safe_##W)                           \
-    SGLB_STEP_TABLE(glb_live_band_##W, copy_live_##W)
-
-    /* -- safe_empty: no path is live and safe (a lookup, not a fold) -- */
-    action safe_is_empty() { meta.safe_none = 1; }
-    action safe_not_empty() { meta.safe_none = 0; }
-    @hidden table safe_empty {
-        key = { meta.live_safe: ternary; }
-        actions = { safe_is_empty; safe_not_empty; }
-        const entries = { (pathmask_t)0 &&& (pathmask_t)-1: safe_is_empty(); }
-        const default_action = safe_not_empty();
-        size = 1;
+        GLB.candidates = GLB.candidates & ~GLB.fb2;
+        GLB.banded = 1;
     }
 
     /* Saturated differences in step actions: a gateway cannot compute them
@@ -293,27 +193,7 @@
     }
 #undef SGLB_FB_OUT
 
-#define SGLB_STEP_TABLE(NAME, ACTION)                                          \
-    @hidden table NAME {                                                       \
-        actions = { ACTION; }                                                  \
-        const default_action = ACTION();                                       \
-        size = 1;                                                              \
-    }
-    SGLB_STEP_TABLE(glb_step0, glb_weights)
-    SGLB_STEP_TABLE(glb_step1, glb_inputs)
-    SGLB_STEP_TABLE(glb_step1_ecmp, glb_inputs_ecmp)
-    SGLB_STEP_TABLE(glb_step2, glb_levels)
-    SGLB_STEP_TABLE(glb_step3, glb_live)
-    SGLB_STEP_TABLE(glb_step4_all, glb_safe_all)
-    SGLB_STEP_TABLE(glb_step4_fresh, glb_safe_fresh)
-    SGLB_STEP_TABLE(glb_step4_none, glb_safe_none)
     SGLB_STEP_TABLE(glb_step5, band_take)
-    SGLB_FOR_EACH_WORD(SGLB_COPY_TABLES)
-#undef SGLB_COPY_TABLES
-#undef SGLB_COPY
-#undef SGLB_COPY_FRESH
-#undef SGLB_COPY_LIVE
-#undef SGLB_COPY_SAFE
     SGLB_STEP_TABLE(fb_step, fb_freshness)
     SGLB_STEP_TABLE(tag_step, tag_span_of)
     SGLB_STEP_TABLE(frame_step, frame_overrun)
@@ -327,4 +207,3 @@
     SGLB_STEP_TABLE(lowest_step, lowest_number)
     SGLB_STEP_TABLE(fb_received_step, fb_received)
     SGLB_STEP_TABLE(tag_stamp, tag_copies)
-#undef SGLB_STEP_TABLE

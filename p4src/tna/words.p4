@@ -21,6 +21,38 @@
 #endif
 #endif
 
+/* Tofino (12 stages per gress) cannot run the checks, the register reads and
+ * the GLB engine in one pass through ingress, so a leaf sends its data
+ * packets round once: the first pass runs the checks and reads the
+ * registers into the `glb` header, the egress of the recirculation port
+ * runs the engine on it, and the second pass through ingress makes the pick
+ * and forwards (docs/sglb.md, "Two passes on Tofino"). Tofino 2 does it all
+ * in one pass. The engine's state is GLB.*: the header on Tofino, ingress
+ * metadata on Tofino 2. */
+#if __TARGET_TOFINO__ != 2 && !defined(SGLB_ONE_PASS)
+#define SGLB_TWO_PASS
+#endif
+#ifdef SGLB_TWO_PASS
+#define GLB hdr.glb
+#else
+#define GLB meta
+#endif
+/* The recirculation port of pipe 0 (Tofino: 68; for a leaf whose hosts are
+ * on another pipe, that pipe's, e.g. -DRECIRC_PORT=196: registers are per
+ * pipe, so both passes must run in the hosts' pipe). */
+#ifndef RECIRC_PORT
+#define RECIRC_PORT 68
+#endif
+
+/* A step table: one action, always applied (bf-p4c runs a P4 action in one
+ * stage, so dependent operations go to successive tables). */
+#define SGLB_STEP_TABLE(NAME, ACTION)                                          \
+    @hidden table NAME {                                                       \
+        actions = { ACTION; }                                                  \
+        const default_action = ACTION();                                       \
+        size = 1;                                                              \
+    }
+
 /* Tofino counts nanoseconds. Feedback times are 28-bit units of
  * 2^FB_TIME_SHIFT ns (16.4 us, as the v1model program's 16 us). */
 #ifndef FB_TIME_SHIFT
