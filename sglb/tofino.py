@@ -26,19 +26,23 @@ TNA_PROGRAM = ROOT / "p4src" / "tna" / "sglb.p4"
 
 @dataclass(frozen=True)
 class Target:
-    """A Tofino generation as bf-p4c names it, and its MAU stage count."""
+    """A Tofino generation as bf-p4c names it, its MAU stage count, and how many
+    times the program sends a leaf's data packet through ingress there."""
 
     name: str
     arch: str
     stages: int
     """MAU stages per pipe (Tofino 12, Tofino 2 20)."""
+    passes: int
+    """2 on Tofino: the GLB engine runs in the recirculation port's egress and the
+    pick in a second pass (p4src/tna/words.p4, SGLB_TWO_PASS)."""
 
 
-TARGETS = {"tofino": Target("tofino", "tna", 12), "tofino2": Target("tofino2", "t2na", 20)}
+TARGETS = {"tofino": Target("tofino", "tna", 12, 2), "tofino2": Target("tofino2", "t2na", 20, 1)}
 COMPILE_TIMEOUT_S = 3600
 COMPILE_MEMORY_BYTES = 14 * 10**9
 """Address-space limit of one bf-p4c run ($SGLB_BF_P4C_MEMORY_GB overrides; Tofino 2
-at 64 paths peaks at 11.9 GB): a program that needs more counts as not fitting,
+at 64 paths peaks at 12.2 GB): a program that needs more counts as not fitting,
 rather than taking the machine."""
 NO_COMPILER = ("bf-p4c is not on PATH: the Tofino figures need the open-source Tofino "
                "compiler (p4c's backends/tofino; README, \"Tofino\")")
@@ -216,11 +220,12 @@ def figures(out_dir: Path, target: str, max_paths: int) -> Figures:
 
 def table(rows: list[Figures]) -> str:
     """The figures as a printable table."""
-    lines = [f"{'target':<8} {'paths':>5} {'stages':>9} {'SRAM':>5} {'TCAM':>5} {'map RAM':>7} "
-             f"{'tables':>6}  PHV containers (8/16/32 bits), bits used"]
+    lines = [f"{'target':<8} {'paths':>5} {'passes':>6} {'stages':>9} {'SRAM':>5} {'TCAM':>5} "
+             f"{'map RAM':>7} {'tables':>6}  PHV containers (8/16/32 bits), bits used"]
     for f in rows:
         phv = "/".join(str(f.phv_containers.get(w, 0)) for w in (8, 16, 32))
-        lines.append(f"{f.target:<8} {f.max_paths:>5} {f.stages:>4} of {f.stage_limit:<2} "
+        lines.append(f"{f.target:<8} {f.max_paths:>5} {TARGETS[f.target].passes:>6} "
+                     f"{f.stages:>4} of {f.stage_limit:<2} "
                      f"{f.srams:>5} {f.tcams:>5} {f.map_rams:>7} {f.logical_tables:>6}  "
                      f"{phv}, {f.phv_bits}")
     return "\n".join(lines)

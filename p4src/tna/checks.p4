@@ -152,6 +152,28 @@
         size = 12;
     }
 
+    /* -- links_change: on a spine, whether a port-status update of a leaf's
+     *    links (leaf_links: bit 0 member a down, bit 1 member b) changed the
+     *    leaf's reachability (both links down now and not before, or the
+     *    other way): one lookup on the op, the links held before and the
+     *    member, where computing the new links and both reachabilities
+     *    took two stages -- */
+    action reach_changes() { meta.reach_changed = 1; }
+    action reach_stays() { meta.reach_changed = 0; }
+
+    @hidden table links_change {
+        key = { meta.links_op: exact; meta.links_was: exact; meta.peer_member: exact; }
+        actions = { reach_changes; reach_stays; }
+        const entries = {
+            (OP_DOWN, 2, 1): reach_changes();   /* b was down, now a too */
+            (OP_DOWN, 1, 2): reach_changes();   /* a was down, now b too */
+            (OP_UP, 3, 1): reach_changes();     /* both were down, a is up */
+            (OP_UP, 3, 2): reach_changes();     /* both were down, b is up */
+        }
+        const default_action = reach_stays();
+        size = 4;
+    }
+
     /* -- notice_check: the checks of a notice (v1model order): its format, a
      *    kind this program takes, a leaf id below MAX_LEAVES, on a leaf
      *    (BAD_NOTICE); a write-back from the CPU port as a PacketOut, an offer

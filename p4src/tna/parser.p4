@@ -56,6 +56,9 @@ header glb_t {
     /* the pick's inputs */
     bit<16> draw_word0; bit<16> draw_word1; bit<16> draw_word2; bit<16> draw_word3;
     bit<16> flowlet_index;
+    /* the feedback the tag returns (second pass) */
+    bit<16> dst_leaf;
+    bit<8>  fb_npaths;      /* read by the first pass (the register its tags store) */
     bit<8>  lb_mode;
     bit<8>  feedback;
     bit<1>  safe_none;
@@ -81,7 +84,9 @@ struct tna_headers_t {
     probe_t       probe;
 }
 
-/* bf-p4c zero-initialises the metadata, as v1model does. */
+/* bf-p4c zero-initialises the metadata, as v1model does. On Tofino the
+ * fields the GLB engine uses (GLB.*, words.p4) are glb_t's, and their
+ * namesakes here go unused. */
 @pa_auto_init_metadata
 struct ig_meta_t {
     bool    checksum_error;
@@ -212,8 +217,7 @@ struct ig_meta_t {
     bit<8>  peer_member;    /* 1: member a, 2: member b of the leaf's downlinks */
     bit<8>  links_was;
     bit<8>  links_now;
-    bit<1>  reach_was;      /* the leaf was reachable before the port-status */
-    bit<1>  reach_now;
+    bit<1>  reach_changed;  /* links_change: the port-status changed the leaf's reachability */
     port_t  down_a;
     port_t  down_b;
     bit<8>  share_a;
@@ -264,6 +268,7 @@ parser SglbIngressParser(packet_in pkt,
     state parse_glb {
         pkt.extract(hdr.glb);
         meta.second_pass = 1;
+        meta.dst_leaf = hdr.glb.dst_leaf;
         transition parse_ethernet;
     }
 #endif

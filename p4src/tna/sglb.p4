@@ -12,8 +12,10 @@
  * a 64-way comparison chain; the capacity-weighted pick draws four paths
  * from a table the control plane fills in proportion to capacity and takes
  * the first one that is a candidate; the local utilisation is an Lpf per
- * egress port, quantised by a range table; times are nanoseconds. Where the
- * rules differ, and why, is in docs/sglb.md ("The Tofino program").
+ * egress port, quantised by a range table; times are nanoseconds. Tofino 2
+ * runs it all in one pass; on Tofino a leaf's data packets go round once
+ * through the recirculation port (words.p4, SGLB_TWO_PASS). Where the rules
+ * differ, and why, is in docs/sglb.md ("The Tofino program").
  */
 
 #include <core.p4>
@@ -79,8 +81,7 @@ control SglbIngress(inout tna_headers_t hdr,
         GLB.flowlet_gap = flowlet_gap;
         meta.notice_group = notice_group;
         GLB.feedback = feedback;
-        /* an IPv4 packet longer than this is sent untagged */
-        meta.tag_room = tag_frame_max |-| (14 + (bit<16>)TAG_LENGTH);
+        meta.tag_room = tag_frame_max;      /* room_step takes the headers off */
         meta.fb_fresh = fb_fresh;
         GLB.gap_margin = gap_margin;
         GLB.gap_unknown = gap_unknown;
@@ -266,7 +267,7 @@ control SglbIngress(inout tna_headers_t hdr,
     }
 
     table lowest_path {
-        key = { GLB.candidates: ternary; }
+        key = { GLB_KEY(candidates, ternary); }
         actions = { set_lowest; no_lowest; }
         default_action = no_lowest();
         size = MAX_PATHS;
@@ -293,7 +294,10 @@ control SglbIngress(inout tna_headers_t hdr,
     action above_7() { GLB.fb2 = 0; }
 
     table band_level {
-        key = { GLB.live_safe: ternary; GLB.fb0: ternary; GLB.fb1: ternary; GLB.fb2: ternary; }
+        key = {
+            GLB_KEY(live_safe, ternary); GLB_KEY(fb0, ternary); GLB_KEY(fb1, ternary);
+            GLB_KEY(fb2, ternary);
+        }
         actions = { above_0; above_1; above_2; above_3; above_4; above_5; above_6; above_7; }
         const default_action = above_7();
         size = 7 * MAX_PATHS;
@@ -321,7 +325,7 @@ control SglbIngress(inout tna_headers_t hdr,
         key = {
             GLB.draw_word0[15:9]: ternary; GLB.draw_word1[15:9]: ternary;
             GLB.draw_word2[15:9]: ternary; GLB.draw_word3[15:9]: ternary;
-            GLB.candidates: ternary;
+            GLB_KEY(candidates, ternary);
         }
         actions = { pick_0; pick_1; pick_2; pick_3; pick_lowest; }
         const entries = {
@@ -364,7 +368,7 @@ control SglbIngress(inout tna_headers_t hdr,
     }
 
     table kept_alive {
-        key = { meta.flow_word[15:9]: exact; GLB.live: ternary; meta.new_flowlet: ternary; }
+        key = { meta.flow_word[15:9]: exact; GLB_KEY(live, ternary); meta.new_flowlet: ternary; }
         actions = { keep_path; keep_path_new; path_dead; }
         const entries = {
             SGLB_FOR_EACH_PATH(SGLB_ALIVE_NEW_ENTRY)
@@ -526,70 +530,86 @@ control SglbIngress(inout tna_headers_t hdr,
         meta.flow_word = meta.pick_word;                                       \
     }
 
+    /* The feedback the tag returns: one fresh metric of the destination's
+     * paths toward us, in turn (it needs only the destination: beside the
+     * engine). On Tofino in the second pass, where the tag is open iff the
+     * first pass opened it (SGLB, feedback on, the frame has room). */
+#ifdef SGLB_TWO_PASS
+#define SGLB_FEEDBACK_SENDS hdr.tag.isValid()
+#else
+#define SGLB_FEEDBACK_SENDS meta.leaf_route == 1 && GLB.lb_mode == MODE_SGLB && GLB.feedback == 1
+#endif
+#define SGLB_FEEDBACK_SEND                                                     \
+    if (SGLB_FEEDBACK_SENDS) {                                                 \
+        if (meta.frame_over == 0 && GLB.fb_npaths != 0) {                      \
+            meta.fb_try = 1;                                                   \
+            GLB.fb_npaths = GLB.fb_npaths - 1;                                 \
+            meta.fb_path = fb_cursor_next.execute(meta.dst_leaf);              \
+            meta.rx_index = (bit<32>)fb_index_hash.get({                       \
+                meta.dst_leaf[LEAF_INDEX_BITS - 1:0],                          \
+                meta.fb_path[PATH_INDEX_BITS - 1:0] });                        \
+        }                                                                      \
+    }
+
+    /* What the port a packet came in on says (not the second pass's) */
+#define SGLB_PORT_LOOKUPS                                                      \
+    uplinks.apply();                                                           \
+    port_neighbour.apply();                                                    \
+    port_rx.count(ig_intr_md.ingress_port);
+
     apply {
+        meta.event = EV_COUNTER_SIZE;
+        meta.tag_event = EV_COUNTER_SIZE;
+        switch_config.apply();
+        room_step.apply();
+#ifndef SGLB_TWO_PASS
+        SGLB_PORT_LOOKUPS
+#endif
+        meta.now = ig_intr_md.ingress_mac_tstamp[31:0];
+        /* Coarse times from the parser's timestamp (the same ns clock): slices
+         * of one field at several alignments would split the field, and with
+         * it the 32-bit copies of the MAC timestamp into the tag and probe. */
+        clock_fb.apply();
+        clock_gen.apply();
+        clock_word.apply();
+        hdr.bridge.setValid();
+        hdr.bridge.punt_reason = 0;
+        hdr.bridge.pad0 = 0;
+        hdr.bridge.ingress_port = ig_intr_md.ingress_port;
+        hdr.bridge.pad1 = 0;
+        hdr.bridge.raise_ce = 0;
+        hdr.bridge.to_engine = 0;
 #ifdef SGLB_TWO_PASS
         if (meta.second_pass == 1) {
             /* ---- Second pass (Tofino): a leaf's data packet back from the
              * recirculation port, whose egress ran the GLB engine on the glb
              * header. The first pass ran every check and opened the tag;
-             * here the band, the pick, the port and the tag's path. ---- */
-            meta.event = EV_COUNTER_SIZE;
-            meta.tag_event = EV_COUNTER_SIZE;
-            hdr.bridge.setValid();
-            hdr.bridge.punt_reason = 0;
-            hdr.bridge.to_engine = 0;
-            hdr.bridge.pad0 = 0;
-            hdr.bridge.ingress_port = ig_intr_md.ingress_port;
-            hdr.bridge.pad1 = 0;
-            hdr.bridge.raise_ce = 1;
+             * here the band, the pick and the feedback the tag returns; the
+             * port and the tag's path in the decision. ---- */
             band_level.apply();
             if (!SGLB_FALLS_BACK) {
                 glb_step5.apply();
             }
             SGLB_PICK_APPLY
-            if (meta.lowest_word[15:15] == 0) {
-                /* no candidate: no path is live */
-                meta.drop_reason = DROP_NO_LIVE_PATH;
-            } else {
-                meta.forwarded = 1;
-                kept_alive.apply();
-            }
+            SGLB_FEEDBACK_SEND
         } else
 #endif
         {
             /* ---- The (first) pass ---- */
-            meta.event = EV_COUNTER_SIZE;
-            meta.tag_event = EV_COUNTER_SIZE;
-            switch_config.apply();
-            uplinks.apply();
-            port_neighbour.apply();
-            port_rx.count(ig_intr_md.ingress_port);
-            meta.now = ig_intr_md.ingress_mac_tstamp[31:0];
-            /* Coarse times from the parser's timestamp (the same ns clock): slices
-             * of one field at several alignments would split the field, and with
-             * it the 32-bit copies of the MAC timestamp into the tag and probe. */
-            clock_fb.apply();
-            clock_gen.apply();
-            clock_word.apply();
-            hdr.bridge.setValid();
-            hdr.bridge.punt_reason = 0;
-            hdr.bridge.pad0 = 0;
-            hdr.bridge.ingress_port = ig_intr_md.ingress_port;
-            hdr.bridge.pad1 = 0;
-            hdr.bridge.raise_ce = 0;
-            hdr.bridge.to_engine = 0;
+#ifdef SGLB_TWO_PASS
+            SGLB_PORT_LOOKUPS
+#endif
 #ifdef SGLB_TWO_PASS
             hdr.glb.setValid();     /* the engine's state: GLB (words.p4) */
-            hdr.glb.banded = 0;
-            hdr.glb.pad = 0;
 #endif
 
             /* ---- Speculative work: lookups, reads and the whole GLB engine run
              * beside the checks of stage 1, not after them (the stage count is
              * the budget on Tofino). A packet that fails a check is dropped at
              * the end whatever they found; the side effects they keep are its
-             * flowlet's (last-seen time, the path of a new flowlet) and the
-             * feedback cursor's turn (see docs/sglb.md). ---- */
+             * flowlet's (last-seen time; on Tofino 2 the path of a new
+             * flowlet) and on Tofino 2 the feedback cursor's turn (see
+             * docs/sglb.md). ---- */
             if (hdr.ipv4.isValid()) {
                 if (hdr.l4.isValid()) {
                     meta.l4_src = hdr.l4.srcPort;
@@ -773,10 +793,17 @@ control SglbIngress(inout tna_headers_t hdr,
                     fb_received_step.apply();
                 }
             }
+        }
 
-            /* ---- Stage 2: the registers, each by its access table; then the
-             * GLB engine on what they read ---- */
-            if (meta.role == ROLE_LEAF) {
+        /* ---- Stage 2: the registers, each by its access table; then the
+         * GLB engine on what they read (on Tofino: the first pass); then
+         * the feedback's registers ---- */
+        if (meta.role == ROLE_LEAF) {
+#ifdef SGLB_TWO_PASS
+            if (meta.second_pass == 0) {
+#else
+            {
+#endif
                 SGLB_FOR_EACH_WORD(SGLB_APPLY_WORD_ACCESS)
                 owd_low_access.apply();
                 owd_high_access.apply();
@@ -799,73 +826,71 @@ control SglbIngress(inout tna_headers_t hdr,
                 /* After the engine in program order (bf-p4c orders a block after
                  * the tables before it), beside it in the pipeline: */
                 npaths_access.apply();
-                /* The feedback the tag returns: one fresh metric of the
-                 * destination's paths toward us, in turn (beside the engine: it
-                 * needs only the destination). */
-                if (meta.leaf_route == 1 && GLB.lb_mode == MODE_SGLB && GLB.feedback == 1) {
-                    if (meta.frame_over == 0 && meta.fb_npaths != 0) {
-                        meta.fb_try = 1;
-                        meta.fb_npaths = meta.fb_npaths - 1;
-                        meta.fb_path = fb_cursor_next.execute(meta.dst_leaf);
-                        meta.rx_index = (bit<32>)fb_index_hash.get({
-                            meta.dst_leaf[LEAF_INDEX_BITS - 1:0],
-                            meta.fb_path[PATH_INDEX_BITS - 1:0] });
-                    }
-                }
-                rx_level_access.apply();
-                rx_owd_access.apply();
-                if (meta.rx_op == 1) {
-                    /* stored (the access tables read the tag): deliver untagged */
-                    hdr.ethernet.etherType = hdr.tag.next_type;
-                    hdr.tag.setInvalid();
-                }
-                if (meta.fb_try == 1) {
-                    meta.fb_age = meta.now_fb - meta.fb_word[27:0];
-                    fb_step.apply();
-                }
-            } else {
-                links_access.apply();
-                if (meta.links_op != 0) {
-                    if (meta.links_op == OP_DOWN) {
-                        meta.links_now = meta.links_was | meta.peer_member;
+#ifndef SGLB_TWO_PASS
+                SGLB_FEEDBACK_SEND
+#endif
+            }
+            /* the feedback's registers: a received tag's metric stored, the
+             * one the tag returns read */
+            rx_level_access.apply();
+            rx_owd_access.apply();
+            if (meta.rx_op == 1) {
+                /* stored (the access tables read the tag): deliver untagged */
+                hdr.ethernet.etherType = hdr.tag.next_type;
+                hdr.tag.setInvalid();
+            }
+            if (meta.fb_try == 1) {
+                meta.fb_age = meta.now_fb - meta.fb_word[27:0];
+                fb_step.apply();
+            }
+        } else {
+            links_access.apply();
+            if (meta.links_op != 0) {
+                /* The leaf's reachability changed: both links down now
+                 * and not before (FAIL), or the other way (RECOVER). */
+                links_change.apply();
+                if (meta.notice_group != 0 && meta.reach_changed == 1) {
+                    hdr.notice.setValid();
+                    hdr.notice.version = SGLB_VERSION;
+                    if (meta.goes_down == 1) {
+                        hdr.notice.kind = NOTICE_FAIL;
                     } else {
-                        meta.links_now = meta.links_was & ~meta.peer_member;
+                        hdr.notice.kind = NOTICE_RECOVER;
                     }
-                    /* The leaf's reachability changed: both links down now
-                     * and not before (FAIL), or the other way (RECOVER). */
-                    meta.reach_was = 1;
-                    if (meta.links_was == 3) {
-                        meta.reach_was = 0;
-                    }
-                    meta.reach_now = 1;
-                    if (meta.links_now == 3) {
-                        meta.reach_now = 0;
-                    }
-                    if (meta.notice_group != 0 && meta.reach_was != meta.reach_now) {
-                        hdr.notice.setValid();
-                        hdr.notice.version = SGLB_VERSION;
-                        if (meta.goes_down == 1) {
-                            hdr.notice.kind = NOTICE_FAIL;
-                        } else {
-                            hdr.notice.kind = NOTICE_RECOVER;
-                        }
-                        hdr.notice.length = NOTICE_LENGTH;
-                        hdr.notice.reserved = 0;
-                        hdr.notice.spine_id = meta.switch_id;
-                        hdr.notice.leaf_id = meta.peer_leaf;
-                        hdr.notice.epoch = hdr.port_status.seq;
-                        hdr.port_status.setInvalid();
-                        hdr.ethernet.dstAddr = 0xFFFFFFFFFFFF;
-                        hdr.ethernet.srcAddr = meta.switch_mac;
-                        hdr.ethernet.etherType = ETHERTYPE_SGLB;
-                        ig_tm_md.mcast_grp_a = meta.notice_group;
-                        meta.consumed = 0;
-                        meta.forwarded = 1;
-                        meta.event = EV_NOTICE_SENT;
-                    }
+                    hdr.notice.length = NOTICE_LENGTH;
+                    hdr.notice.reserved = 0;
+                    hdr.notice.spine_id = meta.switch_id;
+                    hdr.notice.leaf_id = meta.peer_leaf;
+                    hdr.notice.epoch = hdr.port_status.seq;
+                    hdr.port_status.setInvalid();
+                    hdr.ethernet.dstAddr = 0xFFFFFFFFFFFF;
+                    hdr.ethernet.srcAddr = meta.switch_mac;
+                    hdr.ethernet.etherType = ETHERTYPE_SGLB;
+                    ig_tm_md.mcast_grp_a = meta.notice_group;
+                    meta.consumed = 0;
+                    meta.forwarded = 1;
+                    meta.event = EV_NOTICE_SENT;
                 }
             }
+        }
 
+#ifdef SGLB_TWO_PASS
+        if (meta.second_pass == 1) {
+            /* ---- Stage 2 (second pass): the decision ---- */
+            if (meta.lowest_word[15:15] == 0) {
+                /* no candidate: no path is live */
+                meta.drop_reason = DROP_NO_LIVE_PATH;
+            } else {
+                hdr.bridge.raise_ce = 1;
+                meta.forwarded = 1;
+                if (hdr.tag.isValid()) {
+                    fb_level_out.apply();
+                }
+                kept_alive.apply();
+            }
+        } else
+#endif
+        {
             /* ---- Stage 2 (leaf): the decision, from what the engine found ---- */
             if (meta.drop_reason == 0 && meta.to_leaf == 1 && meta.dst_leaf >= MAX_LEAVES) {
                 meta.drop_reason = DROP_NO_ROUTE;
@@ -897,7 +922,9 @@ control SglbIngress(inout tna_headers_t hdr,
                         } else {
                             tag_open.apply();
                             tag_stamp.apply();
+#ifndef SGLB_TWO_PASS
                             fb_level_out.apply();
+#endif
                         }
                     }
 #ifdef SGLB_TWO_PASS
@@ -905,6 +932,9 @@ control SglbIngress(inout tna_headers_t hdr,
                      * egress, then the pick in the second pass */
                     hdr.bridge.to_engine = 1;
                     ig_tm_md.ucast_egress_port = RECIRC_PORT;
+                    hdr.glb.dst_leaf = meta.dst_leaf;
+                    hdr.glb.banded = 0;
+                    hdr.glb.pad = 0;
 #else
                     /* the port, the event and the tag's path: the flowlet's path
                      * if still live, else the lowest candidate (failover) */

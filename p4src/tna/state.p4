@@ -146,7 +146,7 @@
     RegisterAction<bit<8>, bit<16>, bit<8>>(fb_cursor) fb_cursor_next = {
         void apply(inout bit<8> v, out bit<8> rv) {
             rv = v;
-            if (v >= meta.fb_npaths) {
+            if (v >= GLB.fb_npaths) {
                 v = 0;
             } else {
                 v = v + 1;

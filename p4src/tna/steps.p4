@@ -1,5 +1,6 @@
-/* steps.p4 (TNA): the access tables of the registers, the GLB engine's
- * bitwise steps and the other one-step tables of SglbIngress. Included
+/* steps.p4 (TNA): the access tables of the registers, the band's step
+ * (the engine's other steps are engine.p4's) and the other one-step tables
+ * of SglbIngress. Included
  * inside the body of SglbIngress after its tables: the actions read `meta`
  * and `hdr` of that control. Why steps are tables: bf-p4c runs a P4 action
  * in one stage and merges straight-line statements into one action, so
@@ -33,7 +34,7 @@
     SGLB_ACCESS_TABLE(owd_high_access, meta.fb_op: exact;, owd_high_store;,
                       1: owd_high_store();, owd_high_read)
 
-    action npaths_read() { meta.fb_npaths = fb_npaths_get.execute(meta.dst_leaf); }
+    action npaths_read() { GLB.fb_npaths = fb_npaths_get.execute(meta.dst_leaf); }
     action npaths_store() { fb_npaths_put.execute(meta.dst_leaf); }
     SGLB_ACCESS_TABLE(npaths_access, meta.rx_op: exact;, npaths_store;,
                       1: npaths_store();, npaths_read)
@@ -63,7 +64,7 @@
      * (the front end would fold a plain statement into the condition). */
     action fb_freshness() {
         meta.fb_fresh_left = meta.fb_age |-| meta.fb_fresh;
-        meta.fb_over = meta.fb_path |-| meta.fb_npaths;
+        meta.fb_over = meta.fb_path |-| GLB.fb_npaths;
     }
 
     action key_of_fail() {
@@ -74,6 +75,14 @@
     action key_of_other() {
         meta.notice_key = other_key_hash.get({ hdr.notice.epoch[29:0], 2w0b10 });
         meta.nb_sx = meta.nb_id ^ hdr.notice.spine_id;
+    }
+
+    /* an IPv4 packet longer than tag_frame_max less the Ethernet header and
+     * the tag is sent untagged (a step: an action parameter less a constant
+     * would need the constant in the PHV first, a stage before
+     * switch_config) */
+    action room_of() {
+        meta.tag_room = meta.tag_room |-| (14 + (bit<16>)TAG_LENGTH);
     }
 
     action frame_overrun() {
@@ -196,6 +205,7 @@
     SGLB_STEP_TABLE(glb_step5, band_take)
     SGLB_STEP_TABLE(fb_step, fb_freshness)
     SGLB_STEP_TABLE(tag_step, tag_span_of)
+    SGLB_STEP_TABLE(room_step, room_of)
     SGLB_STEP_TABLE(frame_step, frame_overrun)
     SGLB_STEP_TABLE(notice_fail_key, key_of_fail)
     SGLB_STEP_TABLE(notice_other_key, key_of_other)

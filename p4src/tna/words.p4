@@ -37,6 +37,10 @@
 #else
 #define GLB meta
 #endif
+/* A key on GLB.F named meta.F in the P4Info on both targets, so that the
+ * control plane writes the same match fields. */
+#define SGLB_STRING(X) #X
+#define GLB_KEY(F, KIND) GLB.F: KIND @name(SGLB_STRING(meta.F))
 /* The recirculation port of pipe 0 (Tofino: 68; for a leaf whose hosts are
  * on another pipe, that pipe's, e.g. -DRECIRC_PORT=196: registers are per
  * pipe, so both passes must run in the hosts' pipe). */

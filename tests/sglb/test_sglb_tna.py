@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import re
 import subprocess
 import sys
 
@@ -239,7 +240,7 @@ def test_figures_read_the_schema_by_hand(tmp_path):
     assert (f.stages, f.srams, f.tcams, f.map_rams, f.logical_tables) == (3, 15, 1, 3, 6)
     assert f.phv_containers == {8: 1, 32: 1} and f.phv_bits == 8 + 11
     assert f.fits and f.stage_limit == 12
-    assert "3 of 12" in tofino.table([f])
+    assert re.search(r"^tofino\s+8\s+2\s+3 of 12 ", tofino.table([f]), re.M)   # two passes
 
 
 def test_figures_refuse_other_layouts(tmp_path):
@@ -489,8 +490,6 @@ def test_ipv4_check_follows_the_v1model_order(tmp_path, max_paths):
 def _forced_entries() -> tuple[list[tuple[list[str], str]], dict[str, tuple[int, int]]]:
     """SGLB_FORCED_ENTRIES of p4src/tna/regs.p4: (keys, action macro) in priority
     order, and the NOTICE_RV_* (value, mask) pairs."""
-    import re
-
     source = (tofino.TNA_PROGRAM.parent / "regs.p4").read_text()
     body = source[source.index("#define SGLB_FORCED_ENTRIES"):]
     body = body[:body.index("#define SGLB_FORCED_KEYS")]
@@ -669,3 +668,26 @@ def test_arp_check_takes_ipv4_requests_only(tmp_path):
             ("drop_as", (int(Drop.UNSUPPORTED),))
         assert _lookup(entries, [oper, htype, ptype],
                        ("drop_as", (int(Drop.UNSUPPORTED),))) == want
+
+
+def test_links_change_says_when_a_leaf_becomes_reachable_or_not():
+    """links_change (checks.p4) flags a port-status update on a spine exactly when
+    the leaf's reachability flips: both its links down after the update and not
+    before (a FAIL notice follows), or the other way (RECOVER); leaf_links holds
+    bit 0 for member a and bit 1 for member b, and the update sets (down) or
+    clears (up) the member's bit."""
+    source = (tofino.TNA_PROGRAM.parent / "checks.p4").read_text()
+    body = source[source.index("table links_change"):]
+    body = body[:body.index("size =")]
+    ops = {"OP_DOWN": 1, "OP_UP": 2}
+    listed = {(ops[op], int(was), int(member))
+              for op, was, member, action in re.findall(
+                  r"\((OP_\w+), (\d), (\d)\): (\w+)\(\);", body)
+              if action == "reach_changes"}
+    assert "const default_action = reach_stays();" in body
+    flips = set()
+    for op, was, member in itertools.product((1, 2), range(4), (1, 2)):
+        now = was | member if op == 1 else was & ~member
+        if (was == 3) != (now == 3):
+            flips.add((op, was, member))
+    assert listed == flips and len(flips) == 4
