@@ -598,8 +598,6 @@ control SglbIngress(inout tna_headers_t hdr,
             /* ---- The (first) pass ---- */
 #ifdef SGLB_TWO_PASS
             SGLB_PORT_LOOKUPS
-#endif
-#ifdef SGLB_TWO_PASS
             hdr.glb.setValid();     /* the engine's state: GLB (words.p4) */
 #endif
 
