@@ -23,7 +23,7 @@ header bridge_t {
 /* The GLB engine's state on Tofino (GLB, words.p4): filled by the first
  * pass (configuration, profile, register reads, draws, flowlet), worked on
  * by the engine in the recirculation port's egress (in place: see
- * steps.p4), read by the second pass. Only the pipeline's own ingress puts
+ * engine.p4), read by the second pass. Only the pipeline's own ingress puts
  * it on a packet, and only a packet from the recirculation port is parsed
  * with it. */
 header glb_t {
