@@ -183,7 +183,7 @@
  * tag returns (fb_op). */
 #define SGLB_PLANE_ACCESS(J, W, HI, LO)                                        \
     action plane##J##_read_##W() {                                             \
-        meta.fb##J[HI:LO] = fb_plane##J##_get_##W.execute(meta.dst_leaf);      \
+        GLB.fb##J[HI:LO] = fb_plane##J##_get_##W.execute(meta.dst_leaf);      \
     }                                                                          \
     action plane##J##_store_##W() { fb_plane##J##_put_##W.execute(meta.dst_leaf); } \
     SGLB_ACCESS_TABLE(plane##J##_access_##W, meta.fb_op: exact;,               \
