@@ -153,11 +153,12 @@
     }
 
     /* -- links_change: on a spine, whether a port-status update of a leaf's
-     *    links (leaf_links: bit 0 member a down, bit 1 member b) changed the
-     *    leaf's reachability (both links down now and not before, or the
-     *    other way): one lookup on the op, the links held before and the
-     *    member, where computing the new links and both reachabilities
-     *    took two stages -- */
+     *    links (leaf_links: bit 0 member a down, bit 1 member b; member 3,
+     *    the leaf's only link, is both bits) changed the leaf's
+     *    reachability (both links down now and not before, or the other
+     *    way): one lookup on the op, the links held before and the member,
+     *    where computing the new links and both reachabilities took two
+     *    stages -- */
     action reach_changes() { meta.reach_changed = 1; }
     action reach_stays() { meta.reach_changed = 0; }
 
@@ -169,9 +170,13 @@
             (OP_DOWN, 1, 2): reach_changes();   /* a was down, now b too */
             (OP_UP, 3, 1): reach_changes();     /* both were down, a is up */
             (OP_UP, 3, 2): reach_changes();     /* both were down, b is up */
+            (OP_DOWN, 0, 3): reach_changes();   /* the only link goes down */
+            (OP_DOWN, 1, 3): reach_changes();
+            (OP_DOWN, 2, 3): reach_changes();
+            (OP_UP, 3, 3): reach_changes();     /* the only link comes up */
         }
         const default_action = reach_stays();
-        size = 4;
+        size = 8;
     }
 
     /* -- notice_check: the checks of a notice (v1model order): its format, a
