@@ -13,7 +13,9 @@
 header bridge_t {
     bit<8>  punt_reason;    /* PUNT_*: packet_in.reason when sent to the CPU */
     bit<1>  to_engine;      /* Tofino: the glb header follows (recirculation port) */
-    bit<6>  pad0;
+    bit<1>  untag;          /* Tofino: a received tag egress takes off (ethernet, tag follow) */
+    bit<1>  fb_store;       /* Tofino: ... after storing the metric it returns (feedback.p4) */
+    bit<4>  pad0;
     port_t  ingress_port;   /* packet_in.ingress_port */
     bit<7>  pad1;
     bit<1>  raise_ce;       /* egress raises tag.ce / probe.hop_dre (spine, leaf uplink) */
@@ -238,6 +240,15 @@ struct eg_meta_t {
     bit<32> rate;           /* Lpf of the egress port's bytes */
     bit<8>  level;
 #ifdef SGLB_TWO_PASS
+    /* the feedback's registers (feedback.p4): set by the parser */
+    bit<1>  fb_access;      /* read them (the glb header) or store (fb_op) */
+    bit<8>  fb_op;          /* 1: store the metric of the tag */
+    bit<16> dst_leaf;       /* their index: the engine's destination, the tag's source */
+    pathmask_t fb_bit;      /* one-hot of tag.fb_path */
+    bit<1>  fb_l0; bit<1> fb_l1; bit<1> fb_l2;
+    bit<32> fb_owd_c;       /* ~tag.fb_owd */
+    pword_t gen;            /* the generation of freshness */
+    bit<32> gen32;
     /* the GLB engine's temporaries (engine.p4) */
     bit<32> unknown_left;
     bit<32> idle_margin;
@@ -380,15 +391,29 @@ parser SglbEgressParser(packet_in pkt,
         pkt.extract(eg_intr_md);
         pkt.extract(hdr.bridge);
 #ifdef SGLB_TWO_PASS
-        transition select(hdr.bridge.to_engine) {
-            1: parse_glb;
+        transition select(hdr.bridge.to_engine, hdr.bridge.fb_store) {
+            (1, _): parse_glb;
+            (0, 1): parse_fb_tag;
             default: parse_ethernet;
         }
     }
 
     state parse_glb {
         pkt.extract(hdr.glb);
+        meta.fb_access = 1;
+        meta.dst_leaf = hdr.glb.dst_leaf;
         transition parse_ethernet;
+    }
+
+    /* a tag the ingress passed (it follows the Ethernet header), whose
+     * metric is stored under its source leaf */
+    state parse_fb_tag {
+        pkt.extract(hdr.ethernet);
+        pkt.extract(hdr.tag);
+        meta.fb_access = 1;
+        meta.fb_op = 1;
+        meta.dst_leaf = hdr.tag.src_leaf;
+        transition accept;
 #endif
     }
 

@@ -88,9 +88,12 @@
         }                                                                      \
     };
 
-#define SGLB_WORD_REGISTERS(W, HI, LO)                                         \
+/* The ingress's per-word registers (link state and notices), and the
+ * feedback's (feedback.p4: in ingress on Tofino 2, in egress on Tofino). */
+#define SGLB_STATE_WORD_REGISTERS(W, HI, LO)                                   \
     SGLB_DOWN_REGISTERS(W, HI, LO)                                             \
-    SGLB_NOTICE_REGISTERS(W, HI, LO)                                           \
+    SGLB_NOTICE_REGISTERS(W, HI, LO)
+#define SGLB_FEEDBACK_WORD_REGISTERS(W, HI, LO)                                \
     SGLB_PLANE_REGISTER(0, W, HI, LO)                                          \
     SGLB_PLANE_REGISTER(1, W, HI, LO)                                          \
     SGLB_PLANE_REGISTER(2, W, HI, LO)                                          \
@@ -199,19 +202,23 @@
                       fresh_store_##W;,                                        \
                       1: fresh_store_##W();, fresh_read_##W)
 
-#define SGLB_WORD_ACCESS(W, HI, LO)                                            \
+#define SGLB_STATE_WORD_ACCESS(W, HI, LO)                                      \
     SGLB_DOWN_ACCESS(W, HI, LO)                                                \
-    SGLB_FORCED_ACCESS(W, HI, LO)                                              \
-    SGLB_FEEDBACK_ACCESS(W, HI, LO)
+    SGLB_FORCED_ACCESS(W, HI, LO)
 
-#define SGLB_APPLY_WORD_ACCESS(W, HI, LO)                                      \
+#define SGLB_APPLY_STATE_WORD_ACCESS(W, HI, LO)                                \
     path_down_access_##W.apply();                                              \
     forced_down_access_##W.apply();                                            \
-    forced_up_access_##W.apply();                                              \
+    forced_up_access_##W.apply();
+#define SGLB_APPLY_FEEDBACK_WORD_ACCESS(W, HI, LO)                             \
     plane0_access_##W.apply();                                                 \
     plane1_access_##W.apply();                                                 \
     plane2_access_##W.apply();                                                 \
     fresh_access_##W.apply();
+/* Tofino 2: both, a word at a time (the order its placement was measured in) */
+#define SGLB_APPLY_WORD_ACCESS(W, HI, LO)                                      \
+    SGLB_APPLY_STATE_WORD_ACCESS(W, HI, LO)                                    \
+    SGLB_APPLY_FEEDBACK_WORD_ACCESS(W, HI, LO)
 
 /* The GLB engine's copies between its PHV groups, one table per word. */
 #define SGLB_APPLY_FRESH_COPY(W, HI, LO) glb_fresh_##W.apply();

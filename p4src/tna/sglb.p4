@@ -36,7 +36,7 @@ control SglbIngress(inout tna_headers_t hdr,
                     inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
 
     /* ---- Registers (data-plane state) ---- */
-    SGLB_FOR_EACH_WORD(SGLB_WORD_REGISTERS)
+    SGLB_FOR_EACH_WORD(SGLB_STATE_WORD_REGISTERS)
 
     /* The other registers, each with its RegisterActions (state.p4). */
 #include "state.p4"
@@ -58,8 +58,6 @@ control SglbIngress(inout tna_headers_t hdr,
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) rx_word_hash;
     Hash<bit<8>>(HashAlgorithm_t.IDENTITY) chosen_of_lowest;
     Hash<bit<28>>(HashAlgorithm_t.IDENTITY) coarse_fb_time;
-    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) coarse_gen;
-    Hash<pword_t>(HashAlgorithm_t.IDENTITY) coarse_gen_word;
     /* ---- Counters read by the control plane ---- */
     Counter<bit<32>, port_t>(MAX_PORTS, CounterType_t.PACKETS_AND_BYTES) port_rx;
     Counter<bit<32>, bit<32>>(DROP_COUNTER_SIZE, CounterType_t.PACKETS) drops;
@@ -415,22 +413,6 @@ control SglbIngress(inout tna_headers_t hdr,
     }
 #undef SGLB_PROBE_ENTRY
 
-    /* -- fb_paths: one-hot bit of a fed-back path -- */
-    action set_fb_bit(pathmask_t path_bit) {
-        meta.fb_bit = path_bit;
-    }
-
-    action no_fb_bit() {
-        meta.fb_bit = 0;
-    }
-
-    table fb_paths {
-        key = { hdr.tag.fb_path: exact; }
-        actions = { set_fb_bit; no_fb_bit; }
-        default_action = no_fb_bit();
-        size = MAX_PATHS;
-    }
-
     /* -- spine_paths: the paths through a spine and its notice slot (leaf) -- */
     action set_spine(pathmask_t paths, bit<16> slot) {
         meta.notice_paths = paths;
@@ -510,6 +492,7 @@ control SglbIngress(inout tna_headers_t hdr,
     /* The access tables, the GLB engine's steps, the other step tables. */
 #include "steps.p4"
 #ifndef SGLB_TWO_PASS
+#include "feedback.p4"
 #include "engine.p4"
 #endif
 
@@ -570,8 +553,10 @@ control SglbIngress(inout tna_headers_t hdr,
          * of one field at several alignments would split the field, and with
          * it the 32-bit copies of the MAC timestamp into the tag and probe. */
         clock_fb.apply();
+#ifndef SGLB_TWO_PASS
         clock_gen.apply();
         clock_word.apply();
+#endif
         hdr.bridge.setValid();
         hdr.bridge.punt_reason = 0;
         hdr.bridge.pad0 = 0;
@@ -579,6 +564,8 @@ control SglbIngress(inout tna_headers_t hdr,
         hdr.bridge.pad1 = 0;
         hdr.bridge.raise_ce = 0;
         hdr.bridge.to_engine = 0;
+        hdr.bridge.untag = 0;
+        hdr.bridge.fb_store = 0;
 #ifdef SGLB_TWO_PASS
         if (meta.second_pass == 1) {
             /* ---- Second pass (Tofino): a leaf's data packet back from the
@@ -638,8 +625,10 @@ control SglbIngress(inout tna_headers_t hdr,
             if (hdr.tag.isValid()) {
                 tag_step.apply();
                 tag_check.apply();
+#ifndef SGLB_TWO_PASS
                 fb_paths.apply();
                 fb_level_bits.apply();
+#endif
                 if (meta.leaf_route == 0) {
                     meta.dst_leaf = hdr.tag.src_leaf;   /* the state it updates */
                 }
@@ -787,7 +776,9 @@ control SglbIngress(inout tna_headers_t hdr,
                 meta.rx_word = rx_word_hash.get({ 1w1, hdr.tag.ce[2:0], meta.now_fb });
                 meta.rx_owd = meta.now - hdr.tag.ts;
                 if (meta.fb_op == 1) {
+#ifndef SGLB_TWO_PASS
                     meta.fb_owd_c = ~hdr.tag.fb_owd;
+#endif
                     fb_received_step.apply();
                 }
             }
@@ -802,9 +793,14 @@ control SglbIngress(inout tna_headers_t hdr,
 #else
             {
 #endif
+#ifdef SGLB_TWO_PASS
+                /* (the feedback's registers are the egress's: feedback.p4) */
+                SGLB_FOR_EACH_WORD(SGLB_APPLY_STATE_WORD_ACCESS)
+#else
                 SGLB_FOR_EACH_WORD(SGLB_APPLY_WORD_ACCESS)
                 owd_low_access.apply();
                 owd_high_access.apply();
+#endif
                 if (hdr.probe.isValid()) {
                     probe_alive.apply();
                 } else if (meta.leaf_route == 1) {
@@ -833,9 +829,18 @@ control SglbIngress(inout tna_headers_t hdr,
             rx_level_access.apply();
             rx_owd_access.apply();
             if (meta.rx_op == 1) {
+#ifdef SGLB_TWO_PASS
+                /* the egress of the host port stores the metric the tag
+                 * returns (feedback.p4) and takes the tag off */
+                hdr.bridge.untag = 1;
+                if (meta.fb_op == 1) {
+                    hdr.bridge.fb_store = 1;
+                }
+#else
                 /* stored (the access tables read the tag): deliver untagged */
                 hdr.ethernet.etherType = hdr.tag.next_type;
                 hdr.tag.setInvalid();
+#endif
             }
             if (meta.fb_try == 1) {
                 meta.fb_age = meta.now_fb - meta.fb_word[27:0];
@@ -1021,12 +1026,33 @@ control SglbEgress(inout tna_headers_t hdr,
     }
 
 #ifdef SGLB_TWO_PASS
+#include "feedback.p4"
 #include "engine.p4"
 #endif
 
     apply {
         port_tx.count(eg_intr_md.egress_port);
 #ifdef SGLB_TWO_PASS
+        /* The feedback's registers (feedback.p4): the recirculation port
+         * reads them for the engine; the port of a host whose tag the
+         * ingress passed stores the metric it returns (the egress parser
+         * set fb_access, fb_op and dst_leaf), then delivers untagged. */
+        clock_gen.apply();
+        clock_word.apply();
+        if (meta.fb_op == 1) {
+            fb_paths.apply();
+            fb_level_bits.apply();
+            fb_owd_step.apply();
+        }
+        if (meta.fb_access == 1) {
+            SGLB_FOR_EACH_WORD(SGLB_APPLY_FEEDBACK_WORD_ACCESS)
+            owd_low_access.apply();
+            owd_high_access.apply();
+        }
+        if (hdr.bridge.untag == 1) {
+            hdr.ethernet.etherType = hdr.tag.next_type;
+            hdr.tag.setInvalid();
+        }
         if (hdr.glb.isValid()) {
             /* The recirculation port (Tofino): the GLB engine, for the
              * packet's second pass through ingress. */

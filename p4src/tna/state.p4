@@ -79,45 +79,6 @@
         }
     };
 
-    /* Per destination: the extremes of the fed-back one-way delays of this
-     * generation (the delay-skew rule). owd_low keeps the largest complement
-     * (~smallest delay), so that a stale read returns 0 like owd_high's: a
-     * RegisterAction cannot output a constant such as 0xFFFFFFFF. */
-    Register<owd_extreme_t, bit<16>>(MAX_LEAVES) owd_low;
-    RegisterAction<owd_extreme_t, bit<16>, bit<32>>(owd_low) owd_low_get = {
-        void apply(inout owd_extreme_t v, out bit<32> rv) {
-            rv = 0;
-            if (meta.gen32 - v.gen <= 1) {     /* this generation or the previous */
-                rv = v.owd;
-            }
-        }
-    };
-    RegisterAction<owd_extreme_t, bit<16>, bit<32>>(owd_low) owd_low_put = {
-        void apply(inout owd_extreme_t v) {
-            if (v.gen != meta.gen32 || meta.fb_owd_c > v.owd) {
-                v.owd = meta.fb_owd_c;
-            }
-            v.gen = meta.gen32;
-        }
-    };
-    Register<owd_extreme_t, bit<16>>(MAX_LEAVES) owd_high;
-    RegisterAction<owd_extreme_t, bit<16>, bit<32>>(owd_high) owd_high_get = {
-        void apply(inout owd_extreme_t v, out bit<32> rv) {
-            rv = 0;
-            if (meta.gen32 - v.gen <= 1) {     /* this generation or the previous */
-                rv = v.owd;
-            }
-        }
-    };
-    RegisterAction<owd_extreme_t, bit<16>, bit<32>>(owd_high) owd_high_put = {
-        void apply(inout owd_extreme_t v) {
-            if (v.gen != meta.gen32 || hdr.tag.fb_owd > v.owd) {
-                v.owd = hdr.tag.fb_owd;
-            }
-            v.gen = meta.gen32;
-        }
-    };
-
     /* Destination side of the feedback, per (source leaf, path): the last
      * tag's valid ++ ce ++ time and its one-way delay; per source leaf its
      * path count and the next path to return. */

@@ -23,16 +23,7 @@
 
     /* -- register access tables: each register is executed by one table
      *    (regs.p4), the operation chosen by its key (0, no entry: read) -- */
-    SGLB_FOR_EACH_WORD(SGLB_WORD_ACCESS)
-
-    action owd_low_read() { GLB.owd_min_c = owd_low_get.execute(meta.dst_leaf); }
-    action owd_low_store() { owd_low_put.execute(meta.dst_leaf); }
-    SGLB_ACCESS_TABLE(owd_low_access, meta.fb_op: exact;, owd_low_store;,
-                      1: owd_low_store();, owd_low_read)
-    action owd_high_read() { GLB.owd_max = owd_high_get.execute(meta.dst_leaf); }
-    action owd_high_store() { owd_high_put.execute(meta.dst_leaf); }
-    SGLB_ACCESS_TABLE(owd_high_access, meta.fb_op: exact;, owd_high_store;,
-                      1: owd_high_store();, owd_high_read)
+    SGLB_FOR_EACH_WORD(SGLB_STATE_WORD_ACCESS)
 
     action npaths_read() { GLB.fb_npaths = fb_npaths_get.execute(meta.dst_leaf); }
     action npaths_store() { fb_npaths_put.execute(meta.dst_leaf); }
@@ -133,46 +124,11 @@
         hdr.ethernet.etherType = ETHERTYPE_SGLB;
     }
 
-    /* -- fb_level_bits: the three bit planes of a fed-back level -- */
-    action set_fb_levels(bit<1> l0, bit<1> l1, bit<1> l2) {
-        meta.fb_l0 = l0;
-        meta.fb_l1 = l1;
-        meta.fb_l2 = l2;
-    }
-
-    @hidden table fb_level_bits {
-        key = { hdr.tag.fb_level: exact; }
-        actions = { set_fb_levels; }
-        const entries = {
-            0: set_fb_levels(0, 0, 0); 1: set_fb_levels(1, 0, 0);
-            2: set_fb_levels(0, 1, 0); 3: set_fb_levels(1, 1, 0);
-            4: set_fb_levels(0, 0, 1); 5: set_fb_levels(1, 0, 1);
-            6: set_fb_levels(0, 1, 1); 7: set_fb_levels(1, 1, 1);
-        }
-        const default_action = set_fb_levels(0, 0, 0);
-        size = 8;
-    }
-
-    /* -- clock: the coarse times (identity hashes: slices of the timestamp
-     *    at other offsets), then the previous generation -- */
+    /* -- clock: the feedback units (an identity hash: a slice of the
+     *    timestamp at another offset; the generations are feedback.p4's) -- */
     action read_clock_fb() {
         meta.now_fb = coarse_fb_time.get({ ig_prsr_md.global_tstamp[FB_TIME_SHIFT + 27:FB_TIME_SHIFT] });
     }
-
-    /* (one step table per hash: at most 32 bits of hash output per table) */
-    action read_clock_gen() {
-        meta.gen32 = coarse_gen.get({ (bit<FB_GEN_SHIFT - 16>)0, ig_prsr_md.global_tstamp[47:FB_GEN_SHIFT] });
-    }
-
-    action read_clock_word() {
-#if FB_GEN_SHIFT + WORD_BITS > 48
-        meta.gen = coarse_gen_word.get({ (bit<FB_GEN_SHIFT + WORD_BITS - 48>)0,
-                                         ig_prsr_md.global_tstamp[47:FB_GEN_SHIFT] });
-#else
-        meta.gen = coarse_gen_word.get({ ig_prsr_md.global_tstamp[FB_GEN_SHIFT + WORD_BITS - 1:FB_GEN_SHIFT] });
-#endif
-    }
-
 
     /* -- fb_level_out: the metric a tag returns: fb_path, the level from
      *    rx_level's word, the delay from rx_owd; only when the cursor named a
@@ -212,8 +168,6 @@
     SGLB_STEP_TABLE(spine_step, spine_split)
     SGLB_STEP_TABLE(tag_open, tag_constants)
     SGLB_STEP_TABLE(clock_fb, read_clock_fb)
-    SGLB_STEP_TABLE(clock_gen, read_clock_gen)
-    SGLB_STEP_TABLE(clock_word, read_clock_word)
     SGLB_STEP_TABLE(lowest_step, lowest_number)
     SGLB_STEP_TABLE(fb_received_step, fb_received)
     SGLB_STEP_TABLE(tag_stamp, tag_copies)
