@@ -1,9 +1,12 @@
 /* engine.p4 (TNA): the GLB engine's bitwise steps, from the registers'
- * reads to the eligible paths (safe_empty), and the fallback to the live
- * paths. Included in the body of SglbIngress on Tofino 2 and of SglbEgress
+ * reads to the candidates: the eligible paths (safe_empty), the band
+ * (band_level) or the fallback to the live paths, and whether a new flowlet
+ * starts. Included in the body of SglbIngress on Tofino 2 and of SglbEgress
  * on Tofino (the egress of the recirculation port: words.p4), after the
- * tables; its actions read GLB (the engine's state) and `meta` (the
- * temporaries unknown_left, idle_margin, skew_bound, skew_over). */
+ * tables; its actions read GLB (the engine's inputs), write PICK (the live
+ * paths, the candidates, new_flowlet: what the pick takes) and keep their
+ * temporaries in `meta` (the levels' planes, freshness, the delays, the
+ * safe paths and the times). */
 
     /* Copies between the engine's PHV groups (see parser.p4): a copy by the
      * hash unit links no containers, where an ALU move would. */
@@ -16,15 +19,16 @@
 
     /* -- the GLB engine's bitwise steps, one table per stage (see apply) --
      * In place, to keep the masks few (at 64 paths each takes two 32-bit
-     * containers): `live` goes from the configured paths to the live ones
+     * containers): `live` goes from the configured paths (GLB) to the live
+     * ones (PICK; the same field on Tofino 2)
      * (weighted, port up, not forced down, allowed: the mask or forced up);
      * `live_safe` from the fresh paths to the live, safe ones; fb_j from the
      * fed-back planes to the levels (fresh feedback, else the profile's
      * rq_j), where band_level turns fb2 into the paths above the band. */
 #define SGLB_COPY(DST, HASH, SRC, W, HI, LO) DST[HI:LO] = HASH##_##W.get({ SRC[HI:LO] });
-#define SGLB_COPY_FRESH(W, HI, LO) SGLB_COPY(GLB.live_safe, fresh_copy, GLB.fresh, W, HI, LO)
-#define SGLB_COPY_LIVE(W, HI, LO) SGLB_COPY(GLB.candidates, live_copy, GLB.live, W, HI, LO)
-#define SGLB_COPY_SAFE(W, HI, LO) SGLB_COPY(GLB.candidates, safe_copy, GLB.live_safe, W, HI, LO)
+#define SGLB_COPY_FRESH(W, HI, LO) SGLB_COPY(meta.live_safe, fresh_copy, meta.fresh, W, HI, LO)
+#define SGLB_COPY_LIVE(W, HI, LO) SGLB_COPY(PICK.candidates, live_copy, PICK.live, W, HI, LO)
+#define SGLB_COPY_SAFE(W, HI, LO) SGLB_COPY(PICK.candidates, safe_copy, meta.live_safe, W, HI, LO)
 
     /* The weighted paths whose port is up: the forced bits (read after the
      * notice checks) are needed only by glb_levels. */
@@ -33,60 +37,60 @@
     }
 
     action glb_inputs() {
-        GLB.live = GLB.live & GLB.weighted;
-        GLB.fb0 = GLB.fresh & GLB.fb0;
-        GLB.fb1 = GLB.fresh & GLB.fb1;
-        GLB.fb2 = GLB.fresh & GLB.fb2;
-        GLB.rq0 = GLB.rq0 & ~GLB.fresh;
-        GLB.rq1 = GLB.rq1 & ~GLB.fresh;
-        GLB.rq2 = GLB.rq2 & ~GLB.fresh;
+        PICK.live = GLB.live & GLB.weighted;
+        meta.fb0 = meta.fresh & meta.fb0;
+        meta.fb1 = meta.fresh & meta.fb1;
+        meta.fb2 = meta.fresh & meta.fb2;
+        GLB.rq0 = GLB.rq0 & ~meta.fresh;
+        GLB.rq1 = GLB.rq1 & ~meta.fresh;
+        GLB.rq2 = GLB.rq2 & ~meta.fresh;
         meta.unknown_left = GLB.gap_unknown |-| GLB.idle;
         meta.idle_margin = GLB.idle |-| GLB.gap_margin;
-        GLB.gap_over = GLB.idle |-| GLB.flowlet_gap;
+        meta.gap_over = GLB.idle |-| GLB.flowlet_gap;
     }
 
     /* ECMP knows only local link state and the control plane's mask. */
     action glb_inputs_ecmp() {
-        GLB.live = GLB.live & ~GLB.down;
+        PICK.live = GLB.live & ~GLB.down;
     }
 
     /* lv_j (in fb_j): fresh & fb_j and rq_j & ~fresh are disjoint, so ^ is
      * their union (bf-p4c does not take (a & b) | (c & d) yet). */
     action glb_levels() {
-        GLB.live = GLB.live & ~GLB.forced_down;
+        PICK.live = PICK.live & ~GLB.forced_down;
         GLB.cp_mask = GLB.cp_mask | GLB.forced_up;
-        GLB.fb0 = GLB.fb0 ^ GLB.rq0;
-        GLB.fb1 = GLB.fb1 ^ GLB.rq1;
-        GLB.fb2 = GLB.fb2 ^ GLB.rq2;
-        meta.skew_bound = GLB.owd_max + GLB.owd_min_c;    /* max - min - 1 */
+        meta.fb0 = meta.fb0 ^ GLB.rq0;
+        meta.fb1 = meta.fb1 ^ GLB.rq1;
+        meta.fb2 = meta.fb2 ^ GLB.rq2;
+        meta.skew_bound = meta.owd_max + meta.owd_min_c;    /* max - min - 1 */
     }
 
     /* idle is past max - min - 1 + gap_margin iff idle >= max - min + gap_margin:
      * (idle - gap_margin) - (max - min - 1), both saturated; the delays are
      * needed only by glb_levels, so their registers may be read a stage later */
     action glb_live() {
-        GLB.live = GLB.live & GLB.cp_mask;
+        PICK.live = PICK.live & GLB.cp_mask;
         meta.skew_over = meta.idle_margin |-| meta.skew_bound;
     }
 
     /* The two plane pairs band_level combines with fb2; and live_safe (where a
      * new flowlet may go, see apply) in one of three variants. */
 #define SGLB_PAIRS                                                             \
-        GLB.pl_and = GLB.fb1 & GLB.fb0;                                        \
-        GLB.pl_or = GLB.fb1 | GLB.fb0;
+        meta.pl_and = meta.fb1 & meta.fb0;                                     \
+        meta.pl_or = meta.fb1 | meta.fb0;
     action glb_safe_all() {
         SGLB_PAIRS
-        GLB.live_safe = GLB.live;
+        meta.live_safe = PICK.live;
     }
 
     action glb_safe_fresh() {
         SGLB_PAIRS
-        GLB.live_safe = GLB.live & GLB.live_safe;
+        meta.live_safe = PICK.live & meta.live_safe;
     }
 
     action glb_safe_none() {
         SGLB_PAIRS
-        GLB.live_safe = 0;
+        meta.live_safe = 0;
     }
 #undef SGLB_PAIRS
 
@@ -104,14 +108,49 @@
     SGLB_STEP_TABLE(glb_live_band_##W, copy_live_##W)
 
     /* -- safe_empty: no path is live and safe (a lookup, not a fold) -- */
-    action safe_is_empty() { GLB.safe_none = 1; }
-    action safe_not_empty() { GLB.safe_none = 0; }
+    action safe_is_empty() { meta.safe_none = 1; }
+    action safe_not_empty() { meta.safe_none = 0; }
     @hidden table safe_empty {
-        key = { GLB.live_safe: ternary; }
+        key = { meta.live_safe: ternary; }
         actions = { safe_is_empty; safe_not_empty; }
         const entries = { (pathmask_t)0 &&& (pathmask_t)-1: safe_is_empty(); }
         const default_action = safe_not_empty();
         size = 1;
+    }
+
+    /* -- band_level: the band, the eligible (live, safe) paths at most
+     *    tie_tolerance levels above the lowest level of any: by entry
+     *    priority (the control plane's, sglb.tna_config.band_entries), entry
+     *    (k, i) matches path i eligible at level k (its bits in the three
+     *    planes), those of level k before those of k + 1, and cuts at
+     *    K = min(k + tolerance, 7): fb2 becomes the paths above K, in one
+     *    operation with a pair made by glb_safe_* (level >= 1 is
+     *    p2 | (p1 | p0), >= 2 p2 | p1, >= 3 p2 | (p1 & p0), >= 4 p2, >= 5
+     *    p2 & (p1 | p0), >= 6 p2 & p1, 7 p2 & (p1 & p0)). No eligible path
+     *    below 7: no cut. One lookup where eight "at most k" masks and a
+     *    fold over them took 8 more masks and two more stages. -- */
+    action above_0() { meta.fb2 = meta.fb2 | meta.pl_or; }
+    action above_1() { meta.fb2 = meta.fb2 | meta.fb1; }
+    action above_2() { meta.fb2 = meta.fb2 | meta.pl_and; }
+    action above_3() { }
+    action above_4() { meta.fb2 = meta.fb2 & meta.pl_or; }
+    action above_5() { meta.fb2 = meta.fb2 & meta.fb1; }
+    action above_6() { meta.fb2 = meta.fb2 & meta.pl_and; }
+    action above_7() { meta.fb2 = 0; }
+
+    table band_level {
+        key = {
+            meta.live_safe: ternary; meta.fb0: ternary; meta.fb1: ternary; meta.fb2: ternary;
+        }
+        actions = { above_0; above_1; above_2; above_3; above_4; above_5; above_6; above_7; }
+        const default_action = above_7();
+        size = 7 * MAX_PATHS;
+    }
+
+    /* The candidates: the eligible paths not above the band. */
+    action band_take() {
+        PICK.candidates = PICK.candidates & ~meta.fb2;
+        meta.banded = 1;
     }
 
     SGLB_STEP_TABLE(glb_step0, glb_weights)
@@ -122,6 +161,7 @@
     SGLB_STEP_TABLE(glb_step4_all, glb_safe_all)
     SGLB_STEP_TABLE(glb_step4_fresh, glb_safe_fresh)
     SGLB_STEP_TABLE(glb_step4_none, glb_safe_none)
+    SGLB_STEP_TABLE(glb_step5, band_take)
     SGLB_FOR_EACH_WORD(SGLB_COPY_TABLES)
 #undef SGLB_COPY_TABLES
 #undef SGLB_COPY

@@ -119,11 +119,11 @@
     /* -- the access tables: read (op 0) or store (fb_op 1) -- */
     SGLB_FOR_EACH_WORD(SGLB_FEEDBACK_ACCESS)
 
-    action owd_low_read() { GLB.owd_min_c = owd_low_get.execute(meta.dst_leaf); }
+    action owd_low_read() { meta.owd_min_c = owd_low_get.execute(meta.dst_leaf); }
     action owd_low_store() { owd_low_put.execute(meta.dst_leaf); }
     SGLB_ACCESS_TABLE(owd_low_access, meta.fb_op: exact;, owd_low_store;,
                       1: owd_low_store();, owd_low_read)
-    action owd_high_read() { GLB.owd_max = owd_high_get.execute(meta.dst_leaf); }
+    action owd_high_read() { meta.owd_max = owd_high_get.execute(meta.dst_leaf); }
     action owd_high_store() { owd_high_put.execute(meta.dst_leaf); }
     SGLB_ACCESS_TABLE(owd_high_access, meta.fb_op: exact;, owd_high_store;,
                       1: owd_high_store();, owd_high_read)

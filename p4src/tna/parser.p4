@@ -12,7 +12,7 @@
 /* Bridged from ingress to egress (TNA has no metadata shared by the two). */
 header bridge_t {
     bit<8>  punt_reason;    /* PUNT_*: packet_in.reason when sent to the CPU */
-    bit<1>  to_engine;      /* Tofino: the glb header follows (recirculation port) */
+    bit<1>  to_engine;      /* Tofino: the glb and pick headers follow (recirculation port) */
     bit<1>  untag;          /* Tofino: a received tag egress takes off (ethernet, tag follow) */
     bit<1>  fb_store;       /* Tofino: ... after storing the metric it returns (feedback.p4) */
     bit<4>  pad0;
@@ -22,15 +22,14 @@ header bridge_t {
 }
 
 #ifdef SGLB_TWO_PASS
-/* The GLB engine's state on Tofino (GLB, words.p4): filled by the first
- * pass (configuration, profile, register reads, draws, flowlet), worked on
- * by the engine in the recirculation port's egress (in place: see
- * engine.p4), read by the second pass. Only the pipeline's own ingress puts
- * it on a packet, and only a packet from the recirculation port is parsed
- * with it. */
+/* The GLB engine's inputs on Tofino (GLB, words.p4): filled by the first
+ * pass (configuration, profile, register reads, flowlet), read by the
+ * engine in the recirculation port's egress, which works on some of them in
+ * place and takes the header off. Only the pipeline's own ingress puts it
+ * on a packet. */
 header glb_t {
     /* the masks over the paths of the destination */
-    pathmask_t live;        /* the configured paths, then the live ones */
+    pathmask_t live;        /* the configured paths */
     pathmask_t weighted;
     pathmask_t down;
     pathmask_t forced_down;
@@ -39,33 +38,30 @@ header glb_t {
     pathmask_t rq0;
     pathmask_t rq1;
     pathmask_t rq2;
-    pathmask_t fb0;         /* fed-back planes, then the levels' */
-    pathmask_t fb1;
-    pathmask_t fb2;         /* then the paths above the band */
-    pathmask_t fresh;
-    pathmask_t live_safe;
-    pathmask_t pl_and;
-    pathmask_t pl_or;
-    pathmask_t candidates;
     /* times (ns) */
-    bit<32> owd_min_c;
-    bit<32> owd_max;
     bit<32> idle;
     bit<32> gap_unknown;
     bit<32> gap_margin;
     bit<32> flowlet_gap;
-    bit<32> gap_over;
-    /* the pick's inputs */
+    bit<8>  feedback;
+}
+
+/* What the pick takes on Tofino (PICK, words.p4): the first pass writes the
+ * draws, the flowlet, the destination and its feedback path count, the
+ * engine (egress) the live paths, the candidates and whether a new flowlet
+ * starts; the second pass reads it. The second pass parses only this header
+ * (not glb), so that it stays within the parser's depth at 64 paths. Only
+ * a packet from the recirculation port is parsed with it. */
+header pick_t {
+    pathmask_t live;        /* the live paths (the engine's) */
+    pathmask_t candidates;
     bit<16> draw_word0; bit<16> draw_word1; bit<16> draw_word2; bit<16> draw_word3;
     bit<16> flowlet_index;
-    /* the feedback the tag returns (second pass) */
     bit<16> dst_leaf;
     bit<8>  fb_npaths;      /* read by the first pass (the register its tags store) */
-    bit<8>  lb_mode;
-    bit<8>  feedback;
-    bit<1>  safe_none;
-    bit<1>  banded;
-    bit<6>  pad;
+    bit<8>  lb_mode;        /* switch_config's, or ECMP without a profile */
+    bit<1>  new_flowlet;
+    bit<7>  pad;
 }
 #endif
 
@@ -73,6 +69,7 @@ struct tna_headers_t {
     bridge_t      bridge;
 #ifdef SGLB_TWO_PASS
     glb_t         glb;
+    pick_t        pick;
 #endif
     packet_out_t  packet_out;
     packet_in_t   packet_in;
@@ -87,12 +84,13 @@ struct tna_headers_t {
 }
 
 /* bf-p4c zero-initialises the metadata, as v1model does. On Tofino the
- * fields the GLB engine uses (GLB.*, words.p4) are glb_t's, and their
- * namesakes here go unused. */
+ * fields of the engine's inputs and of the pick (GLB.*, PICK.*, words.p4)
+ * are glb_t's and pick_t's, and their namesakes here go unused, as do the
+ * engine's temporaries (egress metadata there). */
 @pa_auto_init_metadata
 struct ig_meta_t {
     bool    checksum_error;
-    bit<1>  second_pass;    /* Tofino: from the recirculation port, with glb */
+    bit<1>  second_pass;    /* Tofino: from the recirculation port, with pick */
     /* switch_config (times in ns) */
     bit<8>  role;
     bit<8>  lb_mode;
@@ -249,7 +247,21 @@ struct eg_meta_t {
     bit<32> fb_owd_c;       /* ~tag.fb_owd */
     pword_t gen;            /* the generation of freshness */
     bit<32> gen32;
-    /* the GLB engine's temporaries (engine.p4) */
+    /* the GLB engine's temporaries (engine.p4): the levels' planes (read
+     * from the feedback's registers, then the levels), which paths are
+     * fresh, then the live and safe ones, the delays, the flags and times */
+    pathmask_t fb0;
+    pathmask_t fb1;
+    pathmask_t fb2;         /* then the paths above the band */
+    pathmask_t fresh;
+    pathmask_t live_safe;
+    pathmask_t pl_and;
+    pathmask_t pl_or;
+    bit<32> owd_min_c;
+    bit<32> owd_max;
+    bit<32> gap_over;
+    bit<1>  safe_none;
+    bit<1>  banded;
     bit<32> unknown_left;
     bit<32> idle_margin;
     bit<32> skew_bound;
@@ -269,17 +281,17 @@ parser SglbIngressParser(packet_in pkt,
         transition select(ig_intr_md.ingress_port) {
             CPU_PORT: parse_packet_out;
 #ifdef SGLB_TWO_PASS
-            RECIRC_PORT: parse_glb;
+            RECIRC_PORT: parse_pick;
 #endif
             default: parse_ethernet;
         }
     }
 
 #ifdef SGLB_TWO_PASS
-    state parse_glb {
-        pkt.extract(hdr.glb);
+    state parse_pick {
+        pkt.extract(hdr.pick);
         meta.second_pass = 1;
-        meta.dst_leaf = hdr.glb.dst_leaf;
+        meta.dst_leaf = hdr.pick.dst_leaf;
         transition parse_ethernet;
     }
 #endif
@@ -369,6 +381,7 @@ control SglbIngressDeparser(packet_out pkt,
         pkt.emit(hdr.bridge);
 #ifdef SGLB_TWO_PASS
         pkt.emit(hdr.glb);
+        pkt.emit(hdr.pick);
 #endif
         pkt.emit(hdr.ethernet);
         pkt.emit(hdr.tag);
@@ -398,11 +411,14 @@ parser SglbEgressParser(packet_in pkt,
         }
     }
 
+    /* the engine's packet: its inputs and the pick header, nothing more
+     * (the Ethernet frame is payload here: within the parser's depth) */
     state parse_glb {
         pkt.extract(hdr.glb);
+        pkt.extract(hdr.pick);
         meta.fb_access = 1;
-        meta.dst_leaf = hdr.glb.dst_leaf;
-        transition parse_ethernet;
+        meta.dst_leaf = hdr.pick.dst_leaf;
+        transition accept;
     }
 
     /* a tag the ingress passed (it follows the Ethernet header), whose
@@ -450,7 +466,7 @@ control SglbEgressDeparser(packet_out pkt,
                            in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
     apply {
 #ifdef SGLB_TWO_PASS
-        pkt.emit(hdr.glb);      /* to the second pass */
+        pkt.emit(hdr.pick);     /* to the second pass */
 #endif
         pkt.emit(hdr.packet_in);
         pkt.emit(hdr.ethernet);

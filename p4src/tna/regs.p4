@@ -186,7 +186,7 @@
  * tag returns (fb_op). */
 #define SGLB_PLANE_ACCESS(J, W, HI, LO)                                        \
     action plane##J##_read_##W() {                                             \
-        GLB.fb##J[HI:LO] = fb_plane##J##_get_##W.execute(meta.dst_leaf);      \
+        meta.fb##J[HI:LO] = fb_plane##J##_get_##W.execute(meta.dst_leaf);     \
     }                                                                          \
     action plane##J##_store_##W() { fb_plane##J##_put_##W.execute(meta.dst_leaf); } \
     SGLB_ACCESS_TABLE(plane##J##_access_##W, meta.fb_op: exact;,               \
@@ -196,7 +196,7 @@
     SGLB_PLANE_ACCESS(0, W, HI, LO)                                            \
     SGLB_PLANE_ACCESS(1, W, HI, LO)                                            \
     SGLB_PLANE_ACCESS(2, W, HI, LO)                                            \
-    action fresh_read_##W() { GLB.fresh[HI:LO] = fresh_get_##W.execute(meta.dst_leaf); } \
+    action fresh_read_##W() { meta.fresh[HI:LO] = fresh_get_##W.execute(meta.dst_leaf); } \
     action fresh_store_##W() { fresh_put_##W.execute(meta.dst_leaf); }         \
     SGLB_ACCESS_TABLE(fresh_access_##W, meta.fb_op: exact;,                    \
                       fresh_store_##W;,                                        \
@@ -225,7 +225,7 @@
 #define SGLB_APPLY_ELIGIBLE_COPY(W, HI, LO) glb_eligible_##W.apply();
 #define SGLB_APPLY_LIVE_COPY(W, HI, LO) glb_live_band_##W.apply();
 
-/* The GLB engine (engine.p4), from the reads to the eligible paths. Live:
+/* The GLB engine (engine.p4), from the reads to the candidates. Live:
  * configured, port up, allowed (a notice in force, else the control plane's
  * mask) and a non-zero weight; ECMP knows only local link state and the
  * mask. Where a new flowlet may go without overtaking the flowlet before it
@@ -236,9 +236,10 @@
  * One step table per stage (glb_step*). Then band_level and band_take
  * (glb_step5) narrow the candidates to the band, except for ECMP and a
  * flowlet with nowhere safe to move (SGLB_FALLS_BACK): theirs are the live
- * paths (the copies glb_live_band_*). */
+ * paths (the copies glb_live_band_*). A packet that found a band and was
+ * idle past flowlet_gap starts a new flowlet. */
 #define SGLB_ENGINE_APPLY                                                      \
-    if (GLB.lb_mode == MODE_SGLB) {                                            \
+    if (PICK.lb_mode == MODE_SGLB) {                                           \
         glb_step0.apply();                                                     \
         glb_step1.apply();                                                     \
         SGLB_FOR_EACH_WORD(SGLB_APPLY_FRESH_COPY)                              \
@@ -247,8 +248,8 @@
         glb_step1_ecmp.apply();                                                \
     }                                                                          \
     glb_step3.apply();                                                         \
-    if (GLB.lb_mode == MODE_SGLB && GLB.feedback == 1 && meta.unknown_left != 0) { \
-        if (GLB.owd_min_c != 0 && meta.skew_over != 0) {                       \
+    if (PICK.lb_mode == MODE_SGLB && GLB.feedback == 1 && meta.unknown_left != 0) { \
+        if (meta.owd_min_c != 0 && meta.skew_over != 0) {                      \
             glb_step4_fresh.apply();                                           \
         } else {                                                               \
             glb_step4_none.apply();                                            \
@@ -257,8 +258,17 @@
         glb_step4_all.apply();                                                 \
     }                                                                          \
     SGLB_FOR_EACH_WORD(SGLB_APPLY_ELIGIBLE_COPY)                               \
-    safe_empty.apply();
-#define SGLB_FALLS_BACK (GLB.lb_mode == MODE_ECMP || GLB.safe_none == 1)
+    safe_empty.apply();                                                        \
+    band_level.apply();                                                        \
+    if (SGLB_FALLS_BACK) {                                                     \
+        SGLB_FOR_EACH_WORD(SGLB_APPLY_LIVE_COPY)                               \
+    } else {                                                                   \
+        glb_step5.apply();                                                     \
+    }                                                                          \
+    if (meta.banded == 1 && meta.gap_over != 0) {                              \
+        PICK.new_flowlet = 1;                                                  \
+    }
+#define SGLB_FALLS_BACK (PICK.lb_mode == MODE_ECMP || meta.safe_none == 1)
 
 /* Const entries of kept_alive: a valid word of path I keeps it if I's bit is
  * set in `live` (a new flowlet's first packet: counted as such). */

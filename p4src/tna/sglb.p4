@@ -73,7 +73,7 @@ control SglbIngress(inout tna_headers_t hdr,
                       bit<8> feedback, bit<16> tag_frame_max,
                       bit<28> fb_fresh, bit<32> gap_margin, bit<32> gap_unknown) {
         meta.role = role;
-        GLB.lb_mode = lb_mode;
+        meta.lb_mode = lb_mode;
         meta.switch_id = switch_id;
         meta.switch_mac = switch_mac;
         GLB.flowlet_gap = flowlet_gap;
@@ -219,7 +219,7 @@ control SglbIngress(inout tna_headers_t hdr,
         GLB.rq1 = 0;
         GLB.rq2 = 0;
         meta.wprof = 0;
-        GLB.lb_mode = MODE_ECMP;
+        meta.lb_mode = MODE_ECMP;
     }
 
     table dst_profile {
@@ -234,17 +234,17 @@ control SglbIngress(inout tna_headers_t hdr,
      *    weights); each as a word valid (bit 15) ++ path (14:9) ++ port (8:0),
      *    the word the flowlet keeps. -- */
     action set_draws(bit<16> word0, bit<16> word1, bit<16> word2, bit<16> word3) {
-        GLB.draw_word0 = word0;
-        GLB.draw_word1 = word1;
-        GLB.draw_word2 = word2;
-        GLB.draw_word3 = word3;
+        PICK.draw_word0 = word0;
+        PICK.draw_word1 = word1;
+        PICK.draw_word2 = word2;
+        PICK.draw_word3 = word3;
     }
 
     action no_draws() {
-        GLB.draw_word0 = 0;
-        GLB.draw_word1 = 0;
-        GLB.draw_word2 = 0;
-        GLB.draw_word3 = 0;
+        PICK.draw_word0 = 0;
+        PICK.draw_word1 = 0;
+        PICK.draw_word2 = 0;
+        PICK.draw_word3 = 0;
     }
 
     table draws {
@@ -265,40 +265,10 @@ control SglbIngress(inout tna_headers_t hdr,
     }
 
     table lowest_path {
-        key = { GLB_KEY(candidates, ternary); }
+        key = { PICK_KEY(candidates, ternary); }
         actions = { set_lowest; no_lowest; }
         default_action = no_lowest();
         size = MAX_PATHS;
-    }
-
-    /* -- band_level: the band, the eligible (live, safe) paths at most
-     *    tie_tolerance levels above the lowest level of any: by entry
-     *    priority (the control plane's, sglb.tna_config.band_entries), entry
-     *    (k, i) matches path i eligible at level k (its bits in the three
-     *    planes), those of level k before those of k + 1, and cuts at
-     *    K = min(k + tolerance, 7): fb2 becomes the paths above K, in one
-     *    operation with a pair made by glb_safe_* (level >= 1 is
-     *    p2 | (p1 | p0), >= 2 p2 | p1, >= 3 p2 | (p1 & p0), >= 4 p2, >= 5
-     *    p2 & (p1 | p0), >= 6 p2 & p1, 7 p2 & (p1 & p0)). No eligible path
-     *    below 7: no cut. One lookup where eight "at most k" masks and a
-     *    fold over them took 8 more masks and two more stages. -- */
-    action above_0() { GLB.fb2 = GLB.fb2 | GLB.pl_or; }
-    action above_1() { GLB.fb2 = GLB.fb2 | GLB.fb1; }
-    action above_2() { GLB.fb2 = GLB.fb2 | GLB.pl_and; }
-    action above_3() { }
-    action above_4() { GLB.fb2 = GLB.fb2 & GLB.pl_or; }
-    action above_5() { GLB.fb2 = GLB.fb2 & GLB.fb1; }
-    action above_6() { GLB.fb2 = GLB.fb2 & GLB.pl_and; }
-    action above_7() { GLB.fb2 = 0; }
-
-    table band_level {
-        key = {
-            GLB_KEY(live_safe, ternary); GLB_KEY(fb0, ternary); GLB_KEY(fb1, ternary);
-            GLB_KEY(fb2, ternary);
-        }
-        actions = { above_0; above_1; above_2; above_3; above_4; above_5; above_6; above_7; }
-        const default_action = above_7();
-        size = 7 * MAX_PATHS;
     }
 
     /* -- pick_draw: the first of the four draws that is a candidate, else the
@@ -308,10 +278,10 @@ control SglbIngress(inout tna_headers_t hdr,
      *    so a match on draw j means none of the earlier draws is a candidate.
      *    (One table instead of four hit lookups and a pick: one stage and
      *    four tables fewer.) -- */
-    action pick_0() { meta.pick_word = GLB.draw_word0; }
-    action pick_1() { meta.pick_word = GLB.draw_word1; }
-    action pick_2() { meta.pick_word = GLB.draw_word2; }
-    action pick_3() { meta.pick_word = GLB.draw_word3; }
+    action pick_0() { meta.pick_word = PICK.draw_word0; }
+    action pick_1() { meta.pick_word = PICK.draw_word1; }
+    action pick_2() { meta.pick_word = PICK.draw_word2; }
+    action pick_3() { meta.pick_word = PICK.draw_word3; }
     action pick_lowest() { meta.pick_word = meta.lowest_word; }
 
 #define SGLB_DRAW_NAMES(I) (bit<7>)(64 + I) &&& 7w0x7F
@@ -321,9 +291,11 @@ control SglbIngress(inout tna_headers_t hdr,
 #define SGLB_PICK_ENTRY_3(I) (_, _, _, SGLB_DRAW_NAMES(I), PATH_BIT(I) &&& PATH_BIT(I)) : pick_3();
     table pick_draw {
         key = {
-            GLB.draw_word0[15:9]: ternary; GLB.draw_word1[15:9]: ternary;
-            GLB.draw_word2[15:9]: ternary; GLB.draw_word3[15:9]: ternary;
-            GLB_KEY(candidates, ternary);
+            PICK.draw_word0[15:9]: ternary @name("meta.draw_word0[15:9]");
+            PICK.draw_word1[15:9]: ternary @name("meta.draw_word1[15:9]");
+            PICK.draw_word2[15:9]: ternary @name("meta.draw_word2[15:9]");
+            PICK.draw_word3[15:9]: ternary @name("meta.draw_word3[15:9]");
+            PICK_KEY(candidates, ternary);
         }
         actions = { pick_0; pick_1; pick_2; pick_3; pick_lowest; }
         const entries = {
@@ -366,7 +338,7 @@ control SglbIngress(inout tna_headers_t hdr,
     }
 
     table kept_alive {
-        key = { meta.flow_word[15:9]: exact; GLB_KEY(live, ternary); meta.new_flowlet: ternary; }
+        key = { meta.flow_word[15:9]: exact; PICK_KEY(live, ternary); PICK_KEY(new_flowlet, ternary); }
         actions = { keep_path; keep_path_new; path_dead; }
         const entries = {
             SGLB_FOR_EACH_PATH(SGLB_ALIVE_NEW_ENTRY)
@@ -501,14 +473,11 @@ control SglbIngress(inout tna_headers_t hdr,
      * capacity), else the lowest candidate; none when no path is live
      * (lowest_word's valid bit clear); flowlet_path keeps the flowlet's. */
 #define SGLB_PICK_APPLY                                                        \
-    if (GLB.banded == 1 && GLB.gap_over != 0) {                                \
-        meta.new_flowlet = 1;                                                  \
-    }                                                                          \
     lowest_path.apply();                                                       \
     lowest_step.apply();                                                       \
     pick_draw.apply();                                                         \
-    if (GLB.lb_mode == MODE_SGLB) {                                            \
-        meta.flow_word = flowlet_follow.execute(GLB.flowlet_index);            \
+    if (PICK.lb_mode == MODE_SGLB) {                                           \
+        meta.flow_word = flowlet_follow.execute(PICK.flowlet_index);           \
     } else {                                                                   \
         meta.flow_word = meta.pick_word;                                       \
     }
@@ -520,13 +489,13 @@ control SglbIngress(inout tna_headers_t hdr,
 #ifdef SGLB_TWO_PASS
 #define SGLB_FEEDBACK_SENDS hdr.tag.isValid()
 #else
-#define SGLB_FEEDBACK_SENDS meta.leaf_route == 1 && GLB.lb_mode == MODE_SGLB && GLB.feedback == 1
+#define SGLB_FEEDBACK_SENDS meta.leaf_route == 1 && meta.lb_mode == MODE_SGLB && GLB.feedback == 1
 #endif
 #define SGLB_FEEDBACK_SEND                                                     \
     if (SGLB_FEEDBACK_SENDS) {                                                 \
-        if (meta.frame_over == 0 && GLB.fb_npaths != 0) {                      \
+        if (meta.frame_over == 0 && PICK.fb_npaths != 0) {                     \
             meta.fb_try = 1;                                                   \
-            GLB.fb_npaths = GLB.fb_npaths - 1;                                 \
+            PICK.fb_npaths = PICK.fb_npaths - 1;                               \
             meta.fb_path = fb_cursor_next.execute(meta.dst_leaf);              \
             meta.rx_index = (bit<32>)fb_index_hash.get({                       \
                 meta.dst_leaf[LEAF_INDEX_BITS - 1:0],                          \
@@ -569,14 +538,10 @@ control SglbIngress(inout tna_headers_t hdr,
 #ifdef SGLB_TWO_PASS
         if (meta.second_pass == 1) {
             /* ---- Second pass (Tofino): a leaf's data packet back from the
-             * recirculation port, whose egress ran the GLB engine on the glb
-             * header. The first pass ran every check and opened the tag;
-             * here the band, the pick and the feedback the tag returns; the
-             * port and the tag's path in the decision. ---- */
-            band_level.apply();
-            if (!SGLB_FALLS_BACK) {
-                glb_step5.apply();
-            }
+             * recirculation port, whose egress ran the GLB engine and wrote
+             * the candidates into the pick header. The first pass ran every
+             * check and opened the tag; here the pick and the feedback the
+             * tag returns; the port and the tag's path in the decision. ---- */
             SGLB_PICK_APPLY
             SGLB_FEEDBACK_SEND
         } else
@@ -585,7 +550,8 @@ control SglbIngress(inout tna_headers_t hdr,
             /* ---- The (first) pass ---- */
 #ifdef SGLB_TWO_PASS
             SGLB_PORT_LOOKUPS
-            hdr.glb.setValid();     /* the engine's state: GLB (words.p4) */
+            hdr.glb.setValid();     /* the engine's inputs: GLB (words.p4) */
+            hdr.pick.setValid();    /* what the pick takes: PICK */
 #endif
 
             /* ---- Speculative work: lookups, reads and the whole GLB engine run
@@ -638,11 +604,11 @@ control SglbIngress(inout tna_headers_t hdr,
                     path_ports.apply();
                 } else if (meta.leaf_route == 1) {
                     dst_profile.apply();
-                    if (GLB.lb_mode == MODE_SGLB) {
-                        GLB.flowlet_index = flowlet_hash.get({ hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
+                    if (meta.lb_mode == MODE_SGLB) {
+                        PICK.flowlet_index = flowlet_hash.get({ hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
                                                                 hdr.ipv4.protocol, meta.l4_src,
                                                                 meta.l4_dst });
-                        GLB.idle = flowlet_touch.execute(GLB.flowlet_index);
+                        GLB.idle = flowlet_touch.execute(PICK.flowlet_index);
                         meta.draw_row = draw_random.get();
                     } else {
                         meta.draw_row = flow_row_hash.get({ hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
@@ -808,12 +774,6 @@ control SglbIngress(inout tna_headers_t hdr,
                      * the recirculation port and the second pass) */
 #ifndef SGLB_TWO_PASS
                     SGLB_ENGINE_APPLY
-                    band_level.apply();
-                    if (SGLB_FALLS_BACK) {
-                        SGLB_FOR_EACH_WORD(SGLB_APPLY_LIVE_COPY)
-                    } else {
-                        glb_step5.apply();
-                    }
                     SGLB_PICK_APPLY
 #endif
                 }
@@ -919,7 +879,7 @@ control SglbIngress(inout tna_headers_t hdr,
                     meta.forwarded = 1;
 
                     /* The fabric tag: clock, and the feedback found above. */
-                    if (GLB.lb_mode == MODE_SGLB && GLB.feedback == 1) {
+                    if (meta.lb_mode == MODE_SGLB && GLB.feedback == 1) {
                         if (meta.frame_over != 0) {
                             meta.tag_event = EV_TAG_SKIPPED;
                         } else {
@@ -935,9 +895,10 @@ control SglbIngress(inout tna_headers_t hdr,
                      * egress, then the pick in the second pass */
                     hdr.bridge.to_engine = 1;
                     ig_tm_md.ucast_egress_port = RECIRC_PORT;
-                    hdr.glb.dst_leaf = meta.dst_leaf;
-                    hdr.glb.banded = 0;
-                    hdr.glb.pad = 0;
+                    hdr.pick.dst_leaf = meta.dst_leaf;
+                    hdr.pick.lb_mode = meta.lb_mode;
+                    hdr.pick.new_flowlet = 0;
+                    hdr.pick.pad = 0;
 #else
                     /* the port, the event and the tag's path: the flowlet's path
                      * if still live, else the lowest candidate (failover) */
@@ -991,6 +952,7 @@ control SglbIngress(inout tna_headers_t hdr,
 #ifdef SGLB_TWO_PASS
         if (hdr.bridge.to_engine == 0) {
             hdr.glb.setInvalid();
+            hdr.pick.setInvalid();
         }
 #endif
     }
@@ -1055,11 +1017,10 @@ control SglbEgress(inout tna_headers_t hdr,
         }
         if (hdr.glb.isValid()) {
             /* The recirculation port (Tofino): the GLB engine, for the
-             * packet's second pass through ingress. */
+             * packet's second pass through ingress, which parses only the
+             * pick header (the inputs stay here). */
             SGLB_ENGINE_APPLY
-            if (SGLB_FALLS_BACK) {
-                SGLB_FOR_EACH_WORD(SGLB_APPLY_LIVE_COPY)
-            }
+            hdr.glb.setInvalid();
         } else
 #endif
         if (eg_intr_md.egress_port == CPU_PORT) {

@@ -72,7 +72,7 @@
     Register<bit<16>, bit<FLOWLET_INDEX_BITS>>(1 << FLOWLET_INDEX_BITS, 0) flowlet_path;
     RegisterAction<bit<16>, bit<FLOWLET_INDEX_BITS>, bit<16>>(flowlet_path) flowlet_follow = {
         void apply(inout bit<16> v, out bit<16> rv) {
-            if (meta.new_flowlet == 1 || v == 0) {
+            if (PICK.new_flowlet == 1 || v == 0) {
                 v = meta.pick_word;
             }
             rv = v;
@@ -107,7 +107,7 @@
     RegisterAction<bit<8>, bit<16>, bit<8>>(fb_cursor) fb_cursor_next = {
         void apply(inout bit<8> v, out bit<8> rv) {
             rv = v;
-            if (v >= GLB.fb_npaths) {
+            if (v >= PICK.fb_npaths) {
                 v = 0;
             } else {
                 v = v + 1;

@@ -1,6 +1,5 @@
-/* steps.p4 (TNA): the access tables of the registers, the band's step
- * (the engine's other steps are engine.p4's) and the other one-step tables
- * of SglbIngress. Included
+/* steps.p4 (TNA): the access tables of the registers and the other
+ * one-step tables of SglbIngress (the engine's are engine.p4's). Included
  * inside the body of SglbIngress after its tables: the actions read `meta`
  * and `hdr` of that control. Why steps are tables: bf-p4c runs a P4 action
  * in one stage and merges straight-line statements into one action, so
@@ -25,7 +24,7 @@
      *    (regs.p4), the operation chosen by its key (0, no entry: read) -- */
     SGLB_FOR_EACH_WORD(SGLB_STATE_WORD_ACCESS)
 
-    action npaths_read() { GLB.fb_npaths = fb_npaths_get.execute(meta.dst_leaf); }
+    action npaths_read() { PICK.fb_npaths = fb_npaths_get.execute(meta.dst_leaf); }
     action npaths_store() { fb_npaths_put.execute(meta.dst_leaf); }
     SGLB_ACCESS_TABLE(npaths_access, meta.rx_op: exact;, npaths_store;,
                       1: npaths_store();, npaths_read)
@@ -45,17 +44,11 @@
     SGLB_ACCESS_TABLE(links_access, meta.links_op: exact;, links_down; links_up;,
                       OP_DOWN: links_down(); OP_UP: links_up();, links_read)
 
-    /* The candidates: the eligible paths not above the band. */
-    action band_take() {
-        GLB.candidates = GLB.candidates & ~GLB.fb2;
-        GLB.banded = 1;
-    }
-
     /* Saturated differences in step actions: a gateway cannot compute them
      * (the front end would fold a plain statement into the condition). */
     action fb_freshness() {
         meta.fb_fresh_left = meta.fb_age |-| meta.fb_fresh;
-        meta.fb_over = meta.fb_path |-| GLB.fb_npaths;
+        meta.fb_over = meta.fb_path |-| PICK.fb_npaths;
     }
 
     action key_of_fail() {
@@ -158,7 +151,6 @@
     }
 #undef SGLB_FB_OUT
 
-    SGLB_STEP_TABLE(glb_step5, band_take)
     SGLB_STEP_TABLE(fb_step, fb_freshness)
     SGLB_STEP_TABLE(tag_step, tag_span_of)
     SGLB_STEP_TABLE(room_step, room_of)

@@ -24,23 +24,28 @@
 /* Tofino (12 stages per gress) cannot run the checks, the register reads and
  * the GLB engine in one pass through ingress, so a leaf sends its data
  * packets round once: the first pass runs the checks and reads the
- * registers into the `glb` header, the egress of the recirculation port
- * runs the engine on it, and the second pass through ingress makes the pick
+ * registers into the `glb` header (the engine's inputs) and the `pick`
+ * header (what the second pass needs), the egress of the recirculation port
+ * runs the engine (its temporaries in egress metadata) and writes the
+ * candidates into `pick`, and the second pass through ingress makes the pick
  * and forwards (docs/sglb.md, "Two passes on Tofino"). Tofino 2 does it all
- * in one pass. The engine's state is GLB.*: the header on Tofino, ingress
- * metadata on Tofino 2. */
+ * in one pass. So the engine's inputs are GLB.*, what the pick takes PICK.*:
+ * the headers on Tofino, ingress metadata on Tofino 2; its temporaries are
+ * meta.* on both. */
 #if __TARGET_TOFINO__ != 2 && !defined(SGLB_ONE_PASS)
 #define SGLB_TWO_PASS
 #endif
 #ifdef SGLB_TWO_PASS
 #define GLB hdr.glb
+#define PICK hdr.pick
 #else
 #define GLB meta
+#define PICK meta
 #endif
-/* A key on GLB.F named meta.F in the P4Info on both targets, so that the
- * control plane writes the same match fields. */
+/* A key on PICK.F or GLB.F named meta.F in the P4Info on both targets, so
+ * that the control plane writes the same match fields. */
 #define SGLB_STRING(X) #X
-#define GLB_KEY(F, KIND) GLB.F: KIND @name(SGLB_STRING(meta.F))
+#define PICK_KEY(F, KIND) PICK.F: KIND @name(SGLB_STRING(meta.F))
 /* The recirculation port of pipe 0 (Tofino: 68; for a leaf whose hosts are
  * on another pipe, that pipe's, e.g. -DRECIRC_PORT=196: registers are per
  * pipe, so both passes must run in the hosts' pipe). */
