@@ -223,6 +223,71 @@
 #undef NOTICE_FROM_SPINE
 #undef NOTICE_ANY_PORT
 
+    /* -- probe_check: a probe's checks and what it does (v1model order): its
+     *    format, a destination leaf below MAX_LEAVES and a path below
+     *    MAX_PATHS (BAD_PROBE); a spine passes it down when it came from a
+     *    leaf; a leaf sends a controller's PacketOut probe (kind PROBE, not
+     *    to itself: probe_dx = dst_leaf ^ switch_id), and from the port of a
+     *    spine takes one addressed to itself: a probe is reflected, a reply
+     *    punted with its round trip. The rest is BAD_PROBE. One lookup where
+     *    the chain of conditions took eleven logical tables. -- */
+    action probe_transit() {
+        meta.to_leaf = 1;
+    }
+
+    action probe_send() {
+        hdr.probe.src_leaf = meta.switch_id;
+        hdr.probe.hop_dre = 0;
+        hdr.probe.stamp = meta.now;
+        meta.to_leaf = 1;
+        meta.is_probe = 1;
+    }
+
+    action probe_reflect() {
+        hdr.probe.kind = PROBE_REPLY_KIND;
+        hdr.probe.dst_leaf = hdr.probe.src_leaf;
+        hdr.probe.src_leaf = meta.switch_id;
+        hdr.ethernet.dstAddr = hdr.ethernet.srcAddr;
+        hdr.ethernet.srcAddr = meta.switch_mac;
+        ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port;
+        meta.forwarded = 1;
+        meta.event = EV_PROBE_REFLECTED;
+    }
+
+    action probe_reply() {
+        hdr.probe.stamp = meta.now - hdr.probe.stamp;
+        ig_tm_md.ucast_egress_port = CPU_PORT;
+        meta.punt_reason = PUNT_PROBE_REPLY;
+        meta.forwarded = 1;
+        meta.event = EV_PROBE_REPLIED;
+    }
+
+#define PROBE_GOOD SGLB_VERSION, PROBE_LENGTH,                                 \
+    0 &&& (16w0xFFFF ^ (MAX_LEAVES - 1)), 0 &&& (8w0xFF ^ (MAX_PATHS - 1))
+#define PROBE_FOR_US 0 &&& 0xFFFF
+    table probe_check {
+        key = {
+            hdr.probe.version: ternary; hdr.probe.length: ternary;
+            hdr.probe.dst_leaf: ternary; hdr.probe.path: ternary; meta.role: ternary;
+            meta.nb_kind: ternary; hdr.packet_out.isValid(): ternary;
+            hdr.probe.kind: ternary; meta.probe_dx: ternary;
+        }
+        actions = { probe_transit; probe_send; probe_reflect; probe_reply; drop_as; }
+        const entries = {
+            (PROBE_GOOD, ROLE_SPINE, NEIGHBOUR_LEAF, _, _, _): probe_transit();
+            (PROBE_GOOD, ROLE_SPINE, _, _, _, _): drop_as(DROP_BAD_PROBE);
+            (PROBE_GOOD, _, _, true, _, PROBE_FOR_US): drop_as(DROP_BAD_PROBE);
+            (PROBE_GOOD, _, _, true, PROBE_KIND, _): probe_send();
+            (PROBE_GOOD, _, _, true, _, _): drop_as(DROP_BAD_PROBE);
+            (PROBE_GOOD, _, NEIGHBOUR_SPINE, false, PROBE_KIND, PROBE_FOR_US): probe_reflect();
+            (PROBE_GOOD, _, NEIGHBOUR_SPINE, false, _, PROBE_FOR_US): probe_reply();
+        }
+        const default_action = drop_as(DROP_BAD_PROBE);
+        size = 8;
+    }
+#undef PROBE_GOOD
+#undef PROBE_FOR_US
+
     /* -- arp_check: a request for IPv4 over Ethernet (else UNSUPPORTED) -- */
     action arp_request() {
         meta.arp_ok = 1;

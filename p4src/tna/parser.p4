@@ -196,6 +196,7 @@ struct ig_meta_t {
     bit<1>  route_miss;     /* ipv4_route: no_route */
     bit<1>  data_ok;        /* an IPv4 packet that passed every check */
     bit<1>  is_probe;
+    bit<16> probe_dx;       /* probe.dst_leaf ^ switch_id: 0 = the probe is for this leaf */
     port_t  probe_port;     /* path_ports: port of the probe's path */
     bit<1>  probe_up;       /* probe_alive: the probe's path is configured and its port up */
     bit<1>  spine_known;    /* spine_paths hit */

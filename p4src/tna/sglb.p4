@@ -569,6 +569,7 @@ control SglbIngress(inout tna_headers_t hdr,
                 ipv4_route.apply();
             } else if (hdr.probe.isValid()) {
                 meta.dst_leaf = hdr.probe.dst_leaf;
+                meta.probe_dx = hdr.probe.dst_leaf ^ meta.switch_id;
             } else if (hdr.notice.isValid()) {
                 meta.dst_leaf = hdr.notice.leaf_id;
                 spine_paths.apply();
@@ -589,6 +590,13 @@ control SglbIngress(inout tna_headers_t hdr,
                 }
             }
             if (hdr.tag.isValid()) {
+                /* what rx_level and rx_owd store if the checks pass (rx_op):
+                 * the tag's metric of (source, path) for the feedback */
+                meta.rx_index = (bit<32>)rx_index_hash.get({
+                    hdr.tag.src_leaf[LEAF_INDEX_BITS - 1:0], hdr.tag.path[PATH_INDEX_BITS - 1:0] });
+                /* valid ++ ce (at most QMAX: 3 bits) ++ time */
+                meta.rx_word = rx_word_hash.get({ 1w1, hdr.tag.ce[2:0], meta.now_fb });
+                meta.rx_owd = meta.now - hdr.tag.ts;
                 tag_step.apply();
                 tag_check.apply();
 #ifndef SGLB_TWO_PASS
@@ -672,45 +680,8 @@ control SglbIngress(inout tna_headers_t hdr,
                     }
                 }
             } else if (hdr.probe.isValid()) {
-                if (hdr.probe.version != SGLB_VERSION
-                        || hdr.probe.length != PROBE_LENGTH
-                        || hdr.probe.dst_leaf >= MAX_LEAVES
-                        || hdr.probe.path >= MAX_PATHS) {
-                    meta.drop_reason = DROP_BAD_PROBE;
-                } else if (meta.role == ROLE_SPINE) {
-                    if (meta.nb_kind != NEIGHBOUR_LEAF) {
-                        meta.drop_reason = DROP_BAD_PROBE;
-                    } else {
-                        meta.to_leaf = 1;
-                    }
-                } else if (hdr.packet_out.isValid()) {
-                    if (hdr.probe.kind != PROBE_KIND || hdr.probe.dst_leaf == meta.switch_id) {
-                        meta.drop_reason = DROP_BAD_PROBE;
-                    } else {
-                        hdr.probe.src_leaf = meta.switch_id;
-                        hdr.probe.hop_dre = 0;
-                        hdr.probe.stamp = meta.now;
-                        meta.to_leaf = 1;
-                        meta.is_probe = 1;
-                    }
-                } else if (meta.nb_kind != NEIGHBOUR_SPINE || hdr.probe.dst_leaf != meta.switch_id) {
-                    meta.drop_reason = DROP_BAD_PROBE;
-                } else if (hdr.probe.kind == PROBE_KIND) {
-                    hdr.probe.kind = PROBE_REPLY_KIND;
-                    hdr.probe.dst_leaf = hdr.probe.src_leaf;
-                    hdr.probe.src_leaf = meta.switch_id;
-                    hdr.ethernet.dstAddr = hdr.ethernet.srcAddr;
-                    hdr.ethernet.srcAddr = meta.switch_mac;
-                    ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port;
-                    meta.forwarded = 1;
-                    meta.event = EV_PROBE_REFLECTED;
-                } else {
-                    hdr.probe.stamp = meta.now - hdr.probe.stamp;
-                    ig_tm_md.ucast_egress_port = CPU_PORT;
-                    meta.punt_reason = PUNT_PROBE_REPLY;
-                    meta.forwarded = 1;
-                    meta.event = EV_PROBE_REPLIED;
-                }
+                /* its checks and what it does (probe_check) */
+                probe_check.apply();
             } else if (hdr.arp.isValid()) {
                 arp_check.apply();
                 if (meta.arp_ok == 1) {
@@ -732,15 +703,10 @@ control SglbIngress(inout tna_headers_t hdr,
 
             /* ---- Stage 2 (leaf): a tagged packet from the fabric that passed
              * the checks (rx_op and fb_op, set by ipv4_check with data_ok, so
-             * that the access tables need not wait for drop_reason):
-             * its metric of (source, path) for the feedback, and the metric it
-             * returns about one of our paths (stored by the access tables) ---- */
+             * that the access tables need not wait for drop_reason): the
+             * access tables store its metric (computed beside the checks)
+             * and the metric it returns about one of our paths ---- */
             if (meta.rx_op == 1) {     /* ipv4_check: passed, on a leaf, from the fabric */
-                meta.rx_index = (bit<32>)rx_index_hash.get({
-                    hdr.tag.src_leaf[LEAF_INDEX_BITS - 1:0], hdr.tag.path[PATH_INDEX_BITS - 1:0] });
-                /* valid ++ ce (at most QMAX: 3 bits) ++ time */
-                meta.rx_word = rx_word_hash.get({ 1w1, hdr.tag.ce[2:0], meta.now_fb });
-                meta.rx_owd = meta.now - hdr.tag.ts;
                 if (meta.fb_op == 1) {
 #ifndef SGLB_TWO_PASS
                     meta.fb_owd_c = ~hdr.tag.fb_owd;

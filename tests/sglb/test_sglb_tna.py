@@ -18,7 +18,7 @@ from scapy.layers.l2 import Ether
 
 from sglb import tofino
 from sglb.codes import DropReason as Drop
-from sglb.codes import LbMode, Role
+from sglb.codes import LbMode, Neighbour, Role
 from sglb.config import Feedback, level_thresholds
 from sglb.headers import SglbNotice
 from sglb.tna_config import (
@@ -658,6 +658,45 @@ def test_notice_check_follows_the_v1model_order(tmp_path):
         assert _lookup(entries, keys, ("drop_as", (int(Drop.BAD_NOTICE),))) == want, n
         seen.add(want)
     assert len(seen) == 4, seen
+
+
+@needs_tna_include
+@pytest.mark.parametrize("max_paths", [8, 64])
+def test_probe_check_follows_the_v1model_order(tmp_path, max_paths):
+    """probe_check gives what the v1model chain of a probe's conditions does (the
+    format, the leaf id and path bounds; a spine's transit from a leaf; a leaf's
+    PacketOut send, or its reflection or reply of a probe for itself from a
+    spine's port; else BAD_PROBE), for random probes with each field near its
+    limits."""
+    entries = _front_end_entries(tmp_path, max_paths, "SglbIngress.probe_check")
+    bad = ("drop_as", (int(Drop.BAD_PROBE),))
+    rng = random.Random(11)
+    seen = set()
+    for _ in range(20000):
+        pick = lambda good, bad_values: (rng.choice(bad_values)  # noqa: E731
+                                         if rng.random() < 0.1 else good)
+        me = rng.randrange(1024)
+        p = {"version": pick(1, [0, 2]), "length": pick(20, [19, 21]),
+             "dst_leaf": pick(rng.choice([me, rng.randrange(1024)]), [1024, 0xFFFF]),
+             "path": pick(rng.randrange(max_paths), [max_paths, 0xFF]),
+             "role": rng.choice([Role.LEAF, Role.SPINE]), "nb_kind": rng.choice([0, 1, 2, 3]),
+             "packet_out": rng.random() < 0.3, "kind": rng.choice([3, 4])}
+        if (p["version"] != 1 or p["length"] != 20 or p["dst_leaf"] >= 1024
+                or p["path"] >= max_paths):
+            want = bad
+        elif p["role"] == Role.SPINE:
+            want = ("probe_transit", ()) if p["nb_kind"] == Neighbour.LEAF else bad
+        elif p["packet_out"]:
+            want = ("probe_send", ()) if p["kind"] == 3 and p["dst_leaf"] != me else bad
+        elif p["nb_kind"] != Neighbour.SPINE or p["dst_leaf"] != me:
+            want = bad
+        else:
+            want = ("probe_reflect", ()) if p["kind"] == 3 else ("probe_reply", ())
+        keys = [p["version"], p["length"], p["dst_leaf"], p["path"], int(p["role"]),
+                p["nb_kind"], int(p["packet_out"]), p["kind"], p["dst_leaf"] ^ me]
+        assert _lookup(entries, keys, bad) == want, p
+        seen.add(want[0])
+    assert seen == {"drop_as", "probe_transit", "probe_send", "probe_reflect", "probe_reply"}
 
 
 @needs_tna_include
