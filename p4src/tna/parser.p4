@@ -86,7 +86,8 @@ struct tna_headers_t {
 /* bf-p4c zero-initialises the metadata, as v1model does. On Tofino the
  * fields of the engine's inputs and of the pick (GLB.*, PICK.*, words.p4)
  * are glb_t's and pick_t's, and their namesakes here go unused, as do the
- * engine's temporaries (egress metadata there). */
+ * engine's temporaries and the fields of the feedback's stores (egress
+ * metadata there). */
 @pa_auto_init_metadata
 struct ig_meta_t {
     bool    checksum_error;

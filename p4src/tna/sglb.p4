@@ -709,7 +709,7 @@ control SglbIngress(inout tna_headers_t hdr,
             if (meta.rx_op == 1) {     /* ipv4_check: passed, on a leaf, from the fabric */
                 if (meta.fb_op == 1) {
 #ifndef SGLB_TWO_PASS
-                    meta.fb_owd_c = ~hdr.tag.fb_owd;
+                    fb_owd_step.apply();        /* (on Tofino in egress) */
 #endif
                     fb_received_step.apply();
                 }
