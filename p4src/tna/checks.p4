@@ -12,6 +12,60 @@
  * entry below or the default. Fields compared with fields are XORed by a
  * step beforehand (nb_x, nb_sx: zero when equal). */
 
+    /* -- packet_kind: what a packet is, in the order of the v1model
+     *    program's chain: a parser error (MALFORMED); a PacketOut sent as
+     *    it is (to a port below MAX_PORTS, else BAD_PACKET_OUT) or of an op
+     *    other than PIPELINE (BAD_PACKET_OUT); a port-status packet, a
+     *    notice, a probe, ARP; a tag without IPv4 (BAD_TAG); IPv4; anything
+     *    else UNSUPPORTED. The apply block switches on the action, so each
+     *    kind's checks are the next table of this one. -- */
+    action drop_as(bit<32> reason) {
+        meta.drop_reason = reason;
+    }
+
+    action packet_out_direct() {
+        ig_tm_md.ucast_egress_port = (port_t)hdr.packet_out.egress_port;
+        meta.forwarded = 1;
+    }
+
+    action kind_port_status() { }
+    action kind_notice() { }
+    action kind_probe() { }
+    action kind_arp() { }
+    action kind_ipv4() { }
+
+/* the kinds, without a PacketOut header or with one of op PIPELINE */
+#define KIND_ENTRIES(...)                                                      \
+    (0, __VA_ARGS__, true, _, _, _, _, _): kind_port_status();                 \
+    (0, __VA_ARGS__, _, true, _, _, _, _): kind_notice();                      \
+    (0, __VA_ARGS__, _, _, true, _, _, _): kind_probe();                       \
+    (0, __VA_ARGS__, _, _, _, true, _, _): kind_arp();                         \
+    (0, __VA_ARGS__, _, _, _, _, true, false): drop_as(DROP_BAD_TAG);          \
+    (0, __VA_ARGS__, _, _, _, _, _, true): kind_ipv4();                        \
+    (0, __VA_ARGS__, _, _, _, _, _, _): drop_as(DROP_UNSUPPORTED);
+    table packet_kind {
+        key = {
+            ig_prsr_md.parser_err: ternary; hdr.packet_out.isValid(): ternary;
+            hdr.packet_out.op: ternary; hdr.packet_out.egress_port: ternary;
+            hdr.port_status.isValid(): ternary; hdr.notice.isValid(): ternary;
+            hdr.probe.isValid(): ternary; hdr.arp.isValid(): ternary;
+            hdr.tag.isValid(): ternary; hdr.ipv4.isValid(): ternary;
+        }
+        actions = { drop_as; packet_out_direct; kind_port_status; kind_notice;
+                    kind_probe; kind_arp; kind_ipv4; }
+        const entries = {
+            (0, true, PACKET_OUT_DIRECT, 0 &&& (16w0xFFFF ^ (MAX_PORTS - 1)),
+             _, _, _, _, _, _): packet_out_direct();
+            (0, true, PACKET_OUT_DIRECT, _, _, _, _, _, _, _): drop_as(DROP_BAD_PACKET_OUT);
+            KIND_ENTRIES(false, _, _)
+            KIND_ENTRIES(true, PACKET_OUT_PIPELINE, _)
+            (0, true, _, _, _, _, _, _, _, _): drop_as(DROP_BAD_PACKET_OUT);
+        }
+        const default_action = drop_as(DROP_MALFORMED);
+        size = 20;
+    }
+#undef KIND_ENTRIES
+
     /* -- tag_check and ipv4_check: the checks of an IPv4 packet in the order
      *    of the v1model program (the tag's fields, the port it came from, the
      *    route, then IPv4). -- */
@@ -67,16 +121,18 @@
 #undef TAG_PORT_ANY
 #undef TAG_GOOD_ALL
 
-    action drop_as(bit<32> reason) {
-        meta.drop_reason = reason;
-    }
-
     /* passed; rx / fb: a tagged packet from the fabric on a leaf, whose
      * metric (rx_op) and returned metric (fb_op) the access tables store */
     action ipv4_ok(bit<8> rx, bit<8> fb) {
         meta.data_ok = 1;
         meta.rx_op = rx;
         meta.fb_op = fb;
+#ifdef SGLB_TWO_PASS
+        /* the egress of the host port stores the metric the tag returns
+         * (feedback.p4) and takes the tag off */
+        hdr.bridge.untag = (bit<1>)rx;
+        hdr.bridge.fb_store = (bit<1>)fb;
+#endif
     }
 
     /* routed (to a host or a leaf): the TTL and the source MAC, once checked */
@@ -118,38 +174,58 @@
 #undef IP_BASIC
 #undef IP_FROM_FABRIC
 
-    /* -- port_status_ops: a port-status packet's event and the op of the
-     *    access table it updates (path_down on a leaf, leaf_links on a spine
-     *    when the port leads to a leaf); port_was is the state held before -- */
-    action port_status_is(bit<32> event, bit<8> down_op, bit<8> links_op) {
-        meta.event = event;
+    /* -- port_status_check: a port-status packet's checks (v1model order: from
+     *    the CPU port, its version, op DOWN or UP, a port below MAX_PORTS;
+     *    else BAD_PORT_STATUS) and the op of the access table it updates
+     *    (path_down on a leaf, leaf_links on a spine when the port leads to a
+     *    leaf). The op does not depend on the state held before (the update
+     *    is idempotent), so the access tables need not wait for port_state. -- */
+    action port_status_takes(bit<8> goes_down, bit<8> down_op, bit<8> links_op) {
+        meta.consumed = 1;
+        meta.goes_down = goes_down;
         meta.down_op = down_op;
         meta.links_op = links_op;
     }
 
-    table port_status_ops {
+#define PORT_STATUS_GOOD(OP)                                                   \
+    CPU_PORT &&& 0x1FF, PORT_STATUS_VERSION, OP,                               \
+    0 &&& (16w0xFFFF ^ (MAX_PORTS - 1))
+    table port_status_check {
         key = {
-            meta.goes_down: exact; meta.port_was: ternary; meta.role: ternary;
-            meta.peer_found: ternary;
+            ig_intr_md.ingress_port: ternary; hdr.port_status.version: ternary;
+            hdr.port_status.op: ternary; hdr.port_status.port: ternary;
+            meta.role: ternary; meta.peer_found: ternary;
         }
+        actions = { port_status_takes; drop_as; }
+        const entries = {
+            (PORT_STATUS_GOOD(PORT_STATUS_DOWN), ROLE_LEAF, _): port_status_takes(1, OP_DOWN, 0);
+            (PORT_STATUS_GOOD(PORT_STATUS_UP), ROLE_LEAF, _): port_status_takes(0, OP_UP, 0);
+            (PORT_STATUS_GOOD(PORT_STATUS_DOWN), _, 1): port_status_takes(1, 0, OP_DOWN);
+            (PORT_STATUS_GOOD(PORT_STATUS_UP), _, 1): port_status_takes(0, 0, OP_UP);
+            (PORT_STATUS_GOOD(PORT_STATUS_DOWN), _, _): port_status_takes(1, 0, 0);
+            (PORT_STATUS_GOOD(PORT_STATUS_UP), _, _): port_status_takes(0, 0, 0);
+        }
+        const default_action = drop_as(DROP_BAD_PORT_STATUS);
+        size = 8;
+    }
+#undef PORT_STATUS_GOOD
+
+    /* -- port_status_event: its event, from the state held before (port_was):
+     *    the same state again is a duplicate -- */
+    action port_status_is(bit<32> event) {
+        meta.event = event;
+    }
+
+    table port_status_event {
+        key = { meta.goes_down: exact; meta.port_was: exact; }
         actions = { port_status_is; }
         const entries = {
-            /* the state held already: a duplicate (the update changes nothing) */
-            (1, 1, ROLE_LEAF, _): port_status_is(EV_PORT_STATUS_DUP, OP_DOWN, 0);
-            (0, 0, ROLE_LEAF, _): port_status_is(EV_PORT_STATUS_DUP, OP_UP, 0);
-            (1, 1, _, 1): port_status_is(EV_PORT_STATUS_DUP, 0, OP_DOWN);
-            (0, 0, _, 1): port_status_is(EV_PORT_STATUS_DUP, 0, OP_UP);
-            (1, 1, _, _): port_status_is(EV_PORT_STATUS_DUP, 0, 0);
-            (0, 0, _, _): port_status_is(EV_PORT_STATUS_DUP, 0, 0);
-            (1, _, ROLE_LEAF, _): port_status_is(EV_PORT_DOWN, OP_DOWN, 0);
-            (0, _, ROLE_LEAF, _): port_status_is(EV_PORT_UP, OP_UP, 0);
-            (1, _, _, 1): port_status_is(EV_PORT_DOWN, 0, OP_DOWN);
-            (0, _, _, 1): port_status_is(EV_PORT_UP, 0, OP_UP);
-            (1, _, _, _): port_status_is(EV_PORT_DOWN, 0, 0);
-            (0, _, _, _): port_status_is(EV_PORT_UP, 0, 0);
+            (1, 1): port_status_is(EV_PORT_STATUS_DUP);
+            (0, 0): port_status_is(EV_PORT_STATUS_DUP);
+            (1, 0): port_status_is(EV_PORT_DOWN);
         }
-        const default_action = port_status_is(EV_PORT_UP, 0, 0);
-        size = 12;
+        const default_action = port_status_is(EV_PORT_UP);
+        size = 4;
     }
 
     /* -- links_change: on a spine, whether a port-status update of a leaf's

@@ -222,11 +222,14 @@ struct ig_meta_t {
     bit<1>  reach_changed;  /* links_change: the port-status changed the leaf's reachability */
     port_t  down_a;
     port_t  down_b;
+    port_t  down_x;         /* down_a ^ down_b: zero when one port */
     bit<8>  share_a;
     bit<1>  has_downlinks;
     bit<8>  split;
     bit<8>  split_left;     /* share_a - split, saturated: non-zero = link a */
     bit<1>  forwarded;
+    bit<1>  leaf_out;       /* leaf_decision: toward a leaf by the GLB engine's pick */
+    bit<1>  tag_opened;     /* leaf_decision: the fabric tag opened (tag_stamp fills it) */
     bit<1>  consumed;
     bit<32> drop_reason;
     bit<8>  punt_reason;

@@ -140,7 +140,11 @@ control SglbIngress(inout tna_headers_t hdr,
     /* -- ipv4_route -- */
     /* The source MAC is rewritten with the TTL, once the checks passed: the
      * route then needs nothing from switch_config and runs in stage 0. */
+    /* A packet not routed to a leaf updates the state of its tag's source
+     * (if it has a tag that passes): dst_leaf is that (set here, in stage
+     * 1, so that the lookups by dst_leaf need not wait for a step). */
     action to_host(port_t port, bit<48> host_mac) {
+        meta.dst_leaf = hdr.tag.src_leaf;
         ig_tm_md.ucast_egress_port = port;
         hdr.ethernet.dstAddr = host_mac;
         meta.dec_ttl = 1;
@@ -155,12 +159,14 @@ control SglbIngress(inout tna_headers_t hdr,
     }
 
     action to_cpu() {
+        meta.dst_leaf = hdr.tag.src_leaf;
         ig_tm_md.ucast_egress_port = CPU_PORT;
         meta.punt_reason = PUNT_HOST;
         meta.forwarded = 1;
     }
 
     action no_route() {
+        meta.dst_leaf = hdr.tag.src_leaf;
         meta.route_miss = 1;
     }
 
@@ -461,6 +467,9 @@ control SglbIngress(inout tna_headers_t hdr,
     /* The checks as lookups, port-status and notice outcomes. */
 #include "checks.p4"
 
+    /* The decisions of a leaf and a spine as lookups. */
+#include "decide.p4"
+
     /* The access tables, the GLB engine's steps, the other step tables. */
 #include "steps.p4"
 #ifndef SGLB_TWO_PASS
@@ -501,6 +510,14 @@ control SglbIngress(inout tna_headers_t hdr,
                 meta.dst_leaf[LEAF_INDEX_BITS - 1:0],                          \
                 meta.fb_path[PATH_INDEX_BITS - 1:0] });                        \
         }                                                                      \
+    }
+
+    /* The age of the metric the tag returns, and whether it is fresh and
+     * within the destination's paths (fb_step) */
+#define SGLB_FEEDBACK_AGE                                                      \
+    if (meta.fb_try == 1) {                                                    \
+        meta.fb_age = meta.now_fb - meta.fb_word[27:0];                        \
+        fb_step.apply();                                                       \
     }
 
     /* What the port a packet came in on says (not the second pass's) */
@@ -544,6 +561,23 @@ control SglbIngress(inout tna_headers_t hdr,
              * tag returns; the port and the tag's path in the decision. ---- */
             SGLB_PICK_APPLY
             SGLB_FEEDBACK_SEND
+            /* the metric it returns, from the registers the first pass
+             * stores (rx_level_fetch, rx_owd_fetch: steps.p4) */
+            rx_level_fetch.apply();
+            rx_owd_fetch.apply();
+            SGLB_FEEDBACK_AGE
+            /* ---- the decision ---- */
+            if (meta.lowest_word[15:15] == 0) {
+                /* no candidate: no path is live */
+                meta.drop_reason = DROP_NO_LIVE_PATH;
+            } else {
+                hdr.bridge.raise_ce = 1;
+                meta.forwarded = 1;
+                if (hdr.tag.isValid()) {
+                    fb_level_out.apply();
+                }
+                kept_alive.apply();
+            }
         } else
 #endif
         {
@@ -603,9 +637,6 @@ control SglbIngress(inout tna_headers_t hdr,
                 fb_paths.apply();
                 fb_level_bits.apply();
 #endif
-                if (meta.leaf_route == 0) {
-                    meta.dst_leaf = hdr.tag.src_leaf;   /* the state it updates */
-                }
             }
             if (meta.role == ROLE_LEAF) {
                 if (hdr.probe.isValid()) {
@@ -634,41 +665,25 @@ control SglbIngress(inout tna_headers_t hdr,
             }
 
             /* ---- Stage 1: classify and handle control packets ---- */
-            if (ig_prsr_md.parser_err != 0) {
-                meta.drop_reason = DROP_MALFORMED;
-            } else if (hdr.packet_out.isValid() && hdr.packet_out.op == PACKET_OUT_DIRECT) {
-                if (hdr.packet_out.egress_port >= MAX_PORTS) {
-                    meta.drop_reason = DROP_BAD_PACKET_OUT;
-                } else {
-                    ig_tm_md.ucast_egress_port = (port_t)hdr.packet_out.egress_port;
-                    meta.forwarded = 1;
-                }
-            } else if (hdr.packet_out.isValid() && hdr.packet_out.op != PACKET_OUT_PIPELINE) {
-                meta.drop_reason = DROP_BAD_PACKET_OUT;
-            } else if (hdr.port_status.isValid()) {
-                if (ig_intr_md.ingress_port != CPU_PORT
-                        || hdr.port_status.version != PORT_STATUS_VERSION
-                        || (hdr.port_status.op != PORT_STATUS_DOWN
-                            && hdr.port_status.op != PORT_STATUS_UP)
-                        || hdr.port_status.port >= MAX_PORTS) {
-                    meta.drop_reason = DROP_BAD_PORT_STATUS;
-                } else {
-                    meta.consumed = 1;
-                    if (hdr.port_status.op == PORT_STATUS_DOWN) {
-                        meta.goes_down = 1;
+            /* what it is (packet_kind: a PacketOut sent as it is, or the
+             * drops of the chain's order), then its kind's checks */
+            switch (packet_kind.apply().action_run) {
+                kind_port_status: {
+                    /* its checks and the op of the access table it updates
+                     * (idempotent: a duplicate changes nothing): the leaf's
+                     * path_down, the spine's leaf_links (then a notice if the
+                     * leaf's reachability changed, after them); its event from
+                     * the state held before */
+                    port_status_check.apply();
+                    if (meta.consumed == 1) {
+                        meta.port_was = port_state_put.execute((port_t)hdr.port_status.port);
+                        port_status_event.apply();
                     }
-                    meta.port_was = port_state_put.execute((port_t)hdr.port_status.port);
-                    /* its event, and the updates (idempotent: a duplicate changes
-                     * nothing) of the access tables: the leaf's path_down, the
-                     * spine's leaf_links (then a notice if the leaf's
-                     * reachability changed, after them) */
-                    port_status_ops.apply();
                 }
-            } else if (hdr.notice.isValid()) {
-                /* the checks (notice_check), then the epoch rule */
-                notice_check.apply();
-                if (meta.notice_ok == 1) {
-                    {
+                kind_notice: {
+                    /* the checks (notice_check), then the epoch rule */
+                    notice_check.apply();
+                    if (meta.notice_ok == 1) {
                         /* notice_rv: key - held (a write-back: held - key) */
                         if (hdr.notice.kind == NOTICE_WRITEBACK) {
                             meta.notice_rv = notice_peek.execute(meta.notice_index);
@@ -679,25 +694,31 @@ control SglbIngress(inout tna_headers_t hdr,
                         notice_verdict.apply();
                     }
                 }
-            } else if (hdr.probe.isValid()) {
-                /* its checks and what it does (probe_check) */
-                probe_check.apply();
-            } else if (hdr.arp.isValid()) {
-                arp_check.apply();
-                if (meta.arp_ok == 1) {
-                    if (hdr.arp.spa == hdr.arp.tpa) {
-                        meta.drop_reason = DROP_UNSUPPORTED;
-                    } else {
-                        arp_proxy.apply();
+                kind_probe: {
+                    /* its checks and what it does (probe_check) */
+                    probe_check.apply();
+                }
+                kind_arp: {
+                    arp_check.apply();
+                    if (meta.arp_ok == 1) {
+                        if (hdr.arp.spa == hdr.arp.tpa) {
+                            meta.drop_reason = DROP_UNSUPPORTED;
+                        } else {
+                            arp_proxy.apply();
+                        }
                     }
                 }
-            } else if (hdr.tag.isValid() && !hdr.ipv4.isValid()) {
-                meta.drop_reason = DROP_BAD_TAG;
-            } else if (hdr.ipv4.isValid()) {
-                /* the tag (tag_check, above), the route, then IPv4 */
-                ipv4_check.apply();
-            } else {
-                meta.drop_reason = DROP_UNSUPPORTED;
+                kind_ipv4: {
+                    /* the tag (tag_check, above), the route, then IPv4 */
+                    ipv4_check.apply();
+#ifdef SGLB_TWO_PASS
+                    /* a passed tag's metric stored (rx_op; here, not in the
+                     * leaf's block below: the second pass's rx_*_fetch must
+                     * share the registers' stage) */
+                    rx_level_access.apply();
+                    rx_owd_access.apply();
+#endif
+                }
             }
             hdr.packet_out.setInvalid();
 
@@ -714,184 +735,109 @@ control SglbIngress(inout tna_headers_t hdr,
                     fb_received_step.apply();
                 }
             }
-        }
 
-        /* ---- Stage 2: the registers, each by its access table; then the
-         * GLB engine on what they read (on Tofino: the first pass); then
-         * the feedback's registers ---- */
-        if (meta.role == ROLE_LEAF) {
+            /* ---- Stage 2: the registers, each by its access table; then the
+             * GLB engine on what they read (on Tofino: the first pass); then
+             * the feedback's registers; then the decision. A leaf's and a
+             * spine's are in the two branches of one condition, so that bf-p4c
+             * sees them exclusive and neither waits for the other's writes. ---- */
+            if (meta.role == ROLE_LEAF) {
+                {
 #ifdef SGLB_TWO_PASS
-            if (meta.second_pass == 0) {
+                    /* (the feedback's registers are the egress's: feedback.p4) */
+                    SGLB_FOR_EACH_WORD(SGLB_APPLY_STATE_WORD_ACCESS)
 #else
-            {
+                    SGLB_FOR_EACH_WORD(SGLB_APPLY_WORD_ACCESS)
+                    owd_low_access.apply();
+                    owd_high_access.apply();
 #endif
-#ifdef SGLB_TWO_PASS
-                /* (the feedback's registers are the egress's: feedback.p4) */
-                SGLB_FOR_EACH_WORD(SGLB_APPLY_STATE_WORD_ACCESS)
-#else
-                SGLB_FOR_EACH_WORD(SGLB_APPLY_WORD_ACCESS)
-                owd_low_access.apply();
-                owd_high_access.apply();
-#endif
-                if (hdr.probe.isValid()) {
-                    probe_alive.apply();
-                } else if (meta.leaf_route == 1) {
-                    /* The GLB engine and the pick (on Tofino: in the egress of
-                     * the recirculation port and the second pass) */
+                    if (hdr.probe.isValid()) {
+                        probe_alive.apply();
+                    } else if (meta.leaf_route == 1) {
+                        /* The GLB engine and the pick (on Tofino: in the egress of
+                         * the recirculation port and the second pass) */
 #ifndef SGLB_TWO_PASS
-                    SGLB_ENGINE_APPLY
-                    SGLB_PICK_APPLY
+                        SGLB_ENGINE_APPLY
+                        SGLB_PICK_APPLY
 #endif
-                }
-                /* After the engine in program order (bf-p4c orders a block after
-                 * the tables before it), beside it in the pipeline: */
-                npaths_access.apply();
-#ifndef SGLB_TWO_PASS
-                SGLB_FEEDBACK_SEND
-#endif
-            }
-            /* the feedback's registers: a received tag's metric stored, the
-             * one the tag returns read */
-            rx_level_access.apply();
-            rx_owd_access.apply();
-            if (meta.rx_op == 1) {
-#ifdef SGLB_TWO_PASS
-                /* the egress of the host port stores the metric the tag
-                 * returns (feedback.p4) and takes the tag off */
-                hdr.bridge.untag = 1;
-                if (meta.fb_op == 1) {
-                    hdr.bridge.fb_store = 1;
-                }
-#else
-                /* stored (the access tables read the tag): deliver untagged */
-                hdr.ethernet.etherType = hdr.tag.next_type;
-                hdr.tag.setInvalid();
-#endif
-            }
-            if (meta.fb_try == 1) {
-                meta.fb_age = meta.now_fb - meta.fb_word[27:0];
-                fb_step.apply();
-            }
-        } else {
-            links_access.apply();
-            if (meta.links_op != 0) {
-                /* The leaf's reachability changed: both links down now
-                 * and not before (FAIL), or the other way (RECOVER). */
-                links_change.apply();
-                if (meta.notice_group != 0 && meta.reach_changed == 1) {
-                    hdr.notice.setValid();
-                    hdr.notice.version = SGLB_VERSION;
-                    if (meta.goes_down == 1) {
-                        hdr.notice.kind = NOTICE_FAIL;
-                    } else {
-                        hdr.notice.kind = NOTICE_RECOVER;
                     }
-                    hdr.notice.length = NOTICE_LENGTH;
-                    hdr.notice.reserved = 0;
-                    hdr.notice.spine_id = meta.switch_id;
-                    hdr.notice.leaf_id = meta.peer_leaf;
-                    hdr.notice.epoch = hdr.port_status.seq;
-                    hdr.port_status.setInvalid();
-                    hdr.ethernet.dstAddr = 0xFFFFFFFFFFFF;
-                    hdr.ethernet.srcAddr = meta.switch_mac;
-                    hdr.ethernet.etherType = ETHERTYPE_SGLB;
-                    ig_tm_md.mcast_grp_a = meta.notice_group;
-                    meta.consumed = 0;
-                    meta.forwarded = 1;
-                    meta.event = EV_NOTICE_SENT;
+                    /* After the engine in program order (bf-p4c orders a block after
+                     * the tables before it), beside it in the pipeline: */
+                    npaths_access.apply();
+#ifndef SGLB_TWO_PASS
+                    SGLB_FEEDBACK_SEND
+#endif
                 }
-            }
-        }
+                /* the feedback's registers: a received tag's metric stored, the
+                 * one the tag returns read */
+#ifndef SGLB_TWO_PASS
+                rx_level_access.apply();
+                rx_owd_access.apply();
+                if (meta.rx_op == 1) {
+                    /* stored (the access tables read the tag): deliver
+                     * untagged (on Tofino the egress of the host port takes
+                     * it off: ipv4_check sets the bridged untag bit) */
+                    hdr.ethernet.etherType = hdr.tag.next_type;
+                    hdr.tag.setInvalid();
+                }
+                SGLB_FEEDBACK_AGE
+#endif
 
-#ifdef SGLB_TWO_PASS
-        if (meta.second_pass == 1) {
-            /* ---- Stage 2 (second pass): the decision ---- */
-            if (meta.lowest_word[15:15] == 0) {
-                /* no candidate: no path is live */
-                meta.drop_reason = DROP_NO_LIVE_PATH;
+                {
+                    /* ---- Stage 2 (leaf): the decision, from what the engine
+                     * found (leaf_decision, decide.p4); then the tag's copies,
+                     * and in one pass its feedback and the port ---- */
+                    leaf_decision.apply();
+                    if (meta.tag_opened == 1) {
+                        tag_stamp.apply();
+#ifndef SGLB_TWO_PASS
+                        fb_level_out.apply();
+#endif
+                    }
+#ifndef SGLB_TWO_PASS
+                    if (meta.leaf_out == 1) {
+                        /* the port, the event and the tag's path: the flowlet's
+                         * path if still live, else the lowest candidate (failover) */
+                        kept_alive.apply();
+                    }
+#endif
+                }
             } else {
-                hdr.bridge.raise_ce = 1;
-                meta.forwarded = 1;
-                if (hdr.tag.isValid()) {
-                    fb_level_out.apply();
-                }
-                kept_alive.apply();
-            }
-        } else
-#endif
-        {
-            /* ---- Stage 2 (leaf): the decision, from what the engine found ---- */
-            if (meta.drop_reason == 0 && meta.to_leaf == 1 && meta.dst_leaf >= MAX_LEAVES) {
-                meta.drop_reason = DROP_NO_ROUTE;
-            } else if (meta.drop_reason == 0 && meta.role == ROLE_LEAF && meta.to_leaf == 1) {
-                if (meta.is_probe == 1) {
-                    /* A probe takes the path it names whenever that port is up,
-                     * excluded or not: that is how a recovery is seen. */
-                    if (meta.probe_up == 0) {
-                        meta.drop_reason = DROP_NO_LIVE_PATH;
-                    } else {
-                        ig_tm_md.ucast_egress_port = meta.probe_port;
+                links_access.apply();
+                if (meta.links_op != 0) {
+                    /* The leaf's reachability changed: both links down now
+                     * and not before (FAIL), or the other way (RECOVER). */
+                    links_change.apply();
+                    if (meta.notice_group != 0 && meta.reach_changed == 1) {
+                        hdr.notice.setValid();
+                        hdr.notice.version = SGLB_VERSION;
+                        if (meta.goes_down == 1) {
+                            hdr.notice.kind = NOTICE_FAIL;
+                        } else {
+                            hdr.notice.kind = NOTICE_RECOVER;
+                        }
+                        hdr.notice.length = NOTICE_LENGTH;
+                        hdr.notice.reserved = 0;
+                        hdr.notice.spine_id = meta.switch_id;
+                        hdr.notice.leaf_id = meta.peer_leaf;
+                        hdr.notice.epoch = hdr.port_status.seq;
+                        hdr.port_status.setInvalid();
+                        hdr.ethernet.dstAddr = 0xFFFFFFFFFFFF;
+                        hdr.ethernet.srcAddr = meta.switch_mac;
+                        hdr.ethernet.etherType = ETHERTYPE_SGLB;
+                        ig_tm_md.mcast_grp_a = meta.notice_group;
+                        meta.consumed = 0;
                         meta.forwarded = 1;
+                        meta.event = EV_NOTICE_SENT;
                     }
-                } else if (hdr.tag.isValid()) {
-                    meta.drop_reason = DROP_NO_ROUTE;   /* no leaf-to-leaf transit */
-#ifndef SGLB_TWO_PASS
-                } else if (meta.lowest_word[15:15] == 0) {
-                    /* no candidate: no path is live */
-                    meta.drop_reason = DROP_NO_LIVE_PATH;
-#endif
-                } else {
-                    hdr.bridge.raise_ce = 1;
-                    meta.forwarded = 1;
-
-                    /* The fabric tag: clock, and the feedback found above. */
-                    if (meta.lb_mode == MODE_SGLB && GLB.feedback == 1) {
-                        if (meta.frame_over != 0) {
-                            meta.tag_event = EV_TAG_SKIPPED;
-                        } else {
-                            tag_open.apply();
-                            tag_stamp.apply();
-#ifndef SGLB_TWO_PASS
-                            fb_level_out.apply();
-#endif
-                        }
-                    }
-#ifdef SGLB_TWO_PASS
-                    /* round once: the GLB engine in the recirculation port's
-                     * egress, then the pick in the second pass */
-                    hdr.bridge.to_engine = 1;
-                    ig_tm_md.ucast_egress_port = RECIRC_PORT;
-                    hdr.pick.dst_leaf = meta.dst_leaf;
-                    hdr.pick.lb_mode = meta.lb_mode;
-                    hdr.pick.new_flowlet = 0;
-                    hdr.pick.pad = 0;
-#else
-                    /* the port, the event and the tag's path: the flowlet's path
-                     * if still live, else the lowest candidate (failover) */
-                    kept_alive.apply();
-#endif
-                }
-            } else if (meta.drop_reason == 0 && meta.role == ROLE_SPINE && meta.to_leaf == 1) {
-                /* ---- Stage 2 (spine): down to the destination leaf ---- */
-                if (meta.has_downlinks == 0) {
-                    meta.drop_reason = DROP_NO_ROUTE;
-                } else {
-                    hdr.bridge.raise_ce = 1;
-                    meta.forwarded = 1;
-                    if (meta.links_now == 0 && meta.down_a != meta.down_b) {
-                        /* Flows split in proportion to the members' capacity. */
-                        if (meta.split_left != 0) {
-                            ig_tm_md.ucast_egress_port = meta.down_a;
-                        } else {
-                            ig_tm_md.ucast_egress_port = meta.down_b;
-                        }
-                    } else if (meta.links_now[0:0] == 0) {
-                        ig_tm_md.ucast_egress_port = meta.down_a;
-                    } else if (meta.links_now[1:1] == 0) {
-                        ig_tm_md.ucast_egress_port = meta.down_b;
+                } else if (meta.role == ROLE_SPINE && meta.drop_reason == 0 && meta.to_leaf == 1) {
+                    /* ---- Stage 2 (spine): down to the destination leaf ---- */
+                    if (meta.dst_leaf >= MAX_LEAVES || meta.has_downlinks == 0) {
+                        meta.drop_reason = DROP_NO_ROUTE;
                     } else {
-                        meta.forwarded = 0;
-                        meta.drop_reason = DROP_NO_LIVE_PATH;
+                        /* the member: by the split when both are up, else the
+                         * one that is up (spine_member) */
+                        spine_member.apply();
                     }
                 }
             }

@@ -31,12 +31,47 @@
 
     action rx_level_read() { meta.fb_word = rx_level_get.execute(meta.rx_index); }
     action rx_level_store() { rx_level_put.execute(meta.rx_index); }
-    SGLB_ACCESS_TABLE(rx_level_access, meta.rx_op: exact;, rx_level_store;,
-                      1: rx_level_store();, rx_level_read)
     action rx_owd_read() { meta.fb_owd = rx_owd_get.execute(meta.rx_index); }
     action rx_owd_store() { rx_owd_put.execute(meta.rx_index); }
+#ifdef SGLB_TWO_PASS
+    /* On Tofino the first pass stores a received tag's metric and the
+     * second reads the one a tag returns: a table in each pass's branch
+     * (exclusive, so bf-p4c puts both in the register's stage), keyed so
+     * that the index from the PHV needs no default action. */
+    @hidden table rx_level_access {
+        key = { meta.rx_op: exact; }
+        actions = { rx_level_store; access_none; }
+        const entries = { 1: rx_level_store(); }
+        const default_action = access_none();
+        size = 1;
+    }
+    @hidden table rx_owd_access {
+        key = { meta.rx_op: exact; }
+        actions = { rx_owd_store; access_none; }
+        const entries = { 1: rx_owd_store(); }
+        const default_action = access_none();
+        size = 1;
+    }
+    @hidden table rx_level_fetch {
+        key = { meta.fb_try: exact; }
+        actions = { rx_level_read; access_none; }
+        const entries = { 1: rx_level_read(); }
+        const default_action = access_none();
+        size = 1;
+    }
+    @hidden table rx_owd_fetch {
+        key = { meta.fb_try: exact; }
+        actions = { rx_owd_read; access_none; }
+        const entries = { 1: rx_owd_read(); }
+        const default_action = access_none();
+        size = 1;
+    }
+#else
+    SGLB_ACCESS_TABLE(rx_level_access, meta.rx_op: exact;, rx_level_store;,
+                      1: rx_level_store();, rx_level_read)
     SGLB_ACCESS_TABLE(rx_owd_access, meta.rx_op: exact;, rx_owd_store;,
                       1: rx_owd_store();, rx_owd_read)
+#endif
 
     action links_read() { meta.links_now = leaf_links_get.execute(meta.dst_leaf); }
     action links_down() { meta.links_was = leaf_links_down.execute(meta.dst_leaf); }
@@ -80,6 +115,7 @@
 
     action spine_split() {
         meta.split_left = meta.share_a |-| meta.split;
+        meta.down_x = meta.down_a ^ meta.down_b;
     }
 
     action lowest_number() {
@@ -91,17 +127,9 @@
     }
 
 
-    /* The tag in two actions: its constants, then the fields copied from
-     * the PHV (one action may use few sources per container); kept_alive
+    /* The tag's fields copied from the PHV (leaf_decision sets its
+     * constants: one action may use few sources per container); kept_alive
      * writes its path. */
-    action tag_constants() {
-        hdr.tag.setValid();
-        hdr.tag.version = SGLB_VERSION;
-        hdr.tag.kind = TAG_KIND;
-        hdr.tag.length = TAG_LENGTH;
-        hdr.tag.ce = 0;
-    }
-
     /* No fresh metric to return (fb_level_out returns one). */
     action tag_no_feedback() {
         hdr.tag.fb_owd = 0;
@@ -158,7 +186,6 @@
     SGLB_STEP_TABLE(notice_fail_key, key_of_fail)
     SGLB_STEP_TABLE(notice_other_key, key_of_other)
     SGLB_STEP_TABLE(spine_step, spine_split)
-    SGLB_STEP_TABLE(tag_open, tag_constants)
     SGLB_STEP_TABLE(clock_fb, read_clock_fb)
     SGLB_STEP_TABLE(lowest_step, lowest_number)
     SGLB_STEP_TABLE(fb_received_step, fb_received)
