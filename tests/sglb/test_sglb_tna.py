@@ -338,16 +338,17 @@ def test_path_words_carry_valid_path_and_port():
         path_word(64, 1)
 
 
-def _front_end_entries(tmp_path, max_paths: int, table: str):
-    """The const entries of ``table`` as p4c's front end emits them: a list of
-    (priority, [(value, mask) per key in key order], action name)."""
+def _front_end_entries(tmp_path, max_paths: int, table: str, target: str = "tofino2"):
+    """The const entries of ``table`` as p4c's front end emits them for ``target``:
+    a list of (priority, [a predicate per key, in key order], action name,
+    parameters), highest priority first."""
     from finsy.proto import p4i, p4r
     from google.protobuf import text_format
 
     if not tofino.shutil.which("p4test"):
         pytest.skip("p4test is not on PATH")
     info_path, entries_path = tmp_path / "p4info.txtpb", tmp_path / "entries.txtpb"
-    tofino.front_end_p4info("tofino2", max_paths, info_path, INCLUDE, entries=entries_path)
+    tofino.front_end_p4info(target, max_paths, info_path, INCLUDE, entries=entries_path)
     info = text_format.Parse(info_path.read_text(), p4i.P4Info())
     request = text_format.Parse(entries_path.read_text(), p4r.WriteRequest())
     t = next(t for t in info.tables if t.preamble.name == table)
@@ -576,20 +577,150 @@ def test_notice_verdict_follows_the_serial_number_rule(tmp_path):
 
 
 @needs_tna_include
-def test_port_status_ops_give_the_event_and_the_update(tmp_path):
+def test_packet_kind_follows_the_v1model_order(tmp_path):
+    """packet_kind names what the v1model program's chain of conditions makes of a
+    packet (a parser error; a PacketOut sent as is, to a port in range, or of a bad
+    op; then the first valid header of port-status, notice, probe, ARP; a tag
+    without IPv4; IPv4; else unsupported), for random header sets."""
+    entries = _front_end_entries(tmp_path, 8, "SglbIngress.packet_kind")
+    malformed = ("drop_as", (int(Drop.MALFORMED),))
+    rng = random.Random(5)
+    seen = set()
+    for _ in range(20000):
+        err = rng.choice([0, 0, 0, 1 << rng.randrange(16)])
+        po, op = rng.random() < 0.3, rng.choice([0, 0, 1, 1, 2, 0xFF])
+        port = rng.choice([rng.randrange(512), 512, 0xFFFF])
+        ps, notice, probe, arp, tag, ipv4 = (rng.random() < 0.25 for _ in range(6))
+        if err:
+            want = malformed
+        elif po and op == 1:
+            want = ("packet_out_direct", ()) if port < 512 else \
+                ("drop_as", (int(Drop.BAD_PACKET_OUT),))
+        elif po and op != 0:
+            want = ("drop_as", (int(Drop.BAD_PACKET_OUT),))
+        elif ps:
+            want = ("kind_port_status", ())
+        elif notice:
+            want = ("kind_notice", ())
+        elif probe:
+            want = ("kind_probe", ())
+        elif arp:
+            want = ("kind_arp", ())
+        elif tag and not ipv4:
+            want = ("drop_as", (int(Drop.BAD_TAG),))
+        elif ipv4:
+            want = ("kind_ipv4", ())
+        else:
+            want = ("drop_as", (int(Drop.UNSUPPORTED),))
+        keys = [err, int(po), op, port, int(ps), int(notice), int(probe), int(arp), int(tag),
+                int(ipv4)]
+        assert _lookup(entries, keys, malformed) == want, keys
+        seen.add(want)
+    assert len(seen) == 10, seen
+
+
+@needs_tna_include
+def test_port_status_check_gives_the_checks_and_the_update(tmp_path):
+    """port_status_check drops what the v1model chain drops (not from the CPU port,
+    another version, an op other than DOWN or UP, a port out of range) and gives the
+    op of the access table the update goes to: path_down on a leaf, leaf_links on
+    a spine when the port leads to a leaf."""
+    entries = _front_end_entries(tmp_path, 8, "SglbIngress.port_status_check")
+    cpu = 0   # tofino2's CPU_PORT
+    bad = ("drop_as", (int(Drop.BAD_PORT_STATUS),))
+    rng = random.Random(6)
+    seen = set()
+    for _ in range(5000):
+        ingress = rng.choice([cpu, cpu, 1, 0x1FF])
+        version, op = rng.choice([1, 1, 0, 2]), rng.choice([1, 2, 1, 2, 0, 3])
+        port = rng.choice([rng.randrange(512), 512, 0xFFFF])
+        role, peer = rng.choice([Role.LEAF, Role.SPINE]), rng.randrange(2)
+        if ingress != cpu or version != 1 or op not in (1, 2) or port >= 512:
+            want = bad
+        else:
+            down = int(op == 1)
+            code = 1 if down else 2   # OP_DOWN / OP_UP
+            want = ("port_status_takes", (down, code if role == Role.LEAF else 0,
+                                          code if role == Role.SPINE and peer else 0))
+        got = _lookup(entries, [ingress, version, op, port, int(role), peer], bad)
+        assert got == want, (ingress, version, op, port, role, peer)
+        seen.add(want)
+    assert len(seen) == 7, seen
+
+
+@needs_tna_include
+def test_port_status_event_says_down_up_or_duplicate(tmp_path):
     from sglb.codes import Event
 
-    entries = _front_end_entries(tmp_path, 8, "SglbIngress.port_status_ops")
-    for down, was, role, peer in itertools.product((0, 1), (0, 1), (Role.LEAF, Role.SPINE),
-                                                   (0, 1)):
+    entries = _front_end_entries(tmp_path, 8, "SglbIngress.port_status_event")
+    for down, was in itertools.product((0, 1), (0, 1)):
         event = Event.PORT_STATUS_DUP if was == down else (
             Event.PORT_DOWN if down else Event.PORT_UP)
-        op = 1 if down else 2   # OP_DOWN / OP_UP
-        down_op = op if role == Role.LEAF else 0
-        links_op = op if role == Role.SPINE and peer else 0
-        got = _lookup(entries, [down, was, int(role), peer], None)
-        assert got == ("port_status_is", (int(event), down_op, links_op)), \
-            (down, was, role, peer, got)
+        assert _lookup(entries, [down, was], ("port_status_is", (int(Event.PORT_UP),))) == \
+            ("port_status_is", (int(event),)), (down, was)
+
+
+@needs_tna_include
+@pytest.mark.parametrize("target", ["tofino", "tofino2"])
+def test_leaf_decision_follows_the_v1model_order(tmp_path, target):
+    """leaf_decision does what the v1model chain does with a leaf's packet toward a
+    leaf once the checks passed (a destination out of range; a probe, by its port's
+    state; a tag in transit; in one pass, no candidate; else out, tagged when SGLB
+    feeds back and the frame has room), and nothing to any other packet. Tofino
+    decides the candidate in its second pass, so its table does not look at it."""
+    entries = _front_end_entries(tmp_path, 8, "SglbIngress.leaf_decision", target)
+    none = ("no_decision", ())
+    rng = random.Random(7)
+    seen = set()
+    for _ in range(20000):
+        d = {"drop": rng.choice([0, 0, 0, rng.randrange(1, 40)]), "to_leaf": rng.randrange(2),
+             "dst": rng.choice([rng.randrange(1024), 1024, 0xFFFF]),
+             "probe": int(rng.random() < 0.2), "up": rng.randrange(2),
+             "tag": int(rng.random() < 0.1), "lowest": int(rng.random() < 0.8),
+             "mode": rng.choice([LbMode.SGLB, LbMode.ECMP]), "fb": rng.randrange(2),
+             "over": rng.choice([0, 0, rng.randrange(1, 1 << 16)])}
+        if d["drop"] or not d["to_leaf"]:
+            want = none
+        elif d["dst"] >= 1024:
+            want = ("drop_as", (int(Drop.NO_ROUTE),))
+        elif d["probe"]:
+            want = ("probe_out", ()) if d["up"] else ("drop_as", (int(Drop.NO_LIVE_PATH),))
+        elif d["tag"]:
+            want = ("drop_as", (int(Drop.NO_ROUTE),))
+        elif target == "tofino2" and not d["lowest"]:
+            want = ("drop_as", (int(Drop.NO_LIVE_PATH),))
+        elif d["mode"] == LbMode.SGLB and d["fb"]:
+            want = ("leaf_out_untagged", ()) if d["over"] else ("leaf_out_tagged", ())
+        else:
+            want = ("leaf_out", ())
+        keys = [d["drop"], d["to_leaf"], d["dst"], d["probe"], d["up"], d["tag"],
+                d["lowest"], int(d["mode"]), d["fb"], d["over"]]
+        assert _lookup(entries, keys, none) == want, d
+        seen.add(want)
+    assert len(seen) == 7, seen
+
+
+@needs_tna_include
+def test_spine_member_follows_the_v1model_order(tmp_path):
+    """spine_member sends down the member the v1model chain picks: by the split when
+    both links are up and they are two ports, else the one that is up (a first),
+    else none (NO_LIVE_PATH)."""
+    entries = _front_end_entries(tmp_path, 8, "SglbIngress.spine_member")
+    none = ("no_member", ())
+    seen = set()
+    for links, same, left in itertools.product(range(8), (0, 1), (0, 1, 200)):
+        down_x = 0 if same else 1 << (links % 9)
+        if links == 0 and down_x != 0:
+            want = ("member_a", ()) if left else ("member_b", ())
+        elif links & 1 == 0:
+            want = ("member_a", ())
+        elif links & 2 == 0:
+            want = ("member_b", ())
+        else:
+            want = none
+        assert _lookup(entries, [links, down_x, left], none) == want, (links, down_x, left)
+        seen.add(want)
+    assert len(seen) == 3
 
 
 @needs_tna_include
