@@ -742,35 +742,34 @@ control SglbIngress(inout tna_headers_t hdr,
              * spine's are in the two branches of one condition, so that bf-p4c
              * sees them exclusive and neither waits for the other's writes. ---- */
             if (meta.role == ROLE_LEAF) {
-                {
 #ifdef SGLB_TWO_PASS
-                    /* (the feedback's registers are the egress's: feedback.p4) */
-                    SGLB_FOR_EACH_WORD(SGLB_APPLY_STATE_WORD_ACCESS)
+                /* (the feedback's registers are the egress's: feedback.p4) */
+                SGLB_FOR_EACH_WORD(SGLB_APPLY_STATE_WORD_ACCESS)
 #else
-                    SGLB_FOR_EACH_WORD(SGLB_APPLY_WORD_ACCESS)
-                    owd_low_access.apply();
-                    owd_high_access.apply();
+                SGLB_FOR_EACH_WORD(SGLB_APPLY_WORD_ACCESS)
+                owd_low_access.apply();
+                owd_high_access.apply();
 #endif
-                    if (hdr.probe.isValid()) {
-                        probe_alive.apply();
-                    } else if (meta.leaf_route == 1) {
-                        /* The GLB engine and the pick (on Tofino: in the egress of
-                         * the recirculation port and the second pass) */
+                if (hdr.probe.isValid()) {
+                    probe_alive.apply();
+                } else if (meta.leaf_route == 1) {
+                    /* The GLB engine and the pick (on Tofino: in the egress of
+                     * the recirculation port and the second pass) */
 #ifndef SGLB_TWO_PASS
-                        SGLB_ENGINE_APPLY
-                        SGLB_PICK_APPLY
-#endif
-                    }
-                    /* After the engine in program order (bf-p4c orders a block after
-                     * the tables before it), beside it in the pipeline: */
-                    npaths_access.apply();
-#ifndef SGLB_TWO_PASS
-                    SGLB_FEEDBACK_SEND
+                    SGLB_ENGINE_APPLY
+                    SGLB_PICK_APPLY
 #endif
                 }
-                /* the feedback's registers: a received tag's metric stored, the
-                 * one the tag returns read */
+                /* After the engine in program order (bf-p4c orders a block after
+                 * the tables before it), beside it in the pipeline: */
+                npaths_access.apply();
 #ifndef SGLB_TWO_PASS
+                SGLB_FEEDBACK_SEND
+#endif
+#ifndef SGLB_TWO_PASS
+                /* the feedback's registers: a received tag's metric stored, the
+                 * one the tag returns read (on Tofino: after ipv4_check, and
+                 * in the second pass) */
                 rx_level_access.apply();
                 rx_owd_access.apply();
                 if (meta.rx_op == 1) {
@@ -783,25 +782,23 @@ control SglbIngress(inout tna_headers_t hdr,
                 SGLB_FEEDBACK_AGE
 #endif
 
-                {
-                    /* ---- Stage 2 (leaf): the decision, from what the engine
-                     * found (leaf_decision, decide.p4); then the tag's copies,
-                     * and in one pass its feedback and the port ---- */
-                    leaf_decision.apply();
-                    if (meta.tag_opened == 1) {
-                        tag_stamp.apply();
+                /* ---- Stage 2 (leaf): the decision, from what the engine
+                 * found (leaf_decision, decide.p4); then the tag's copies,
+                 * and in one pass its feedback and the port ---- */
+                leaf_decision.apply();
+                if (meta.tag_opened == 1) {
+                    tag_stamp.apply();
 #ifndef SGLB_TWO_PASS
-                        fb_level_out.apply();
-#endif
-                    }
-#ifndef SGLB_TWO_PASS
-                    if (meta.leaf_out == 1) {
-                        /* the port, the event and the tag's path: the flowlet's
-                         * path if still live, else the lowest candidate (failover) */
-                        kept_alive.apply();
-                    }
+                    fb_level_out.apply();
 #endif
                 }
+#ifndef SGLB_TWO_PASS
+                if (meta.leaf_out == 1) {
+                    /* the port, the event and the tag's path: the flowlet's
+                     * path if still live, else the lowest candidate (failover) */
+                    kept_alive.apply();
+                }
+#endif
             } else {
                 links_access.apply();
                 if (meta.links_op != 0) {
