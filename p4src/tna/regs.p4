@@ -121,6 +121,17 @@
         size = 4;                                                              \
     }
 
+/* An access table of one operation, run when KEY is 1 (an entry, as above),
+ * where another table in an exclusive branch runs the register's other. */
+#define SGLB_ONE_OP_TABLE(NAME, KEY, ACTION)                                   \
+    @hidden table NAME {                                                       \
+        key = { KEY: exact; }                                                  \
+        actions = { ACTION; access_none; }                                     \
+        const entries = { 1: ACTION(); }                                       \
+        const default_action = access_none();                                  \
+        size = 1;                                                              \
+    }
+
 /* path_down: read, set (port down), clear (port up) */
 #define SGLB_DOWN_ACCESS(W, HI, LO)                                            \
     action down_read_##W() { GLB.down[HI:LO] = path_down_get_##W.execute(0); } \

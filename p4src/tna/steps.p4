@@ -36,36 +36,11 @@
 #ifdef SGLB_TWO_PASS
     /* On Tofino the first pass stores a received tag's metric and the
      * second reads the one a tag returns: a table in each pass's branch
-     * (exclusive, so bf-p4c puts both in the register's stage), keyed so
-     * that the index from the PHV needs no default action. */
-    @hidden table rx_level_access {
-        key = { meta.rx_op: exact; }
-        actions = { rx_level_store; access_none; }
-        const entries = { 1: rx_level_store(); }
-        const default_action = access_none();
-        size = 1;
-    }
-    @hidden table rx_owd_access {
-        key = { meta.rx_op: exact; }
-        actions = { rx_owd_store; access_none; }
-        const entries = { 1: rx_owd_store(); }
-        const default_action = access_none();
-        size = 1;
-    }
-    @hidden table rx_level_fetch {
-        key = { meta.fb_try: exact; }
-        actions = { rx_level_read; access_none; }
-        const entries = { 1: rx_level_read(); }
-        const default_action = access_none();
-        size = 1;
-    }
-    @hidden table rx_owd_fetch {
-        key = { meta.fb_try: exact; }
-        actions = { rx_owd_read; access_none; }
-        const entries = { 1: rx_owd_read(); }
-        const default_action = access_none();
-        size = 1;
-    }
+     * (exclusive, so bf-p4c puts both in the register's stage). */
+    SGLB_ONE_OP_TABLE(rx_level_access, meta.rx_op, rx_level_store)
+    SGLB_ONE_OP_TABLE(rx_owd_access, meta.rx_op, rx_owd_store)
+    SGLB_ONE_OP_TABLE(rx_level_fetch, meta.fb_try, rx_level_read)
+    SGLB_ONE_OP_TABLE(rx_owd_fetch, meta.fb_try, rx_owd_read)
 #else
     SGLB_ACCESS_TABLE(rx_level_access, meta.rx_op: exact;, rx_level_store;,
                       1: rx_level_store();, rx_level_read)
@@ -127,9 +102,6 @@
     }
 
 
-    /* The tag's fields copied from the PHV (leaf_decision sets its
-     * constants: one action may use few sources per container); kept_alive
-     * writes its path. */
     /* No fresh metric to return (fb_level_out returns one). */
     action tag_no_feedback() {
         hdr.tag.fb_owd = 0;
@@ -137,6 +109,9 @@
         hdr.tag.fb_level = FB_NONE;
     }
 
+    /* The tag's fields copied from the PHV (leaf_decision sets its
+     * constants: one action may use few sources per container); kept_alive
+     * writes its path. */
     action tag_copies() {
         hdr.tag.npaths = meta.path_count;
         hdr.tag.src_leaf = meta.switch_id;
