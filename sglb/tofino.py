@@ -41,9 +41,9 @@ class Target:
 TARGETS = {"tofino": Target("tofino", "tna", 12, 2), "tofino2": Target("tofino2", "t2na", 20, 1)}
 COMPILE_TIMEOUT_S = 3600
 COMPILE_MEMORY_BYTES = 14 * 10**9
-"""Address-space limit of one bf-p4c run ($SGLB_BF_P4C_MEMORY_GB overrides; Tofino 2
-at 64 paths peaks at 12.2 GB): a program that needs more counts as not fitting,
-rather than taking the machine."""
+"""Address-space limit of one bf-p4c run ($SGLB_BF_P4C_MEMORY_GB overrides; Tofino at
+64 paths peaks at 10.1 GB): a program that needs more counts as not fitting, rather
+than taking the machine."""
 NO_COMPILER = ("bf-p4c is not on PATH: the Tofino figures need the open-source Tofino "
                "compiler (p4c's backends/tofino; README, \"Tofino\")")
 

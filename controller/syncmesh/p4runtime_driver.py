@@ -46,7 +46,7 @@ from .sglb_mapping import (
     TableWrite,
     punted_notice,
 )
-from .sglb_tna_mapping import TNA_TABLES, writeback_frames
+from .sglb_tna_mapping import tna_tables, writeback_frames
 from .switchops import OpKey, SwitchOp
 
 log = logging.getLogger("syncmesh.p4runtime")
@@ -349,7 +349,8 @@ class P4RuntimeDriver:
     async def read_entities(self) -> list[Entity]:
         """Everything the program's tables and multicast groups hold, as mapping entities."""
         sw = self._sw()
-        tables = TNA_TABLES if self.book.identity.program == "tna" else SGLB_TABLES
+        identity = self.book.identity
+        tables = tna_tables(identity) if identity.program == "tna" else SGLB_TABLES
         requests: list[fy.P4TableEntry | fy.P4MulticastGroupEntry] = [
             fy.P4TableEntry(t) for t in sorted(tables) if t not in KEYLESS_TABLES]
         requests += [fy.P4TableEntry(t, is_default_action=True) for t in KEYLESS_TABLES]

@@ -72,6 +72,9 @@ from .switchops import (
 
 PROGRAMS = ("v1model", "tna")
 """The SGLB programs the mapping covers: p4src/sglb.p4 and p4src/tna/sglb.p4."""
+TNA_TARGETS = ("tofino2", "tofino")
+"""What p4src/tna/sglb.p4 is compiled for: Tofino 2 (one pass) or Tofino (two
+passes, where the profile's masks are an egress table of their own)."""
 
 
 class MappingError(ValueError):
@@ -93,6 +96,8 @@ class Identity:
     program: str = "v1model"
     """The switch's program: "v1model" (p4src/sglb.p4) or "tna" (p4src/tna/sglb.p4,
     mapped by ``syncmesh.sglb_tna_mapping``)."""
+    tna_target: str = "tofino2"
+    """The Tofino program's target (``TNA_TARGETS``; ignored for "v1model")."""
     notice_copies: int = NOTICE_COPIES
     """Copies of every notice a spine sends to each leaf (1..16)."""
     dre_period_shift: int = DRE_PERIOD_SHIFT
@@ -102,6 +107,9 @@ class Identity:
         check_max_paths(self.max_paths)
         if self.program not in PROGRAMS:
             raise ValueError(f"program must be one of {', '.join(PROGRAMS)}, got {self.program!r}")
+        if self.tna_target not in TNA_TARGETS:
+            raise ValueError(f"tna_target must be one of {', '.join(TNA_TARGETS)}, "
+                             f"got {self.tna_target!r}")
         if not 1 <= self.notice_copies <= 16:
             raise ValueError(f"notice_copies must be within 1..16, got {self.notice_copies}")
 
@@ -469,9 +477,9 @@ class SwitchBook:
         """The writes that bring the switch to ``desired``."""
         wb = confirmed_writebacks(desired, self.seen, self.writebacks)
         if self.identity.program == "tna":
-            from .sglb_tna_mapping import TNA_TABLES, tna_entities
+            from .sglb_tna_mapping import tna_entities, tna_tables
             plan = reconcile(tna_entities(desired, self.identity), list(self.held.values()),
-                             TNA_TABLES)
+                             tna_tables(self.identity))
         else:
             plan = reconcile(entities(desired, self.identity, wb), list(self.held.values()))
         return dataclasses.replace(plan, writebacks=tuple(sorted(wb.items())))

@@ -9,7 +9,7 @@ that differ (docs/sglb.md, "The Tofino program"):
 |---|---|
 | ``switch_config`` ``set_switch`` (us) | ``set_switch`` in ns, without fb_stale / unknown_level; on a leaf ``band_level`` (ternary, per configured path and level: the cut at level + tie_tolerance) |
 | ``uplinks`` ``set_uplinks(slots, count, port_i, shift_i)`` | ``uplinks`` ``set_uplinks(slots, count)``; ``path_ports[path]``, ``fb_paths[path]``, ``port_paths[port]``, ``lowest_path`` (ternary) |
-| ``dst_profile`` ``set_profile(mask, rq_i, w_i, ep_i)`` | ``set_profile(mask, weighted, rq0..rq2, wprof)`` + ``draws[wprof, row]`` |
+| ``dst_profile`` ``set_profile(mask, rq_i, w_i, ep_i)`` | ``set_profile(mask, weighted, rq0..rq2, wprof)`` + ``draws[wprof, row]``; for Tofino (two passes) ``set_profile(wprof)`` and the masks in ``dst_masks`` ``set_masks(mask, weighted, rq0..rq2)`` (an egress table) |
 | ``spine_paths`` ``set_spine(paths)`` | ``set_spine(paths, slot)`` |
 | ``port_peer`` ``peer(leaf, sibling)`` | ``peer(leaf, member)`` (1: lower port, 2: higher, 3: only link) |
 | ``leaf_downlinks`` ``set_downlinks(a, b, share_a)`` | the same, port_a the lower port |
@@ -54,6 +54,13 @@ from .switchops import OpKey, PortCapacity, SpinePaths, SwitchOp
 TNA_TABLES = frozenset(SGLB_TABLES | {"path_ports", "fb_paths", "port_paths", "lowest_path",
                                       "draws", "band_level"})
 """Tables of the Tofino program this daemon owns (reconcile deletes what it did not write)."""
+TOFINO_TABLES = TNA_TABLES | {"dst_masks"}
+"""... compiled for Tofino: the profile's masks are the egress's ``dst_masks``."""
+
+
+def tna_tables(identity: Identity) -> frozenset[str]:
+    """The tables SyncMesh owns in the Tofino program for ``identity.tna_target``."""
+    return TOFINO_TABLES if identity.tna_target == "tofino" else TNA_TABLES
 
 KEY_RENAMES = {"standard_metadata.ingress_port": "ig_intr_md.ingress_port"}
 BAND_KEYS = ("meta.live_safe", "meta.fb0", "meta.fb1", "meta.fb2")
@@ -182,8 +189,9 @@ def _port_levels(e: TableWrite, desired: Mapping[OpKey, SwitchOp],
 
 def _profiles(profiles: list[TableWrite], ports: dict[int, int],
               identity: Identity) -> list[Entity]:
-    """dst_profile entries and the draws of their weight profiles (profile 0:
-    every configured path once, the ECMP fallback of ``no_profile``)."""
+    """dst_profile entries (for Tofino: and dst_masks') and the draws of their
+    weight profiles (profile 0: every configured path once, the ECMP fallback of
+    ``no_profile``)."""
     max_paths = identity.max_paths
     floor = identity.feedback.unknown_level if identity.feedback.enabled else 0
     wprof: dict[tuple[int, ...], int] = {}
@@ -200,9 +208,14 @@ def _profiles(profiles: list[TableWrite], ports: dict[int, int],
             wprof[weights] = len(wprof)
         if len(wprof) > WEIGHT_PROFILES:
             raise MappingError(f"more than {WEIGHT_PROFILES} distinct capacity-weight profiles")
-        out.append(TableWrite("dst_profile", e.match, "set_profile", (
-            ("live_mask", _mask(p["live_mask"], max_paths)), ("weighted", weighted),
-            ("rq0", rq0), ("rq1", rq1), ("rq2", rq2), ("wprof", wprof.get(weights, 0)))))
+        masks = (("live_mask", _mask(p["live_mask"], max_paths)), ("weighted", weighted),
+                 ("rq0", rq0), ("rq1", rq1), ("rq2", rq2))
+        chosen = (("wprof", wprof.get(weights, 0)),)
+        if identity.tna_target == "tofino":
+            out.append(TableWrite("dst_profile", e.match, "set_profile", chosen))
+            out.append(TableWrite("dst_masks", e.match, "set_masks", masks))
+        else:
+            out.append(TableWrite("dst_profile", e.match, "set_profile", masks + chosen))
     for weights, profile in sorted(wprof.items(), key=lambda kv: kv[1]):
         for row, draw in enumerate(draw_rows(weights)):
             params: list[tuple[str, int]] = []

@@ -333,7 +333,7 @@
     action probe_reply() {
         hdr.probe.stamp = meta.now - hdr.probe.stamp;
         ig_tm_md.ucast_egress_port = CPU_PORT;
-        meta.punt_reason = PUNT_PROBE_REPLY;
+        hdr.bridge.punt_reason = PUNT_PROBE_REPLY;
         meta.forwarded = 1;
         meta.event = EV_PROBE_REPLIED;
     }
@@ -392,7 +392,7 @@
         meta.notice_applied = 1;
         meta.event = EV_NOTICE_RECEIVED;
         ig_tm_md.ucast_egress_port = CPU_PORT;
-        meta.punt_reason = PUNT_NOTICE;
+        hdr.bridge.punt_reason = PUNT_NOTICE;
         meta.forwarded = 1;
     }
 

@@ -19,9 +19,10 @@
 
     /* -- the GLB engine's bitwise steps, one table per stage (see apply) --
      * In place, to keep the masks few (at 64 paths each takes two 32-bit
-     * containers): `live` goes from the configured paths (GLB) to the live
-     * ones (PICK; the same field on Tofino 2)
-     * (weighted, port up, not forced down, allowed: the mask or forced up);
+     * containers): `live` comes as the configured paths whose port is up
+     * (path_down's read), and in SGLB mode is rebuilt from LIVE_UNFORCED
+     * (words.p4: those less the forced-down paths) as the live ones
+     * (weighted, allowed: the mask or forced up);
      * `live_safe` from the fresh paths to the live, safe ones; fb_j from the
      * fed-back planes to the levels (fresh feedback, else the profile's
      * rq_j), where band_level turns fb2 into the paths above the band. */
@@ -30,38 +31,46 @@
 #define SGLB_COPY_LIVE(W, HI, LO) SGLB_COPY(PICK.candidates, live_copy, PICK.live, W, HI, LO)
 #define SGLB_COPY_SAFE(W, HI, LO) SGLB_COPY(PICK.candidates, safe_copy, meta.live_safe, W, HI, LO)
 
-    /* The weighted paths whose port is up: the forced bits (read after the
-     * notice checks) are needed only by glb_levels. */
-    action glb_weights() {
-        GLB.weighted = GLB.weighted & ~GLB.down;
+    /* -- dst_masks (Tofino): the masks of dst_profile, in the egress of the
+     *    recirculation port (no PHV for them in ingress) -- */
+#ifdef SGLB_TWO_PASS
+    action set_masks(pathmask_t live_mask, pathmask_t weighted,
+                     pathmask_t rq0, pathmask_t rq1, pathmask_t rq2) {
+        SGLB_PROFILE_MASKS(live_mask, weighted, rq0, rq1, rq2)
     }
 
+    action no_masks() {
+        SGLB_NO_PROFILE_MASKS
+    }
+
+    table dst_masks {
+        key = { meta.dst_leaf: exact; }
+        actions = { set_masks; no_masks; }
+        default_action = no_masks();
+        size = MAX_LEAVES;
+    }
+#endif
+
     action glb_inputs() {
-        PICK.live = GLB.live & GLB.weighted;
+        PICK.live = LIVE_UNFORCED & meta.weighted;
         meta.fb0 = meta.fresh & meta.fb0;
         meta.fb1 = meta.fresh & meta.fb1;
         meta.fb2 = meta.fresh & meta.fb2;
-        GLB.rq0 = GLB.rq0 & ~meta.fresh;
-        GLB.rq1 = GLB.rq1 & ~meta.fresh;
-        GLB.rq2 = GLB.rq2 & ~meta.fresh;
+        meta.rq0 = meta.rq0 & ~meta.fresh;
+        meta.rq1 = meta.rq1 & ~meta.fresh;
+        meta.rq2 = meta.rq2 & ~meta.fresh;
         meta.unknown_left = GLB.gap_unknown |-| GLB.idle;
         meta.idle_margin = GLB.idle |-| GLB.gap_margin;
         meta.gap_over = GLB.idle |-| GLB.flowlet_gap;
     }
 
-    /* ECMP knows only local link state and the control plane's mask. */
-    action glb_inputs_ecmp() {
-        PICK.live = GLB.live & ~GLB.down;
-    }
-
     /* lv_j (in fb_j): fresh & fb_j and rq_j & ~fresh are disjoint, so ^ is
      * their union (bf-p4c does not take (a & b) | (c & d) yet). */
     action glb_levels() {
-        PICK.live = PICK.live & ~GLB.forced_down;
-        GLB.cp_mask = GLB.cp_mask | GLB.forced_up;
-        meta.fb0 = meta.fb0 ^ GLB.rq0;
-        meta.fb1 = meta.fb1 ^ GLB.rq1;
-        meta.fb2 = meta.fb2 ^ GLB.rq2;
+        meta.cp_mask = meta.cp_mask | GLB.forced_up;
+        meta.fb0 = meta.fb0 ^ meta.rq0;
+        meta.fb1 = meta.fb1 ^ meta.rq1;
+        meta.fb2 = meta.fb2 ^ meta.rq2;
         meta.skew_bound = meta.owd_max + meta.owd_min_c;    /* max - min - 1 */
     }
 
@@ -69,15 +78,25 @@
      * (idle - gap_margin) - (max - min - 1), both saturated; the delays are
      * needed only by glb_levels, so their registers may be read a stage later */
     action glb_live() {
-        PICK.live = PICK.live & GLB.cp_mask;
+        PICK.live = PICK.live & meta.cp_mask;
         meta.skew_over = meta.idle_margin |-| meta.skew_bound;
     }
 
     /* The two plane pairs band_level combines with fb2; and live_safe (where a
-     * new flowlet may go, see apply) in one of three variants. */
+     * new flowlet may go, see apply) in one of three variants. On Tofino the
+     * pairs reuse rq0 and rq1, dead after glb_levels (egress's PHV is short
+     * at 64 paths); on Tofino 2 that reuse sends bf-p4c's PHV allocation out
+     * of memory, so they have fields of their own. */
+#ifdef SGLB_TWO_PASS
+#define PL_AND meta.rq0
+#define PL_OR meta.rq1
+#else
+#define PL_AND meta.pl_and
+#define PL_OR meta.pl_or
+#endif
 #define SGLB_PAIRS                                                             \
-        meta.pl_and = meta.fb1 & meta.fb0;                                     \
-        meta.pl_or = meta.fb1 | meta.fb0;
+        PL_AND = meta.fb1 & meta.fb0;                                          \
+        PL_OR = meta.fb1 | meta.fb0;
     action glb_safe_all() {
         SGLB_PAIRS
         meta.live_safe = PICK.live;
@@ -129,13 +148,13 @@
      *    p2 & (p1 | p0), >= 6 p2 & p1, 7 p2 & (p1 & p0)). No eligible path
      *    below 7: no cut. One lookup where eight "at most k" masks and a
      *    fold over them took 8 more masks and two more stages. -- */
-    action above_0() { meta.fb2 = meta.fb2 | meta.pl_or; }
+    action above_0() { meta.fb2 = meta.fb2 | PL_OR; }
     action above_1() { meta.fb2 = meta.fb2 | meta.fb1; }
-    action above_2() { meta.fb2 = meta.fb2 | meta.pl_and; }
+    action above_2() { meta.fb2 = meta.fb2 | PL_AND; }
     action above_3() { }
-    action above_4() { meta.fb2 = meta.fb2 & meta.pl_or; }
+    action above_4() { meta.fb2 = meta.fb2 & PL_OR; }
     action above_5() { meta.fb2 = meta.fb2 & meta.fb1; }
-    action above_6() { meta.fb2 = meta.fb2 & meta.pl_and; }
+    action above_6() { meta.fb2 = meta.fb2 & PL_AND; }
     action above_7() { meta.fb2 = 0; }
 
     table band_level {
@@ -153,9 +172,7 @@
         meta.banded = 1;
     }
 
-    SGLB_STEP_TABLE(glb_step0, glb_weights)
     SGLB_STEP_TABLE(glb_step1, glb_inputs)
-    SGLB_STEP_TABLE(glb_step1_ecmp, glb_inputs_ecmp)
     SGLB_STEP_TABLE(glb_step2, glb_levels)
     SGLB_STEP_TABLE(glb_step3, glb_live)
     SGLB_STEP_TABLE(glb_step4_all, glb_safe_all)

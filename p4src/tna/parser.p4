@@ -28,16 +28,7 @@ header bridge_t {
  * place and takes the header off. Only the pipeline's own ingress puts it
  * on a packet. */
 header glb_t {
-    /* the masks over the paths of the destination */
-    pathmask_t live;        /* the configured paths */
-    pathmask_t weighted;
-    pathmask_t down;
-    pathmask_t forced_down;
-    pathmask_t forced_up;
-    pathmask_t cp_mask;
-    pathmask_t rq0;
-    pathmask_t rq1;
-    pathmask_t rq2;
+    pathmask_t forced_up;   /* the paths a RECOVER notice forces up */
     /* times (ns) */
     bit<32> idle;
     bit<32> gap_unknown;
@@ -47,14 +38,14 @@ header glb_t {
 }
 
 /* What the pick takes on Tofino (PICK, words.p4): the first pass writes the
- * draws, the flowlet, the destination and its feedback path count, the
- * engine (egress) the live paths, the candidates and whether a new flowlet
- * starts; the second pass reads it. The second pass parses only this header
+ * draws, the flowlet, the destination and its feedback path count, and the
+ * paths the engine starts from; the engine (egress) the live paths, the
+ * candidates and whether a new flowlet starts; the second pass reads it. The second pass parses only this header
  * (not glb), so that it stays within the parser's depth at 64 paths. Only
  * a packet from the recirculation port is parsed with it. */
 header pick_t {
-    pathmask_t live;        /* the live paths (the engine's) */
-    pathmask_t candidates;
+    pathmask_t live;        /* configured and up (path_down), then the engine's live paths */
+    pathmask_t candidates;  /* SGLB: those less the forced down, then the engine's */
     bit<16> draw_word0; bit<16> draw_word1; bit<16> draw_word2; bit<16> draw_word3;
     bit<16> flowlet_index;
     bit<16> dst_leaf;
@@ -104,8 +95,8 @@ struct ig_meta_t {
     bit<28> fb_fresh;       /* feedback units (2^FB_TIME_SHIFT ns) */
     bit<32> gap_margin;
     bit<32> gap_unknown;
-    /* uplinks: the configured paths; the GLB engine narrows it in place to
-     * the live ones (see steps.p4) */
+    /* uplinks: the configured paths (into `candidates`; path_down's read
+     * narrows them into `live`: regs.p4) */
     pathmask_t live;
     bit<8>  path_count;
     /* port_neighbour */
@@ -119,8 +110,6 @@ struct ig_meta_t {
     pathmask_t rq2;
     bit<8>  wprof;          /* weight profile of the draws */
     /* per-destination state read from registers */
-    pathmask_t down;        /* path's port is down */
-    pathmask_t forced_down; /* a FAIL notice is in force */
     pathmask_t forced_up;   /* a RECOVER notice is in force */
     pathmask_t fb0;         /* bit planes of the fed-back level */
     pathmask_t fb1;
@@ -131,15 +120,15 @@ struct ig_meta_t {
     /* The GLB engine (one ALU operation per statement; in place, see
      * steps.p4). Its masks form two groups that no ALU operation links, so
      * that bf-p4c can place each in one PHV container group (12 normal
-     * containers of a size): liveness (live, weighted, down, forced_down,
-     * forced_up, cp_mask, live_safe) and levels (fresh, fb_j, rq_j, pl_and,
-     * pl_or, candidates). Values cross between groups through identity
+     * containers of a size): liveness (live, weighted, forced_up, cp_mask,
+     * live_safe) and levels (fresh, fb_j, rq_j, pl_and, pl_or, candidates);
+     * on Tofino's egress glb_inputs links them (few masks there). Values cross between groups through identity
      * hashes (a copy by the hash unit links no containers, where an ALU move
      * would); band_level, the draws, the probe and kept_alive test bits by
      * lookups. */
     pathmask_t live_safe;   /* fresh, then the live and safe paths */
-    pathmask_t pl_and;      /* fb1 & fb0, once they are the levels' planes */
-    pathmask_t pl_or;       /* fb1 | fb0 */
+    pathmask_t pl_and;
+    pathmask_t pl_or;
     bit<1>  safe_none;      /* live_safe is empty: nowhere safe to move */
     bit<1>  banded;         /* the candidates are a band (not all live paths) */
     pathmask_t candidates;  /* eligible (glb_step5), then those in the band */
@@ -232,7 +221,6 @@ struct ig_meta_t {
     bit<1>  tag_opened;     /* leaf_decision: the fabric tag opened (tag_stamp fills it) */
     bit<1>  consumed;
     bit<32> drop_reason;
-    bit<8>  punt_reason;
     bit<32> event;          /* EV_* counted once, or EV_COUNTER_SIZE (none) */
     bit<32> tag_event;      /* EV_FEEDBACK_* / EV_TAG_SKIPPED, or none */
     bit<32> tmp_ip;
@@ -255,13 +243,16 @@ struct eg_meta_t {
     /* the GLB engine's temporaries (engine.p4): the levels' planes (read
      * from the feedback's registers, then the levels), which paths are
      * fresh, then the live and safe ones, the delays, the flags and times */
+    pathmask_t cp_mask;     /* dst_masks: the profile's masks */
+    pathmask_t weighted;
+    pathmask_t rq0;
+    pathmask_t rq1;
+    pathmask_t rq2;
     pathmask_t fb0;
     pathmask_t fb1;
     pathmask_t fb2;         /* then the paths above the band */
     pathmask_t fresh;
     pathmask_t live_safe;
-    pathmask_t pl_and;
-    pathmask_t pl_or;
     bit<32> owd_min_c;
     bit<32> owd_max;
     bit<32> gap_over;

@@ -12,11 +12,12 @@
 #ifndef SGLB_TNA_REGS_P4
 #define SGLB_TNA_REGS_P4
 
-/* A bitmap register: `get` returns it, `set` ORs `MASK` in, `clear` takes it out. */
-#define SGLB_BITMAP_REGISTER(NAME, W, HI, LO, SIZE, INDEX_T, MASK)             \
+/* A bitmap register: `get` answers READ (of its value v), `set` ORs `MASK`
+ * in, `clear` takes it out. */
+#define SGLB_BITMAP_REGISTER(NAME, W, HI, LO, SIZE, INDEX_T, MASK, READ)       \
     Register<pword_t, INDEX_T>(SIZE, 0) NAME##_##W;                            \
     RegisterAction<pword_t, INDEX_T, pword_t>(NAME##_##W) NAME##_get_##W = {   \
-        void apply(inout pword_t v, out pword_t rv) { rv = v; }                \
+        void apply(inout pword_t v, out pword_t rv) { rv = READ; }             \
     };                                                                         \
     RegisterAction<pword_t, INDEX_T, pword_t>(NAME##_##W) NAME##_set_##W = {   \
         void apply(inout pword_t v, out pword_t rv) {                          \
@@ -31,17 +32,27 @@
         }                                                                      \
     };
 
-/* Port liveness of the leaf's paths (one cell: the whole bitmap). */
+/* What a data packet reads of a register of paths that are out (down
+ * ports, FAIL notices): the paths of FROM less those, into another mask
+ * (a table that reads the mask it writes would wait for the table of the
+ * other word). So the engine gets no mask of them (one fewer per gress on
+ * Tofino at 64 paths). */
+#define SGLB_LESS_OUT(FROM, HI, LO) FROM[HI:LO] & ~v
+
+/* Port liveness of the leaf's paths (one cell: the whole bitmap), read as
+ * the configured paths (uplinks: in `candidates`, stages before) whose
+ * port is up: `live`. */
 #define SGLB_DOWN_REGISTERS(W, HI, LO)                                         \
-    SGLB_BITMAP_REGISTER(path_down, W, HI, LO, 1, bit<1>, meta.port_paths)
+    SGLB_BITMAP_REGISTER(path_down, W, HI, LO, 1, bit<1>, meta.port_paths,    \
+                         SGLB_LESS_OUT(PICK.candidates, HI, LO))
 
 /* Notices in force per destination leaf: FAIL forces paths down, RECOVER up,
  * until the control plane writes the notice's epoch back. */
 #define SGLB_NOTICE_REGISTERS(W, HI, LO)                                       \
     SGLB_BITMAP_REGISTER(forced_down, W, HI, LO, MAX_LEAVES, bit<16>,          \
-                         meta.notice_paths)                                    \
+                         meta.notice_paths, SGLB_LESS_OUT(PICK.live, HI, LO))            \
     SGLB_BITMAP_REGISTER(forced_up, W, HI, LO, MAX_LEAVES, bit<16>,            \
-                         meta.notice_paths)
+                         meta.notice_paths, v)
 
 /* One bit plane J of the fed-back level of every path toward a destination:
  * feedback about path p sets or clears p's bit (fb_bit is one-hot, so the
@@ -121,20 +132,21 @@
         size = 4;                                                              \
     }
 
-/* An access table of one operation, run when KEY is 1 (an entry, as above),
- * where another table in an exclusive branch runs the register's other. */
-#define SGLB_ONE_OP_TABLE(NAME, KEY, ACTION)                                   \
+/* An access table of one operation, run when KEY is VALUE (an entry, as
+ * above), where another table in an exclusive branch runs the register's
+ * other operations. */
+#define SGLB_ONE_OP_TABLE(NAME, KEY, VALUE, ACTION)                            \
     @hidden table NAME {                                                       \
         key = { KEY: exact; }                                                  \
         actions = { ACTION; access_none; }                                     \
-        const entries = { 1: ACTION(); }                                       \
+        const entries = { VALUE: ACTION(); }                                   \
         const default_action = access_none();                                  \
         size = 1;                                                              \
     }
 
 /* path_down: read, set (port down), clear (port up) */
 #define SGLB_DOWN_ACCESS(W, HI, LO)                                            \
-    action down_read_##W() { GLB.down[HI:LO] = path_down_get_##W.execute(0); } \
+    action down_read_##W() { PICK.live[HI:LO] = path_down_get_##W.execute(0); } \
     action down_set_##W() { path_down_set_##W.execute(0); }                    \
     action down_clear_##W() { path_down_clear_##W.execute(0); }                \
     SGLB_ACCESS_TABLE(path_down_access_##W, meta.down_op: exact;,              \
@@ -142,56 +154,49 @@
                       OP_DOWN: down_set_##W(); OP_UP: down_clear_##W();,       \
                       down_read_##W)
 
-/* forced_down / forced_up: read, or the update of a notice that acts, by
- * ternary entries in priority order on notice_rv (key - held; held - key
- * for a write-back) and notice_seen (anything held): an offer acts when
- * nothing is held or key - held > 1 as a signed number, a write-back when
- * held - key <= 1. FAIL forces down, RECOVER up, a write-back clears both. */
+/* forced_down / forced_up: a data packet's read in SGLB mode (ECMP reads
+ * no notices), or the update of a notice that acts, by ternary entries in
+ * priority order on notice_rv (key - held; held - key for a write-back) and
+ * notice_seen (anything held): an offer acts when nothing is held or
+ * key - held > 1 as a signed number, a write-back when held - key <= 1.
+ * FAIL forces down, RECOVER up, a write-back clears both. The read of
+ * forced_down is the live paths less those forced down (after path_down's
+ * read), into `candidates` (glb_inputs starts from them); forced_up's is
+ * the register. */
 #define NOTICE_RV_NEAR 32w0 &&& 32w0xFFFFFFFE
 #define NOTICE_RV_POSITIVE 32w0 &&& 32w0x80000000
 #define NOTICE_RV_NEGATIVE 32w0x80000000 &&& 32w0x80000000
 #define SGLB_FORCED_ENTRIES(FAIL_A, RECOVER_A, WB_A, READ_A)                   \
-    (1, NOTICE_FAIL, 0, _): FAIL_A();                                          \
-    (1, NOTICE_RECOVER, 0, _): RECOVER_A();                                    \
-    (1, NOTICE_FAIL, 1, NOTICE_RV_NEAR): READ_A();                             \
-    (1, NOTICE_RECOVER, 1, NOTICE_RV_NEAR): READ_A();                          \
-    (1, NOTICE_FAIL, 1, NOTICE_RV_POSITIVE): FAIL_A();                         \
-    (1, NOTICE_RECOVER, 1, NOTICE_RV_POSITIVE): RECOVER_A();                   \
-    (1, NOTICE_WRITEBACK, 1, NOTICE_RV_NEGATIVE): WB_A();                      \
-    (1, NOTICE_WRITEBACK, 1, NOTICE_RV_NEAR): WB_A();                          \
-    (_, _, _, _): READ_A();
-#define SGLB_FORCED_KEYS                                                       \
-    meta.notice_ok: ternary; hdr.notice.kind: ternary; meta.notice_seen: ternary; \
-    meta.notice_rv: ternary;
-#define SGLB_FORCED_ACCESS(W, HI, LO)                                          \
-    action forced_down_read_##W() {                                            \
-        GLB.forced_down[HI:LO] = forced_down_get_##W.execute(meta.dst_leaf);   \
-    }                                                                          \
-    action forced_down_on_##W() { forced_down_set_##W.execute(meta.dst_leaf); } \
-    action forced_down_off_##W() { forced_down_clear_##W.execute(meta.dst_leaf); } \
-    @hidden table forced_down_access_##W {                                     \
-        key = { SGLB_FORCED_KEYS }                                             \
-        actions = { forced_down_read_##W; forced_down_on_##W; forced_down_off_##W; \
-                    access_none; }                                             \
-        const entries = { SGLB_FORCED_ENTRIES(forced_down_on_##W, forced_down_off_##W, \
-                                              forced_down_off_##W, forced_down_read_##W) } \
-        const default_action = access_none();                                  \
-        size = 9;                                                              \
-    }                                                                          \
-    action forced_up_read_##W() {                                              \
-        GLB.forced_up[HI:LO] = forced_up_get_##W.execute(meta.dst_leaf);       \
-    }                                                                          \
-    action forced_up_on_##W() { forced_up_set_##W.execute(meta.dst_leaf); }    \
-    action forced_up_off_##W() { forced_up_clear_##W.execute(meta.dst_leaf); } \
-    @hidden table forced_up_access_##W {                                       \
-        key = { SGLB_FORCED_KEYS }                                             \
-        actions = { forced_up_read_##W; forced_up_on_##W; forced_up_off_##W;   \
-                    access_none; }                                             \
-        const entries = { SGLB_FORCED_ENTRIES(forced_up_off_##W, forced_up_on_##W, \
-                                              forced_up_off_##W, forced_up_read_##W) } \
+    (1, NOTICE_FAIL, 0, _, _): FAIL_A();                                       \
+    (1, NOTICE_RECOVER, 0, _, _): RECOVER_A();                                 \
+    (1, NOTICE_FAIL, 1, NOTICE_RV_NEAR, _): access_none();                     \
+    (1, NOTICE_RECOVER, 1, NOTICE_RV_NEAR, _): access_none();                  \
+    (1, NOTICE_FAIL, 1, NOTICE_RV_POSITIVE, _): FAIL_A();                      \
+    (1, NOTICE_RECOVER, 1, NOTICE_RV_POSITIVE, _): RECOVER_A();                \
+    (1, NOTICE_WRITEBACK, 1, NOTICE_RV_NEGATIVE, _): WB_A();                   \
+    (1, NOTICE_WRITEBACK, 1, NOTICE_RV_NEAR, _): WB_A();                       \
+    (0, _, _, _, MODE_SGLB): READ_A();
+#define SGLB_FORCED_ACCESS_ONE(NAME, W, ON, OFF, WB, READ)                     \
+    action NAME##_read_##W() { READ = NAME##_get_##W.execute(meta.dst_leaf); } \
+    action NAME##_on_##W() { NAME##_set_##W.execute(meta.dst_leaf); }         \
+    action NAME##_off_##W() { NAME##_clear_##W.execute(meta.dst_leaf); }      \
+    @hidden table NAME##_access_##W {                                          \
+        key = {                                                                \
+            meta.notice_ok: ternary; hdr.notice.kind: ternary;                 \
+            meta.notice_seen: ternary; meta.notice_rv: ternary;                \
+            meta.lb_mode: ternary;                                             \
+        }                                                                      \
+        actions = { NAME##_read_##W; NAME##_on_##W; NAME##_off_##W; access_none; } \
+        const entries = { SGLB_FORCED_ENTRIES(ON, OFF, WB, NAME##_read_##W) }  \
         const default_action = access_none();                                  \
         size = 9;                                                              \
     }
+#define SGLB_FORCED_ACCESS(W, HI, LO)                                          \
+    SGLB_FORCED_ACCESS_ONE(forced_down, W, forced_down_on_##W,                 \
+                           forced_down_off_##W, forced_down_off_##W,           \
+                           LIVE_UNFORCED[HI:LO])                             \
+    SGLB_FORCED_ACCESS_ONE(forced_up, W, forced_up_off_##W, forced_up_on_##W,  \
+                           forced_up_off_##W, GLB.forced_up[HI:LO])
 
 /* A level plane J or the freshness of one word: read, or store the metric a
  * tag returns (fb_op). */
@@ -251,12 +256,9 @@
  * idle past flowlet_gap starts a new flowlet. */
 #define SGLB_ENGINE_APPLY                                                      \
     if (PICK.lb_mode == MODE_SGLB) {                                           \
-        glb_step0.apply();                                                     \
         glb_step1.apply();                                                     \
         SGLB_FOR_EACH_WORD(SGLB_APPLY_FRESH_COPY)                              \
         glb_step2.apply();                                                     \
-    } else {                                                                   \
-        glb_step1_ecmp.apply();                                                \
     }                                                                          \
     glb_step3.apply();                                                         \
     if (PICK.lb_mode == MODE_SGLB && GLB.feedback == 1 && meta.unknown_left != 0) { \

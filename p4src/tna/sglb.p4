@@ -28,6 +28,18 @@
 #include "parser.p4"
 #include "regs.p4"
 
+/* Tofino at 64 paths: the PHV containers of the masks, two 32-bit words
+ * each. Left to itself, bf-p4c's first PHV allocation searches until it runs
+ * out of memory (18 GB and more); with the masks that ingress writes in
+ * 32-bit containers and the egress engine's in 16-bit ones (egress's 32-bit
+ * containers hold its times and delays) it allocates in seconds. */
+#if defined(SGLB_TWO_PASS) && MAX_PATHS == 64
+#define SGLB_MASK_IN_WORDS(F) @pa_container_size("ingress", F, 32, 32)
+#define SGLB_MASK_IN_HALVES(F) @pa_container_size("egress", F, 16, 16, 16, 16)
+SGLB_MASK_IN_WORDS("hdr.glb.forced_up")
+SGLB_MASK_IN_WORDS("hdr.pick.live")
+SGLB_MASK_IN_WORDS("hdr.pick.candidates")
+#endif
 control SglbIngress(inout tna_headers_t hdr,
                     inout ig_meta_t meta,
                     in ingress_intrinsic_metadata_t ig_intr_md,
@@ -94,12 +106,12 @@ control SglbIngress(inout tna_headers_t hdr,
 
     /* -- uplinks: which paths exist (leaf) -- */
     action set_uplinks(pathmask_t path_slots, bit<8> path_count) {
-        GLB.live = path_slots;
+        PICK.candidates = path_slots;   /* (path_down's read: the live ones) */
         meta.path_count = path_count;
     }
 
     action no_uplinks() {
-        GLB.live = 0;
+        PICK.candidates = 0;
         meta.path_count = 0;
     }
 
@@ -161,7 +173,7 @@ control SglbIngress(inout tna_headers_t hdr,
     action to_cpu() {
         meta.dst_leaf = hdr.tag.src_leaf;
         ig_tm_md.ucast_egress_port = CPU_PORT;
-        meta.punt_reason = PUNT_HOST;
+        hdr.bridge.punt_reason = PUNT_HOST;
         meta.forwarded = 1;
     }
 
@@ -206,27 +218,32 @@ control SglbIngress(inout tna_headers_t hdr,
     /* -- dst_profile: SyncMesh's view of a destination leaf (leaf). The
      *    remote level of each path (already floored by unknown_level) comes
      *    as three bit planes; wprof names the draws of its capacity weights. -- */
+#ifdef SGLB_TWO_PASS
+    /* Tofino: the masks are the engine's, looked up in its egress
+     * (dst_masks); the first pass needs the weight profile and the mode. */
+    action set_profile(bit<8> wprof) {
+        meta.wprof = wprof;
+    }
+
+    action no_profile() {
+        meta.wprof = 0;
+        meta.lb_mode = MODE_ECMP;
+    }
+#else
     action set_profile(pathmask_t live_mask, pathmask_t weighted,
                        pathmask_t rq0, pathmask_t rq1, pathmask_t rq2, bit<8> wprof) {
-        GLB.cp_mask = live_mask;
-        GLB.weighted = weighted;
-        GLB.rq0 = rq0;
-        GLB.rq1 = rq1;
-        GLB.rq2 = rq2;
         meta.wprof = wprof;
+        SGLB_PROFILE_MASKS(live_mask, weighted, rq0, rq1, rq2)
     }
 
     /* No congestion data for this leaf: hash ECMP over the live paths
      * (weight profile 0: every path once). */
     action no_profile() {
-        GLB.cp_mask = (pathmask_t)-1;
-        GLB.weighted = (pathmask_t)-1;
-        GLB.rq0 = 0;
-        GLB.rq1 = 0;
-        GLB.rq2 = 0;
         meta.wprof = 0;
         meta.lb_mode = MODE_ECMP;
+        SGLB_NO_PROFILE_MASKS
     }
+#endif
 
     table dst_profile {
         key = { meta.dst_leaf: exact; }
@@ -371,7 +388,7 @@ control SglbIngress(inout tna_headers_t hdr,
     }
 
     /* -- probe_alive: the probe's path is configured and its port up (entry
-     *    I: bit I set in live (the configured paths) and clear in down) -- */
+     *    I: bit I set in live, which path_down's read made just that) -- */
     action probe_path_up() {
         meta.probe_up = 1;
     }
@@ -381,9 +398,9 @@ control SglbIngress(inout tna_headers_t hdr,
     }
 
 #define SGLB_PROBE_ENTRY(I)                                                    \
-    ((bit<8>)I, PATH_BIT(I) &&& PATH_BIT(I), 0 &&& PATH_BIT(I)) : probe_path_up();
+    ((bit<8>)I, PATH_BIT(I) &&& PATH_BIT(I)) : probe_path_up();
     @hidden table probe_alive {
-        key = { hdr.probe.path: exact; GLB.live: ternary; GLB.down: ternary; }
+        key = { hdr.probe.path: exact; PICK.live: ternary; }
         actions = { probe_path_up; probe_path_down; }
         const entries = { SGLB_FOR_EACH_PATH(SGLB_PROBE_ENTRY) }
         const default_action = probe_path_down();
@@ -842,7 +859,6 @@ control SglbIngress(inout tna_headers_t hdr,
 
         /* ---- Stage 3 (both passes): every packet not sent is consumed or
          * counted ---- */
-        hdr.bridge.punt_reason = meta.punt_reason;
         if (meta.drop_reason != 0) {
             drops.count(meta.drop_reason);
             ig_dprsr_md.drop_ctl = 1;
@@ -867,6 +883,24 @@ control SglbIngress(inout tna_headers_t hdr,
     }
 }
 
+#if defined(SGLB_TWO_PASS) && MAX_PATHS == 64
+SGLB_MASK_IN_HALVES("meta.cp_mask")
+SGLB_MASK_IN_HALVES("meta.weighted")
+SGLB_MASK_IN_HALVES("meta.rq0")
+SGLB_MASK_IN_HALVES("meta.rq1")
+SGLB_MASK_IN_HALVES("meta.rq2")
+SGLB_MASK_IN_HALVES("meta.fb0")
+SGLB_MASK_IN_HALVES("meta.fb1")
+SGLB_MASK_IN_HALVES("meta.fb2")
+SGLB_MASK_IN_HALVES("meta.fresh")
+SGLB_MASK_IN_HALVES("meta.live_safe")
+SGLB_MASK_IN_HALVES("meta.fb_bit")
+SGLB_MASK_IN_HALVES("hdr.pick.live")
+SGLB_MASK_IN_HALVES("hdr.pick.candidates")
+SGLB_MASK_IN_HALVES("hdr.glb.forced_up")
+#undef SGLB_MASK_IN_WORDS
+#undef SGLB_MASK_IN_HALVES
+#endif
 control SglbEgress(inout tna_headers_t hdr,
                    inout eg_meta_t meta,
                    in egress_intrinsic_metadata_t eg_intr_md,
@@ -928,6 +962,7 @@ control SglbEgress(inout tna_headers_t hdr,
             /* The recirculation port (Tofino): the GLB engine, for the
              * packet's second pass through ingress, which parses only the
              * pick header (the inputs stay here). */
+            dst_masks.apply();
             SGLB_ENGINE_APPLY
             hdr.glb.setInvalid();
         } else

@@ -42,6 +42,27 @@
 #define GLB meta
 #define PICK meta
 #endif
+/* The masks of a destination's profile (dst_profile; on Tofino dst_masks):
+ * the paths the control plane allows, those with a capacity weight, the
+ * remote level's three planes; without a profile everything, at level 0. */
+#define SGLB_PROFILE_MASKS(LIVE, WEIGHTED, RQ0, RQ1, RQ2)                      \
+    meta.cp_mask = LIVE;                                                       \
+    meta.weighted = WEIGHTED;                                                  \
+    meta.rq0 = RQ0;                                                            \
+    meta.rq1 = RQ1;                                                            \
+    meta.rq2 = RQ2;
+#define SGLB_NO_PROFILE_MASKS SGLB_PROFILE_MASKS((pathmask_t)-1, (pathmask_t)-1, 0, 0, 0)
+/* Where forced_down's read puts the live paths less those a FAIL notice
+ * forces down, for glb_inputs: a mask of its own would cost PHV, the live
+ * paths themselves would make each word's read wait for the other's. On
+ * Tofino the pick header's candidates (free until the engine writes them);
+ * on Tofino 2 live_safe, which the engine's PHV group of the live paths
+ * holds (free until glb_inputs' stage). */
+#ifdef SGLB_TWO_PASS
+#define LIVE_UNFORCED PICK.candidates
+#else
+#define LIVE_UNFORCED meta.live_safe
+#endif
 /* A key on PICK.F or GLB.F named meta.F in the P4Info on both targets, so
  * that the control plane writes the same match fields. */
 #define SGLB_STRING(X) #X

@@ -21,7 +21,7 @@ from syncmesh.sglb_mapping import (
     entities,
     switch_mac,
 )
-from syncmesh.sglb_tna_mapping import TNA_TABLES, tna_entities, writeback_frames
+from syncmesh.sglb_tna_mapping import tna_entities, tna_tables, writeback_frames
 
 from fabricmodel import leaf_spine, load
 from sglb import tofino
@@ -72,12 +72,12 @@ def check_against_p4info(info: p4i.P4Info, ents) -> set[str]:
     return used
 
 
-def _tna_entities_of(fabric_file: str, max_paths: int = 8):
+def _tna_entities_of(fabric_file: str, max_paths: int = 8, target: str = "tofino2"):
     fab = load(ROOT / "topologies" / "fabrics" / fabric_file)
     for sw in fab.switches:
         core = SyncMeshCore(fab, sw.name, 1)
         yield sw, tna_entities(core.desired(), Identity(switch_mac(sw.id), program="tna",
-                                                        max_paths=max_paths))
+                                                        max_paths=max_paths, tna_target=target))
 
 
 def _parse(path: Path) -> p4i.P4Info:
@@ -91,7 +91,7 @@ def bf_p4c_p4info(request, tmp_path_factory):
     # at 8 paths, which bf-p4c fits on both targets (docs/sglb.md, Figures (bf-p4c));
     # Tofino's two-pass program keeps the key names (GLB.*, PICK.* as meta.*)
     out = tofino.compile_tna(request.param, 8, tmp_path_factory.mktemp("tna"))
-    return _parse(out / "p4info.txtpb")
+    return request.param, _parse(out / "p4info.txtpb")
 
 
 @pytest.fixture(scope="module")
@@ -105,12 +105,14 @@ def front_end_p4info(tmp_path_factory):
 
 @pytest.mark.parametrize("fabric_file", FABRICS)
 def test_names_match_bf_p4c_p4info(bf_p4c_p4info, fabric_file):
+    target, info = bf_p4c_p4info
     used = set()
-    for _sw, ents in _tna_entities_of(fabric_file):
-        used |= check_against_p4info(bf_p4c_p4info, ents)
-    assert used == TNA_TABLES   # every table SyncMesh owns is written somewhere
-    names = {t.preamble.name for t in bf_p4c_p4info.tables}
-    counters = {c.preamble.name for c in bf_p4c_p4info.counters}
+    for _sw, ents in _tna_entities_of(fabric_file, target=target):
+        used |= check_against_p4info(info, ents)
+    # every table SyncMesh owns is written somewhere
+    assert used == tna_tables(Identity(1, program="tna", tna_target=target))
+    names = {t.preamble.name for t in info.tables}
+    counters = {c.preamble.name for c in info.counters}
     from syncmesh.p4runtime_driver import TX_COUNTER
     assert TX_COUNTER in counters, counters   # a standard counter, not an extern
     assert not any(n.startswith("pipe.") for n in names), names   # standard externs: no prefix
@@ -119,9 +121,9 @@ def test_names_match_bf_p4c_p4info(bf_p4c_p4info, fabric_file):
 @pytest.mark.parametrize("fabric_file", FABRICS)
 def test_names_match_front_end_p4info(front_end_p4info, fabric_file):
     used = set()
-    for _sw, ents in _tna_entities_of(fabric_file):
+    for _sw, ents in _tna_entities_of(fabric_file, target="tofino"):   # as compiled
         used |= check_against_p4info(front_end_p4info, ents)
-    assert used == TNA_TABLES
+    assert used == tna_tables(Identity(1, program="tna", tna_target="tofino"))
 
 
 def test_leaves_get_band_entries_from_their_tolerance():
@@ -176,6 +178,18 @@ def test_profiles_become_planes_and_weight_profiles():
     prof = {dict(e.match)["meta.dst_leaf"]: dict(e.params) for e in ents
             if isinstance(e, TableWrite) and e.table == "dst_profile"}
     assert prof.keys() == v1.keys()
+    # for Tofino the same values in two tables: the weight profile in dst_profile,
+    # the masks in the egress's dst_masks, both under the destination
+    split = tna_entities(desired, Identity(1, program="tna", tna_target="tofino",
+                                           feedback=Feedback(unknown_level=2)))
+    for dst, p in prof.items():
+        (wprof,) = [dict(e.params) for e in split if isinstance(e, TableWrite)
+                    and e.table == "dst_profile" and dict(e.match)["meta.dst_leaf"] == dst]
+        (masks,) = [dict(e.params) for e in split if isinstance(e, TableWrite)
+                    and e.table == "dst_masks" and dict(e.match)["meta.dst_leaf"] == dst]
+        assert wprof == {"wprof": p["wprof"]} and {**masks, **wprof} == p
+    assert [e for e in split if getattr(e, "table", "") not in ("dst_profile", "dst_masks")] \
+        == [e for e in ents if getattr(e, "table", "") != "dst_profile"]
     for dst, p in prof.items():
         levels = [max(2, v1[dst][f"rq{i}"]) for i in range(8)]   # floored by unknown_level
         weights = [v1[dst][f"w{i}"] for i in range(8)]
@@ -248,6 +262,8 @@ def test_switch_book_plans_the_tofino_program():
 def test_bad_programs_and_limits_are_refused():
     with pytest.raises(ValueError, match="program"):
         Identity(1, program="psa")
+    with pytest.raises(ValueError, match="tna_target"):
+        Identity(1, program="tna", tna_target="tofino3")
     fab = leaf_spine(2, 5, 1, 1, links_per_pair=2)   # 10 uplinks > 8 paths
     with pytest.raises(MappingError, match="MAX_PATHS"):
         tna_entities(SyncMeshCore(fab, "l1", 1).desired(), Identity(1, program="tna"))
