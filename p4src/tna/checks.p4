@@ -124,7 +124,6 @@
     /* passed; rx / fb: a tagged packet from the fabric on a leaf, whose
      * metric (rx_op) and returned metric (fb_op) the access tables store */
     action ipv4_ok(bit<8> rx, bit<8> fb) {
-        meta.data_ok = 1;
         meta.rx_op = rx;
         meta.fb_op = fb;
 #ifdef SGLB_TWO_PASS

@@ -184,7 +184,6 @@ struct ig_meta_t {
     bit<1>  dec_ttl;        /* ipv4_route: to_host / to_leaf decrement the TTL once checked */
     bit<1>  leaf_route;     /* ipv4_route: to_leaf (the GLB engine runs on it) */
     bit<1>  route_miss;     /* ipv4_route: no_route */
-    bit<1>  data_ok;        /* an IPv4 packet that passed every check */
     bit<1>  is_probe;
     bit<16> probe_dx;       /* probe.dst_leaf ^ switch_id: 0 = the probe is for this leaf */
     port_t  probe_port;     /* path_ports: port of the probe's path */

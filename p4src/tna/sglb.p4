@@ -740,7 +740,7 @@ control SglbIngress(inout tna_headers_t hdr,
             hdr.packet_out.setInvalid();
 
             /* ---- Stage 2 (leaf): a tagged packet from the fabric that passed
-             * the checks (rx_op and fb_op, set by ipv4_check with data_ok, so
+             * the checks (rx_op and fb_op, set by ipv4_check when it passes, so
              * that the access tables need not wait for drop_reason): the
              * access tables store its metric (computed beside the checks)
              * and the metric it returns about one of our paths ---- */
