@@ -50,7 +50,7 @@
  * until the control plane writes the notice's epoch back. */
 #define SGLB_NOTICE_REGISTERS(W, HI, LO)                                       \
     SGLB_BITMAP_REGISTER(forced_down, W, HI, LO, MAX_LEAVES, bit<16>,          \
-                         meta.notice_paths, SGLB_LESS_OUT(PICK.live, HI, LO))            \
+                         meta.notice_paths, SGLB_LESS_OUT(PICK.live, HI, LO)) \
     SGLB_BITMAP_REGISTER(forced_up, W, HI, LO, MAX_LEAVES, bit<16>,            \
                          meta.notice_paths, v)
 
@@ -161,8 +161,8 @@
  * key - held > 1 as a signed number, a write-back when held - key <= 1.
  * FAIL forces down, RECOVER up, a write-back clears both. The read of
  * forced_down is the live paths less those forced down (after path_down's
- * read), into `candidates` (glb_inputs starts from them); forced_up's is
- * the register. */
+ * read), into LIVE_UNFORCED (words.p4: glb_inputs starts from them);
+ * forced_up's is the register. */
 #define NOTICE_RV_NEAR 32w0 &&& 32w0xFFFFFFFE
 #define NOTICE_RV_POSITIVE 32w0 &&& 32w0x80000000
 #define NOTICE_RV_NEGATIVE 32w0x80000000 &&& 32w0x80000000
