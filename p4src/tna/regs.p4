@@ -132,14 +132,13 @@
         size = 4;                                                              \
     }
 
-/* An access table of one operation, run when KEY is VALUE (an entry, as
- * above), where another table in an exclusive branch runs the register's
- * other operations. */
-#define SGLB_ONE_OP_TABLE(NAME, KEY, VALUE, ACTION)                            \
+/* An access table of one operation, run when KEY is 1 (an entry, as above),
+ * where another table in an exclusive branch runs the register's other. */
+#define SGLB_ONE_OP_TABLE(NAME, KEY, ACTION)                                   \
     @hidden table NAME {                                                       \
         key = { KEY: exact; }                                                  \
         actions = { ACTION; access_none; }                                     \
-        const entries = { VALUE: ACTION(); }                                   \
+        const entries = { 1: ACTION(); }                                       \
         const default_action = access_none();                                  \
         size = 1;                                                              \
     }

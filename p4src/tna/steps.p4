@@ -37,10 +37,10 @@
     /* On Tofino the first pass stores a received tag's metric and the
      * second reads the one a tag returns: a table in each pass's branch
      * (exclusive, so bf-p4c puts both in the register's stage). */
-    SGLB_ONE_OP_TABLE(rx_level_access, meta.rx_op, 1, rx_level_store)
-    SGLB_ONE_OP_TABLE(rx_owd_access, meta.rx_op, 1, rx_owd_store)
-    SGLB_ONE_OP_TABLE(rx_level_fetch, meta.fb_try, 1, rx_level_read)
-    SGLB_ONE_OP_TABLE(rx_owd_fetch, meta.fb_try, 1, rx_owd_read)
+    SGLB_ONE_OP_TABLE(rx_level_access, meta.rx_op, rx_level_store)
+    SGLB_ONE_OP_TABLE(rx_owd_access, meta.rx_op, rx_owd_store)
+    SGLB_ONE_OP_TABLE(rx_level_fetch, meta.fb_try, rx_level_read)
+    SGLB_ONE_OP_TABLE(rx_owd_fetch, meta.fb_try, rx_owd_read)
 #else
     SGLB_ACCESS_TABLE(rx_level_access, meta.rx_op: exact;, rx_level_store;,
                       1: rx_level_store();, rx_level_read)
