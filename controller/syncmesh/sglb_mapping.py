@@ -54,6 +54,7 @@ from sglb.config import (
     uplinks_params,
     writeback,
 )
+from sglb.tofino import TARGETS as TNA_TARGETS
 
 from .switchops import (
     HostRoute,
@@ -72,9 +73,6 @@ from .switchops import (
 
 PROGRAMS = ("v1model", "tna")
 """The SGLB programs the mapping covers: p4src/sglb.p4 and p4src/tna/sglb.p4."""
-TNA_TARGETS = ("tofino2", "tofino")
-"""What p4src/tna/sglb.p4 is compiled for: Tofino 2 (one pass) or Tofino (two
-passes, where the profile's masks are an egress table of their own)."""
 
 
 class MappingError(ValueError):
@@ -97,7 +95,8 @@ class Identity:
     """The switch's program: "v1model" (p4src/sglb.p4) or "tna" (p4src/tna/sglb.p4,
     mapped by ``syncmesh.sglb_tna_mapping``)."""
     tna_target: str = "tofino2"
-    """The Tofino program's target (``TNA_TARGETS``; ignored for "v1model")."""
+    """The Tofino program's target (``sglb.tofino.TARGETS``: on Tofino, two passes,
+    the profile's masks are an egress table of their own; ignored for "v1model")."""
     notice_copies: int = NOTICE_COPIES
     """Copies of every notice a spine sends to each leaf (1..16)."""
     dre_period_shift: int = DRE_PERIOD_SHIFT

@@ -39,6 +39,7 @@ from sglb.tna_config import (
     switch_params,
     writeback_frame,
 )
+from sglb.tofino import TARGETS
 
 from .sglb_mapping import (
     SGLB_TABLES,
@@ -58,9 +59,15 @@ TOFINO_TABLES = TNA_TABLES | {"dst_masks"}
 """... compiled for Tofino: the profile's masks are the egress's ``dst_masks``."""
 
 
+def _two_pass(identity: Identity) -> bool:
+    """The program runs the engine in the recirculation port's egress (Tofino),
+    where the profile's masks are ``dst_masks``."""
+    return TARGETS[identity.tna_target].passes == 2
+
+
 def tna_tables(identity: Identity) -> frozenset[str]:
     """The tables SyncMesh owns in the Tofino program for ``identity.tna_target``."""
-    return TOFINO_TABLES if identity.tna_target == "tofino" else TNA_TABLES
+    return TOFINO_TABLES if _two_pass(identity) else TNA_TABLES
 
 KEY_RENAMES = {"standard_metadata.ingress_port": "ig_intr_md.ingress_port"}
 BAND_KEYS = ("meta.live_safe", "meta.fb0", "meta.fb1", "meta.fb2")
@@ -211,7 +218,7 @@ def _profiles(profiles: list[TableWrite], ports: dict[int, int],
         masks = (("live_mask", _mask(p["live_mask"], max_paths)), ("weighted", weighted),
                  ("rq0", rq0), ("rq1", rq1), ("rq2", rq2))
         chosen = (("wprof", wprof.get(weights, 0)),)
-        if identity.tna_target == "tofino":
+        if _two_pass(identity):
             out.append(TableWrite("dst_profile", e.match, "set_profile", chosen))
             out.append(TableWrite("dst_masks", e.match, "set_masks", masks))
         else:
