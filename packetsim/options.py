@@ -32,7 +32,7 @@ class SimOptions:
     workload: str = "alltoall"
     nbytes: int = 1_000_000
     """Bytes per connection."""
-    flows: int = 2
+    flows: int = 4
     """Connections per host pair and rail (alltoall), per host (permutation, incast)."""
     link_scale: float = 1000.0
     """Every capacity of the fabric file is multiplied by this (10 Mbit/s -> 10 Gbit/s)."""

@@ -44,7 +44,7 @@ std::unordered_map<NetDevice*, uint32_t> g_index;
 std::vector<std::string> g_rx_prefix;   // switch port facing a host: the host's Ethernet header
 std::vector<uint8_t> g_strip;           // switch port facing a host: drop the Ethernet header
 std::vector<uint32_t> g_ecn_bytes;      // 0: drop-tail; else mark CE at this queue depth
-std::vector<uint64_t> g_tx_bytes, g_tx_frames, g_drops, g_marks;
+std::vector<uint64_t> g_tx_bytes, g_tx_frames, g_rx_bytes, g_drops, g_marks;
 std::vector<Ptr<RateErrorModel>> g_cut;
 std::vector<uint8_t> g_buf;
 
@@ -127,6 +127,7 @@ bool Rx(Ptr<NetDevice> d, Ptr<const Packet> p, uint16_t proto, const Address& fr
   uint32_t dev = g_index[PeekPointer(d)];
   const std::string& pre = g_rx_prefix[dev];
   uint32_t n = p->GetSize();
+  g_rx_bytes[dev] += n;
   PyObject* bytes = PyBytes_FromStringAndSize(nullptr, pre.size() + n);
   if (!bytes) { Fail("rx alloc"); return true; }
   char* buf = PyBytes_AS_STRING(bytes);
@@ -167,7 +168,7 @@ uint32_t AddSwitchPort(Ptr<NetDevice> d, const std::string& rx_prefix, bool stri
   g_rx_prefix.push_back(rx_prefix);
   g_strip.push_back(strip ? 1 : 0);
   g_ecn_bytes.push_back(ecn_bytes);
-  g_tx_bytes.push_back(0); g_tx_frames.push_back(0); g_drops.push_back(0); g_marks.push_back(0);
+  g_tx_bytes.push_back(0); g_tx_frames.push_back(0); g_rx_bytes.push_back(0); g_drops.push_back(0); g_marks.push_back(0);
   Ptr<RateErrorModel> em = CreateObject<RateErrorModel>();
   em->SetAttribute("ErrorRate", DoubleValue(1.0));
   em->SetAttribute("ErrorUnit", StringValue("ERROR_UNIT_PACKET"));
@@ -200,6 +201,7 @@ Ptr<RateErrorModel> DevCut(uint32_t dev) { return g_cut[dev]; }
 
 uint64_t TxBytes(uint32_t dev) { return g_tx_bytes[dev]; }
 uint64_t TxFrames(uint32_t dev) { return g_tx_frames[dev]; }
+uint64_t RxBytes(uint32_t dev) { return g_rx_bytes[dev]; }
 uint64_t Drops(uint32_t dev) { return g_drops[dev]; }
 uint64_t Marks(uint32_t dev) { return g_marks[dev]; }
 uint32_t QueueBytes(uint32_t dev) { return g_dev[dev]->GetQueue()->GetNBytes(); }

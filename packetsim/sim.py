@@ -109,6 +109,8 @@ def run(fabric_in: Fabric, opts: SimOptions, progress: Callable[[float], None] |
     fabric = scaled(fabric_in, opts.link_scale)
     events = tuple(dataclasses.replace(ev, link=resolve_link(fabric, ev.link)) for ev in opts.events)
     flow_list = flows(fabric, opts)
+    dre_shift = dre_period_shift_for(min(lk.capacity_mbps for lk in fabric.links))
+    identities = {s.name: identity_for(fabric, s.name, opts, dre_shift) for s in fabric.switches}
     wall0 = time.monotonic()
     ns, psim = load()
 
@@ -128,7 +130,6 @@ def run(fabric_in: Fabric, opts: SimOptions, progress: Callable[[float], None] |
     # ---- switches: one compile of sglb.p4, one engine and SyncMesh core per switch
     from softswitch.p4runtime.pipeline_loader import device_config_from_file
 
-    dre_shift = dre_period_shift_for(min(lk.capacity_mbps for lk in fabric.links))
     defines: dict[str, str | None] = {"DRE_PERIOD_SHIFT": str(dre_shift)}
     if opts.max_paths != MAX_PATHS:
         defines["MAX_PATHS"] = str(opts.max_paths)
@@ -146,7 +147,7 @@ def run(fabric_in: Fabric, opts: SimOptions, progress: Callable[[float], None] |
 
     for s in fabric.switches:
         switches[s.name] = SimSwitch(fabric, s.name, pipeline,
-                                     identity_for(fabric, s.name, opts, dre_shift), core_config, send)
+                                     identities[s.name], core_config, send)
     net = network.build(fabric, opts, {n: switch_mac(fabric.switch(n).id).to_bytes(6, "big")
                                        for n in switches})
     for dev, sp in net.ports.items():
@@ -243,8 +244,9 @@ def run(fabric_in: Fabric, opts: SimOptions, progress: Callable[[float], None] |
     sample_ns = int(opts.sample_us * 1e3)
 
     def sample(now_ns: int) -> None:
-        samples.append((now_ns / 1e9, [int(psim.TxBytes(a)) for _, a, _ in link_devs],
-                        [int(psim.TxBytes(b)) for _, _, b in link_devs]))
+        # bytes that crossed each link: received by its spine end (up), its leaf end (down)
+        samples.append((now_ns / 1e9, [int(psim.RxBytes(b)) for _, _, b in link_devs],
+                        [int(psim.RxBytes(a)) for _, a, _ in link_devs]))
         if progress is not None:
             progress(now_ns / 1e9)
         if not psim.AllDone() and now_ns + sample_ns < stop_ns:
@@ -320,7 +322,7 @@ def _results(fabric: Fabric, opts: SimOptions, flow_list: list[Flow], starts: di
     links = {}
     for name, a, b in link_devs:
         links[name] = {"gbps": round(net.link_gbps[name], 6),
-                       "bytes_up": int(psim.TxBytes(a)), "bytes_down": int(psim.TxBytes(b)),
+                       "bytes_up": int(psim.RxBytes(b)), "bytes_down": int(psim.RxBytes(a)),
                        "drops": int(psim.QueueDrops(a) + psim.QueueDrops(b) + psim.Drops(a)
                                     + psim.Drops(b)),
                        "ecn_marks": int(psim.Marks(a) + psim.Marks(b))}

@@ -1,0 +1,130 @@
+"""The packet-level simulator: real sglb.p4 in every switch, ns-3's TCP, SyncMesh in the loop.
+
+Each run is a ``fabric-sim packet`` process (ns-3 keeps global state), on small
+fabrics made here, at 10 Gbit/s (``--link-scale 1000`` of 10 Mbit/s files).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fabricmodel import dump, leaf_spine
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(importlib.util.find_spec("ns") is None,
+                                 reason="ns-3 not installed (pip install -e '.[crosscheck]')")]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def fabric_file(tmp: Path, name: str, **kw) -> Path:
+    path = tmp / f"{name}.yaml"
+    dump(leaf_spine(name=name, link_capacity="10Mbit", nic_capacity="10Mbit", **kw), path)
+    return path
+
+
+def simulate(fabric: Path, out: Path, *args: str) -> dict:
+    """One run of ``fabric-sim packet``; its JSON."""
+    cmd = [sys.executable, "-m", "packetsim.cli", "--fabric", str(fabric), "--json", str(out),
+           "--quiet", *args]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+def test_one_flow_runs_at_the_bottleneck_rate_of_its_frames(tmp_path):
+    # h1 (l1) -> h2 (l2) over the one spine, every link 10 Gbit/s. The buffers dwarf the
+    # bandwidth-delay product (~15 KB), so TCP keeps the path busy: the transfer takes its
+    # segments' wire time on the busiest link. A full segment is 1448 B of payload + 32 B
+    # TCP (timestamps) + 20 B IPv4; on a host link + 2 B PPP (1502 B); between switches
+    # the frame is Ethernet (14 B) and leaf-to-leaf traffic carries SGLB's 20-byte tag,
+    # + 2 B PPP: 1536 B. 5 MB -> 3454 segments -> 3454 * 1536 * 8 / 10e9 = 4.244 ms.
+    fab = fabric_file(tmp_path, "one", leaves=2, spines=1, hosts_per_leaf=1)
+    r = simulate(fab, tmp_path / "one.json", "--workload", "permutation", "--flows", "1",
+                 "--bytes", "5000000", "--lb", "sglb")
+    assert r["finished"] == r["flows_total"] == 1
+    segments = -(-5_000_000 // 1448)
+    expected = segments * 1536 * 8 / 10e9
+    assert r["completion_s"] == pytest.approx(expected, rel=0.02)
+    assert r["reorderings"] == 0 and r["timeouts"] == 0
+
+
+def test_the_same_seed_gives_the_same_json_and_another_seed_another(tmp_path):
+    fab = fabric_file(tmp_path, "det", leaves=2, spines=2, hosts_per_leaf=2)
+    args = ("--workload", "permutation", "--flows", "2", "--bytes", "300000", "--lb", "sglb")
+    a = simulate(fab, tmp_path / "a.json", *args, "--seed", "3")
+    b = simulate(fab, tmp_path / "b.json", *args, "--seed", "3")
+    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
+    assert a["finished"] == a["flows_total"] > 0
+    c = simulate(fab, tmp_path / "c.json", *args, "--seed", "4")
+    assert c["flows"] != a["flows"]  # another permutation, other start times
+
+
+def test_a_cut_link_is_left_by_sglb_within_microseconds_and_by_ecmp_after_the_control_plane(
+        tmp_path):
+    # Two leaves, two spines, one long flow per direction of each host pair: whatever path
+    # a flow is on, cutting that spine's link to l1 at 3 ms strands it. SGLB's leaf moves
+    # its packets on the port-status packet (10 us); the spine's notices move the other
+    # leaf's. ECMP's leaf hashes over the live paths SyncMesh writes, after its daemon hears
+    # of the cut (--port-event 1 ms) and its peers' messages (--message-delay).
+    fab = fabric_file(tmp_path, "cut", leaves=2, spines=2, hosts_per_leaf=1)
+    args = ("--workload", "alltoall", "--flows", "4", "--bytes", "20000000",
+            "--fail", "l1:3@3ms", "--port-event", "1ms", "--message-delay", "2ms")
+    sglb = simulate(fab, tmp_path / "sglb.json", *args, "--lb", "sglb")
+    (cut,) = sglb["failures"]
+    assert cut["affected_flows"], "no flow crossed the cut link"
+    assert cut["unrecovered_flows"] == []
+    assert 10 <= cut["recovery_us"] <= 50
+    assert sglb["finished"] == sglb["flows_total"]
+    ecmp = simulate(fab, tmp_path / "ecmp.json", *args, "--lb", "ecmp")
+    (ecut,) = ecmp["failures"]
+    assert ecut["affected_flows"]
+    assert ecut["recovery_us"] is None or ecut["recovery_us"] > 1000
+
+
+def test_the_control_plane_alone_moves_traffic_off_a_path_syncmesh_excludes(tmp_path):
+    # The data plane never hears of the cut (--detect past the end of the run), so only
+    # SyncMesh can act: s1's daemon sees its link to l2 go down at 2 ms (+0.5 ms), tells
+    # l1's daemon (+1 ms), which writes l1's profile for l2 without the s1 path. From
+    # then on no new flowlet from l1 to l2 takes s1: l1's uplink to s1 falls silent
+    # (ACKs towards l1's hosts do not use it) while l1's uplink to s2 carries it all.
+    fab = fabric_file(tmp_path, "ctl", leaves=2, spines=2, hosts_per_leaf=1)
+    r = simulate(fab, tmp_path / "ctl.json", "--workload", "alltoall", "--flows", "4",
+                 "--bytes", "12000000", "--lb", "sglb", "--fail", "l2:3@2ms",
+                 "--detect", "10s", "--stop", "12s", "--port-event", "0.5ms",
+                 "--message-delay", "1ms", "--sample", "100us")
+    s = r["samples"]
+    up = s["links"].index("l1:3-s1:1")
+    other = s["links"].index("l1:4-s2:1")
+    t = s["t_s"]
+    late = [k for k in range(1, len(t)) if 4e-3 <= t[k - 1] and t[k] <= 8e-3]
+    assert late, "the run ended before the window"
+    moved = sum(s["bytes_up"][k][up] - s["bytes_up"][k - 1][up] for k in late)
+    kept = sum(s["bytes_up"][k][other] - s["bytes_up"][k - 1][other] for k in late)
+    assert kept > 1_000_000
+    assert moved == 0
+    assert r["switch_writes"]["l1"] > 0
+
+
+def test_bad_input_is_one_line_naming_the_problem(tmp_path):
+    fab = fabric_file(tmp_path, "bad", leaves=2, spines=1, hosts_per_leaf=1)
+    cases = [(["--fail", "l9:9@1ms"], "no link 'l9:9'"),
+             (["--link-scale", "0"], "--link-scale"),
+             (["--set", "nonsense=3"], "unknown setting 'nonsense'")]
+    for extra, needle in cases:
+        proc = subprocess.run([sys.executable, "-m", "packetsim.cli", "--fabric", str(fab),
+                               "--quiet", *extra], cwd=ROOT, capture_output=True, text=True,
+                              timeout=600)
+        assert proc.returncode == 2, (extra, proc.stderr[-2000:])
+        assert needle in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    bad = tmp_path / "unknown-key.yaml"
+    bad.write_text(fab.read_text() + "colour: blue\n")
+    proc = subprocess.run([sys.executable, "-m", "packetsim.cli", "--fabric", str(bad), "--quiet"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 2 and "colour" in proc.stderr and "Traceback" not in proc.stderr
