@@ -4,8 +4,9 @@ The observer sees every frame a host sends into its leaf and every frame a
 leaf sends to a host, and the frames on links that are cut during the run:
 
 * **reorderings**: a data segment delivered after a segment of the same flow
-  that its host sent later (the order in which the source leaf received them);
-  a retransmission is a new send, so loss alone does not count;
+  that its host sent later (the order in which the source leaf received them,
+  each transmission told apart by its IPv4 identification); a retransmission
+  is a new send, so loss alone does not count;
 * **delivery**: data bytes delivered per flow and time bin (``sample_us``);
 * **recovery** after a cut at T: the *affected* flows are those with a frame on
   the cut link in the ``AFFECTED_WINDOW_US`` before T or any time after it; a
@@ -28,9 +29,10 @@ _TCP = struct.Struct("!HHI")
 _ETH_SGLB = b"\x88\xb6"
 
 
-def tcp_segment(frame: bytes) -> tuple[int, int, int, int] | None:
-    """(source port, destination port, sequence number, payload bytes) of a TCP/IPv4
-    frame, with or without SGLB's tag; None for anything else."""
+def tcp_segment(frame: bytes) -> tuple[int, int, int, int, int] | None:
+    """(source port, destination port, sequence number, payload bytes, IPv4 identification)
+    of a TCP/IPv4 frame, with or without SGLB's tag; None for anything else. ns-3's hosts
+    give every IPv4 packet they send (a retransmission too) the next identification."""
     ip = 14
     if frame[12:14] == _ETH_SGLB:
         if len(frame) < 34 or frame[15] != 0x05 or frame[32:34] != b"\x08\x00":
@@ -42,12 +44,13 @@ def tcp_segment(frame: bytes) -> tuple[int, int, int, int] | None:
         return None
     ihl = (frame[ip] & 0x0F) * 4
     total = (frame[ip + 2] << 8) | frame[ip + 3]
+    ident = (frame[ip + 4] << 8) | frame[ip + 5]
     tcp = ip + ihl
     if len(frame) < tcp + 20:
         return None
     sport, dport, seq = _TCP.unpack_from(frame, tcp)
     doff = (frame[tcp + 12] >> 4) * 4
-    return sport, dport, seq, total - ihl - doff
+    return sport, dport, seq, total - ihl - doff, ident
 
 
 @dataclass
@@ -67,6 +70,7 @@ class Observer:
         self.bin_ns = int(sample_us * 1000)
         self.sent: dict[int, int] = defaultdict(int)
         self.order: dict[tuple[int, int], int] = {}
+        """(flow, IPv4 identification) -> its place in the flow's sending order."""
         self.last_delivered: dict[int, int] = defaultdict(int)
         self.reorderings: dict[int, int] = defaultdict(int)
         self.segments: dict[int, int] = defaultdict(int)
@@ -77,7 +81,8 @@ class Observer:
         self.first_after: list[dict[int, int]] = []
         """Per cut: flow -> first delivery (ns) of a segment sent after the cut."""
         self.entered_after: list[set[tuple[int, int]]] = []
-        self.last_on_link: dict[tuple[str, int], int] = {}
+        self.uplinks: dict[int, dict[str, int]] = {}
+        """Flow -> data segments its source leaf sent on each of its uplinks."""
 
     def watch(self, link: str, at_ns: int, devs: tuple[int, int]) -> None:
         """Measure recovery from cutting ``link`` (shim devices ``devs``) at ``at_ns``."""
@@ -88,19 +93,25 @@ class Observer:
         for d in devs:
             self.watched[d] = cut
 
-    def from_host(self, frame: bytes, now_ns: int) -> None:
-        """A frame a host sent into its leaf."""
+    def from_host(self, frame: bytes, now_ns: int) -> int | None:
+        """A frame a host sent into its leaf; its flow if it carries data."""
         seg = tcp_segment(frame)
         if seg is None or seg[3] <= 0:
-            return
+            return None
         flow = self.flow_of_port.get(seg[1])
         if flow is None:
-            return
+            return None
         self.sent[flow] += 1
-        self.order[flow, seg[2]] = self.sent[flow]
+        self.order[flow, seg[4]] = self.sent[flow]
         for i, cut in enumerate(self.cuts):
             if now_ns >= cut.at_ns:
-                self.entered_after[i].add((flow, seg[2]))
+                self.entered_after[i].add((flow, seg[4]))
+        return flow
+
+    def uplink(self, flow: int, link: str) -> None:
+        """The source leaf sent one of ``flow``'s data segments on ``link``."""
+        per = self.uplinks.setdefault(flow, {})
+        per[link] = per.get(link, 0) + 1
 
     def to_host(self, frame: bytes, now_ns: int) -> None:
         """A frame a leaf sent to a host."""
@@ -112,7 +123,7 @@ class Observer:
             return
         self.segments[flow] += 1
         self.delivered[flow][now_ns // self.bin_ns] += seg[3]
-        n = self.order.pop((flow, seg[2]), None)
+        n = self.order.pop((flow, seg[4]), None)
         if n is not None:
             if n < self.last_delivered[flow]:
                 self.reorderings[flow] += 1
@@ -120,7 +131,7 @@ class Observer:
                 self.last_delivered[flow] = n
         for i, cut in enumerate(self.cuts):
             if (now_ns >= cut.at_ns and flow not in self.first_after[i]
-                    and (flow, seg[2]) in self.entered_after[i]):
+                    and (flow, seg[4]) in self.entered_after[i]):
                 self.first_after[i][flow] = now_ns
 
     def on_link(self, dev: int, frame: bytes, now_ns: int) -> None:

@@ -17,11 +17,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fabricmodel import Fabric, FabricError
-from sglb.config import MAX_PATHS, Feedback, dre_period_shift_for
 from syncmesh.config import CoreConfig
 from syncmesh.messages import Message
 from syncmesh.sglb_mapping import Identity, switch_mac
+
+from fabricmodel import Fabric, FabricError
+from sglb.config import MAX_PATHS, Feedback, dre_period_shift_for
 
 from . import network
 from .observe import Observer
@@ -168,16 +169,20 @@ def run(fabric_in: Fabric, opts: SimOptions, progress: Callable[[float], None] |
     watched = observer.watched
     hops = [0]
 
+    link_of_dev = [net.ports[d].link for d in range(ndev)]
+
     def on_frame(dev: int, data: bytes, now_ns: int) -> list[tuple[int, bytes]]:
         hops[0] += 1
-        if host_dev[dev]:
-            observer.from_host(data, now_ns)
+        flow = observer.from_host(data, now_ns) if host_dev[dev] else None
         outs = dev_switch[dev].receive(dev_port[dev], data, now_ns)
         for d, frame in outs:
             if host_dev[d]:
                 observer.to_host(frame, now_ns)
-            elif d in watched:
-                observer.on_link(d, frame, now_ns)
+            else:
+                if flow is not None:
+                    observer.uplink(flow, link_of_dev[d])
+                if d in watched:
+                    observer.on_link(d, frame, now_ns)
         return outs
 
     psim.SetCallbacks(on_frame, timers.fire)
@@ -313,6 +318,7 @@ def _results(fabric: Fabric, opts: SimOptions, flow_list: list[Flow], starts: di
             "retransmits": int(psim.Retx(f.id)), "timeouts": int(psim.Timeouts(f.id)),
             "reorderings": observer.reorderings.get(f.id, 0),
             "segments": observer.segments.get(f.id, 0),
+            "uplinks": dict(sorted(observer.uplinks.get(f.id, {}).items())),
         })
     finished = [p for p in per_flow if p["fct_s"] is not None]
     completion = (max(float(psim.Done(f.id)) for f in flow_list) - opts.start_s

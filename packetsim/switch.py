@@ -17,17 +17,17 @@ from typing import Any
 
 import finsy as fy
 from finsy.proto import p4r
-
-from fabricmodel import Fabric
-from softswitch import port_status
-from softswitch.engine import Switch as Engine
-from softswitch.p4runtime.device import Device
 from syncmesh.config import CoreConfig
 from syncmesh.core import Action, Disconnect, Event, PortStatusOut, Program, Send, SyncMeshCore
 from syncmesh.messages import Message
 from syncmesh.p4runtime_driver import TX_COUNTER, to_finsy
 from syncmesh.sglb_mapping import Identity, SwitchBook, punted_notice
 from syncmesh.switchops import OpKey, SwitchOp
+
+from fabricmodel import Fabric
+from softswitch import port_status
+from softswitch.engine import Switch as Engine
+from softswitch.p4runtime.device import Device
 
 
 @dataclass(frozen=True)

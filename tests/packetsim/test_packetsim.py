@@ -39,14 +39,14 @@ def simulate(fabric: Path, out: Path, *args: str) -> dict:
 
 
 def test_one_flow_runs_at_the_bottleneck_rate_of_its_frames(tmp_path):
-    # h1 (l1) -> h2 (l2) over the one spine, every link 10 Gbit/s. The buffers dwarf the
-    # bandwidth-delay product (~15 KB), so TCP keeps the path busy: the transfer takes its
-    # segments' wire time on the busiest link. A full segment is 1448 B of payload + 32 B
+    # h2 (l2) -> h1 (l1) over the one spine (an incast of two hosts: one flow), every link
+    # 10 Gbit/s. The buffers dwarf the bandwidth-delay product (~15 KB), so TCP keeps the
+    # path busy: the transfer takes its segments' wire time on the busiest link. A full segment is 1448 B of payload + 32 B
     # TCP (timestamps) + 20 B IPv4; on a host link + 2 B PPP (1502 B); between switches
     # the frame is Ethernet (14 B) and leaf-to-leaf traffic carries SGLB's 20-byte tag,
     # + 2 B PPP: 1536 B. 5 MB -> 3454 segments -> 3454 * 1536 * 8 / 10e9 = 4.244 ms.
     fab = fabric_file(tmp_path, "one", leaves=2, spines=1, hosts_per_leaf=1)
-    r = simulate(fab, tmp_path / "one.json", "--workload", "permutation", "--flows", "1",
+    r = simulate(fab, tmp_path / "one.json", "--workload", "incast", "--flows", "1",
                  "--bytes", "5000000", "--lb", "sglb")
     assert r["finished"] == r["flows_total"] == 1
     segments = -(-5_000_000 // 1448)
@@ -59,7 +59,7 @@ def test_the_same_seed_gives_the_same_json_and_another_seed_another(tmp_path):
     fab = fabric_file(tmp_path, "det", leaves=2, spines=2, hosts_per_leaf=2)
     args = ("--workload", "permutation", "--flows", "2", "--bytes", "300000", "--lb", "sglb")
     a = simulate(fab, tmp_path / "a.json", *args, "--seed", "3")
-    b = simulate(fab, tmp_path / "b.json", *args, "--seed", "3")
+    simulate(fab, tmp_path / "b.json", *args, "--seed", "3")
     assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
     assert a["finished"] == a["flows_total"] > 0
     c = simulate(fab, tmp_path / "c.json", *args, "--seed", "4")
@@ -128,3 +128,39 @@ def test_bad_input_is_one_line_naming_the_problem(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "packetsim.cli", "--fabric", str(bad), "--quiet"],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 2 and "colour" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def _pinned(flows):
+    from fabricsim.ns3_model import Ns3Fabric, run
+
+    return run(Ns3Fabric(), flows, "pinned")
+
+
+def test_ecmp_agrees_with_the_ns3_crosscheck_pinned_to_the_spines_it_hashed_to(tmp_path):
+    # The fabric of fabricsim's ns-3 cross-check (2 leaves x 2 spines, two hosts a leaf,
+    # 10 Gbit/s, 1 us): every host sends 4 MB to both hosts of the other leaf. Whatever
+    # spines sglb.p4's ECMP hashes the flows to, the cross-check's IP routers pinned to the
+    # same spines must finish them in about the same times: the switches differ, TCP and
+    # the bottlenecks do not. Frames between switches are 14 B longer here (Ethernet; ECMP
+    # adds no SGLB tag): 1516 B a full segment against 1502, which the comparison takes out.
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from fabricsim.ns3_model import Ns3Flow
+
+    fab = fabric_file(tmp_path, "xc", leaves=2, spines=2, hosts_per_leaf=2)
+    r = simulate(fab, tmp_path / "xc.json", "--lb", "ecmp", "--workload", "alltoall",
+                 "--flows", "1", "--bytes", "4000000")
+    index = {"h1": 0, "h2": 1, "h3": 2, "h4": 3}
+    flows = []
+    for f in r["flows"]:
+        (uplink,) = f["uplinks"]  # ECMP: one path per flow
+        spine = 0 if "-s1:" in uplink else 1
+        flows.append(Ns3Flow(index[f["src"]], index[f["dst"]], f["bytes"], 0.0, spine))
+    assert len({fl.spine for fl in flows}) == 2 or len(flows) == 8
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(1, mp_context=ctx) as ex:
+        ref = ex.submit(_pinned, flows).result(timeout=900)
+    ours = [f["fct_s"] for f in r["flows"]]
+    assert max(ours) == pytest.approx(max(ref) * 1516 / 1502, rel=0.05)
+    assert sorted(ours) == pytest.approx([t * 1516 / 1502 for t in sorted(ref)], rel=0.15)
