@@ -325,7 +325,7 @@ class CGen:
             w = width(t)
             if isinstance(t, T.StructLike) or not w or w > 64:
                 raise Unsupported(c, "lookahead of this type")
-            return f"({{ NEED({w}); rd_bits(p->data, p->pos, {w}); }})"
+            return f"({{ NEED({w}); rd_bits(p->data, p->len, p->pos, {w}); }})"
         if c.kind is K.TABLE_APPLY:
             raise Unsupported(c, "this use of apply()")
         raise Unsupported(c, f"the call {getattr(c.callee, 'member', '') or c.kind} in an expression")
@@ -680,7 +680,7 @@ class CGen:
         off = 0
         for f in t.fields:
             w = width(f.type)
-            self.e(f"{h}.f_{f.name} = rd_bits(p->data, p->pos + {off}, {w});")
+            self.e(f"{h}.f_{f.name} = rd_bits(p->data, p->len, p->pos + {off}, {w});")
             off += w
         self.e(f"p->pos += {total}; {h}.valid = 1;")
 

@@ -311,7 +311,8 @@ class ProgramC(CGen):
                 self.counter_id(info)
         decls = {role: getattr(main, role) for role in ROLES}
         if len({id(d) for d in decls.values()}) != len(ROLES):
-            raise Unsupported(main, "one control used for two V1Switch blocks")
+            raise Unsupported(getattr(main, "instantiation", None) or main,
+                              "one control used for two V1Switch blocks")
         params = main.parser.params
         self.hdr_t, meta_t, sm_t = rt(params[1].type), rt(params[2].type), rt(params[3].type)
         hdr_c = self.ctype(self.hdr_t, params[1])
@@ -320,7 +321,8 @@ class ProgramC(CGen):
         sm_fields = {f.name for f in sm_t.fields} if isinstance(sm_t, T.StructLike) else set()
         for ctor in _instance_args(main):
             if ctor:
-                raise Unsupported(main, "V1Switch blocks with constructor arguments")
+                raise Unsupported(getattr(main, "instantiation", None) or main,
+                                  "V1Switch blocks with constructor arguments")
         self.compile_parser(decls["parser"])
         for role in ("verify_checksum", "ingress", "egress", "compute_checksum"):
             self.compile_control(decls[role], role)

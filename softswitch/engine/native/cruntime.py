@@ -38,10 +38,18 @@ static inline u64 sat_s(__int128 v, unsigned w) {
     return ((u64)v) & MASK(w);
 }
 
-/* w (<= 64) bits at bit offset pos of d, network order; the caller checked the length */
-static inline u64 rd_bits(const uint8_t *d, uint32_t pos, unsigned w) {
+/* w (<= 64) bits at bit offset pos of d (len bytes), network order; the caller checked
+ * that they are inside the buffer. Eight bytes are loaded at once where they all are. */
+static inline u64 rd_bits(const uint8_t *d, uint32_t len, uint32_t pos, unsigned w) {
     if (!w) return 0;
-    uint32_t start = pos >> 3, end = (pos + w + 7) >> 3;
+    uint32_t start = pos >> 3, sh = pos & 7;
+    if ((u64)start + 8 <= len && sh + w <= 64) {
+        u64 x;
+        memcpy(&x, d + start, 8);
+        x = __builtin_bswap64(x);
+        return (x << sh) >> (64 - w);
+    }
+    uint32_t end = (pos + w + 7) >> 3;
     unsigned __int128 acc = 0;
     for (uint32_t i = start; i < end; i++) acc = (acc << 8) | d[i];
     return (u64)(acc >> (end * 8 - (pos + w))) & MASK(w);
@@ -59,12 +67,14 @@ static inline void wr_bits(wr_t *o, u64 v, unsigned w) {
         o->nbits += w;
         return;
     }
-    for (unsigned i = 0; i < w; i++) {
-        unsigned bit = (unsigned)(v >> (w - 1 - i)) & 1;
-        uint32_t at = o->nbits >> 3, sh = 7 - (o->nbits & 7);
-        if (!(o->nbits & 7)) o->buf[at] = 0;
-        o->buf[at] |= (uint8_t)(bit << sh);
-        o->nbits++;
+    while (w) {  /* as many bits as the current byte has room for, at a time */
+        unsigned used = o->nbits & 7, room = 8 - used, take = w < room ? w : room;
+        uint32_t at = o->nbits >> 3;
+        unsigned bits = (unsigned)(v >> (w - take)) & ((1u << take) - 1);
+        if (!used) o->buf[at] = 0;
+        o->buf[at] |= (uint8_t)(bits << (room - take));
+        o->nbits += take;
+        w -= take;
     }
 }
 static inline uint32_t wr_bytes(wr_t *o) { return (o->nbits + 7) >> 3; }
