@@ -249,27 +249,51 @@ class NativeEngine:
             outs.append((int(o.port), bytes(buf[o.off:o.off + o.len])))
         return outs, int(self.dropped[0])
 
-    def process_batch(self, port: int, packets: list[bytes], now: int) -> tuple[int, int, int]:
-        """Run packets without returning them (benchmarks): (outputs, output bytes, dropped)."""
+    def batch(self, packets: list[bytes]) -> PacketBatch:
+        """Packets laid out for process_batch (one buffer, offsets and lengths)."""
+        return PacketBatch(self.ffi, packets)
+
+    def process_batch(self, port: int, batch: PacketBatch, now: int) -> tuple[int, int, int]:
+        """Run a batch without returning its packets (benchmarks): (outputs, bytes, dropped)."""
         self.sync()
         ffi = self.ffi
+        cap = OUT_SLOTS * (batch.max_len + self.layout.emit_max) + 64
+        if cap > self.buf_cap:
+            self.buf = ffi.new("uint8_t[]", cap)
+            self.buf_cap = cap
+        ports = batch.ports(port)
+        out_bytes = ffi.new("uint64_t *")
+        dropped = ffi.new("uint32_t *")
+        n = self.lib.ss_process_batch(self.state, batch.count, ports, batch.data, batch.offs,
+                                      batch.lens, now, self.buf, self.buf_cap, out_bytes, dropped)
+        return int(n), int(out_bytes[0]), int(dropped[0])
+
+
+class PacketBatch:
+    """Packets in one C buffer with their offsets and lengths, made once and reusable."""
+
+    def __init__(self, ffi: Any, packets: list[bytes]) -> None:
         offs, lens = array("I"), array("I")
         off = 0
         for p in packets:
             offs.append(off)
             lens.append(len(p))
             off += len(p)
-        blob = b"".join(packets)
-        ports = array("I", [port] * len(packets))
-        cap = 64 * (max(lens, default=0) + self.layout.emit_max) + 64
-        scratch = ffi.new("uint8_t[]", cap)
-        out_bytes = ffi.new("uint64_t *")
-        dropped = ffi.new("uint32_t *")
-        n = self.lib.ss_process_batch(self.state, len(packets), ffi.from_buffer("uint32_t[]", ports),
-                                      blob, ffi.from_buffer("uint32_t[]", offs),
-                                      ffi.from_buffer("uint32_t[]", lens), now, scratch, cap,
-                                      out_bytes, dropped)
-        return int(n), int(out_bytes[0]), int(dropped[0])
+        self.count = len(packets)
+        self.max_len = max(lens, default=0)
+        self._ffi = ffi
+        self._blob = b"".join(packets)
+        self._offs, self._lens = offs, lens
+        self.data = ffi.from_buffer("uint8_t[]", self._blob)
+        self.offs = ffi.from_buffer("uint32_t[]", offs)
+        self.lens = ffi.from_buffer("uint32_t[]", lens)
+        self._ports: dict[int, Any] = {}
+
+    def ports(self, port: int) -> Any:
+        arr = self._ports.get(port)
+        if arr is None:
+            arr = self._ports[port] = array("I", [port] * self.count)
+        return self._ffi.from_buffer("uint32_t[]", arr)
 
 
 def _tests(table: Table, entry: Any) -> list[tuple[int, int, int]]:
