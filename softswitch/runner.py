@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import gc
 import logging
+import os
 import signal
 import sys
 import threading
@@ -196,6 +197,9 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument("--name", default="softswitch", help="switch name in log lines")
     p.add_argument("--ready-file", type=Path, help="write the gRPC address here once serving")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument("--engine", choices=["python", "native"], default=None,
+                   help="packet engine of every program loaded (default: $SOFTSWITCH_ENGINE, "
+                        "else python); native compiles the program to C once (docs/softswitch-engine.md)")
     return p
 
 
@@ -206,6 +210,10 @@ def main(argv: list[str] | None = None, args: argparse.Namespace | None = None) 
     if args is None:
         args = build_parser().parse_args(argv)
     setup_logging(args.log_level)
+    if getattr(args, "engine", None):
+        # programs arrive later too (P4Runtime SetForwardingPipelineConfig): every Switch this
+        # process makes reads its engine from the environment
+        os.environ["SOFTSWITCH_ENGINE"] = args.engine
     if args.program is None and not args.no_p4:
         print("softswitch run: error: give a PROGRAM.p4 or --no-p4", file=sys.stderr)
         return 2

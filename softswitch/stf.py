@@ -559,8 +559,9 @@ def run_switch(switch, stf_text: str, filename: str = "<stf>") -> StfResult:
     return runner.result()
 
 
-def run_file(p4_path: str, stf_path: str, include_dirs: Sequence[str] = (), defines: dict | None = None) -> StfResult:
-    """Compile a P4 program and run an STF test against it."""
+def run_file(p4_path: str, stf_path: str, include_dirs: Sequence[str] = (), defines: dict | None = None,
+             engine: str | None = None) -> StfResult:
+    """Compile a P4 program and run an STF test against it (on `engine`, default as Switch's)."""
     from softswitch import P4Error, Switch, compile_file
     from softswitch.engine import CompileError
 
@@ -575,7 +576,7 @@ def run_file(p4_path: str, stf_path: str, include_dirs: Sequence[str] = (), defi
         return StfResult(False, str(exc), 2)
     try:
         program = compile_file(p4_path, include_dirs=tuple(include_dirs), defines=defines or {})
-        switch = Switch(program)
+        switch = Switch(program, engine=engine)
     except P4Error as exc:
         return StfResult(False, str(exc), 2)
     except CompileError as exc:
@@ -607,6 +608,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("-I", dest="include", action="append", default=[], help="include directory")
     ap.add_argument("-D", dest="define", action="append", default=[], help="NAME[=VALUE] preprocessor define")
     ap.add_argument("--show-python", action="store_true", help="print the Python the program compiles to, then run")
+    ap.add_argument("--engine", choices=["python", "native"], default=None,
+                    help="packet engine (default: $SOFTSWITCH_ENGINE, else python)")
     args = ap.parse_args(argv)
     defines = {}
     for d in args.define:
@@ -616,7 +619,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         shown = show_python(args.program, args.include, defines)
         if shown is not None:
             print(shown)
-    result = run_file(args.program, args.stf, args.include, defines)
+    result = run_file(args.program, args.stf, args.include, defines, engine=args.engine)
     stream = sys.stdout if result.code == 0 else sys.stderr
     print(result.report, file=stream)
     return result.code

@@ -1,6 +1,6 @@
 """Shared pytest set-up: markers for the root-only layers and for the reference tools
 (p4c, BMv2); the P4 target of the packet tests (``--target``, tests/p4target.py);
-softswitch in strict mode."""
+softswitch in strict mode, with the engine ``--engine`` selects."""
 
 import os
 
@@ -24,6 +24,10 @@ def pytest_addoption(parser):
                      default=os.environ.get("P4_TARGET", p4target.SOFTSWITCH).lower(),
                      help="P4 target of the SGLB packet tests and the STF corpus "
                           "(default softswitch, or $P4_TARGET)")
+    parser.addoption("--engine", choices=("python", "native"),
+                     default=os.environ.get("SOFTSWITCH_ENGINE") or "python",
+                     help="softswitch's packet engine for every Switch the tests make "
+                          "(default python, or $SOFTSWITCH_ENGINE; subprocesses inherit it)")
 
 
 def pytest_configure(config):
@@ -34,12 +38,14 @@ def pytest_configure(config):
         except tools.MissingToolError as e:
             raise pytest.UsageError(str(e)) from None
     p4target.select(target)
+    os.environ["SOFTSWITCH_ENGINE"] = config.getoption("--engine")
 
 
 def pytest_report_header(config):
     found = ", ".join(f"{t.name} {'found' if tools.find(t) else 'missing'}"
                       for t in (tools.P4C, tools.SWITCH))
-    return f"P4 target of the packet tests: {p4target.selected()}; reference tools: {found}"
+    return (f"P4 target of the packet tests: {p4target.selected()} (softswitch engine "
+            f"{os.environ.get('SOFTSWITCH_ENGINE', 'python')}); reference tools: {found}")
 
 
 

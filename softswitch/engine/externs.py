@@ -172,6 +172,7 @@ class ReplicationEngine:
         self.port_limit = 1 << port_width
         self.groups: dict[int, tuple[tuple[int, int], ...]] = {}
         self.sessions: dict[int, CloneSession] = {}
+        self.version = 0  # bumped by every change of the groups (the native engine reloads them)
 
     def _check_replicas(self, what: str, replicas) -> tuple[tuple[int, int], ...]:
         out = []
@@ -191,12 +192,14 @@ class ReplicationEngine:
 
     def mc_group_set(self, group_id: int, replicas) -> None:
         """Create or replace a multicast group."""
+        self.version += 1
         if not isinstance(group_id, int) or not 0 < group_id < 1 << 16:
             raise SwitchError("INVALID_ARGUMENT", f"multicast group id {group_id!r} not in 1..65535")
         self.groups[group_id] = self._check_replicas(f"multicast group {group_id}", replicas)
 
     def mc_group_delete(self, group_id: int) -> None:
         """Delete a multicast group."""
+        self.version += 1
         if group_id not in self.groups:
             raise SwitchError("NOT_FOUND", f"no multicast group {group_id}")
         del self.groups[group_id]

@@ -50,6 +50,16 @@ NORMAL, INGRESS_CLONE, EGRESS_CLONE, COALESCED, RECIRC, REPLICATION, RESUBMIT = 
 MAX_PASSES = 32  # ingress passes (resubmit / recirculate) per injected packet
 MAX_JOBS = 4096  # pipeline passes of all copies (replicas, clones) per injected packet
 STRICT_ENV = "SOFTSWITCH_STRICT"  # "1": internal errors raise InternalError (the test suite sets it)
+ENGINE_ENV = "SOFTSWITCH_ENGINE"  # "native" or "python": the engine of a Switch made without engine=
+ENGINES = ("python", "native")
+
+
+def engine_default() -> str:
+    """The engine of a Switch made without `engine=` ($SOFTSWITCH_ENGINE, default python)."""
+    name = os.environ.get(ENGINE_ENV, "") or "python"
+    if name not in ENGINES:
+        raise SwitchError("INVALID_ARGUMENT", f"${ENGINE_ENV}={name!r}: choose one of {', '.join(ENGINES)}")
+    return name
 
 
 def strict_default() -> bool:
@@ -141,8 +151,12 @@ class Switch:
     """A v1model software switch running one compiled program (docs/softswitch-api.md)."""
 
     def __init__(self, program: Program, cpu_port: int = 255, clock: Callable[[], int] | None = None,
-                 strict: bool | None = None) -> None:
+                 strict: bool | None = None, engine: str | None = None) -> None:
         self.program = program
+        engine = engine_default() if engine is None else engine
+        if engine not in ENGINES:
+            raise SwitchError("INVALID_ARGUMENT", f"engine {engine!r}: choose one of {', '.join(ENGINES)}")
+        self.engine = engine
         # strict: an internal error (a bug, not a drop) raises InternalError instead of being
         # counted as a drop; default from $SOFTSWITCH_STRICT
         self.strict = strict_default() if strict is None else strict
@@ -179,6 +193,15 @@ class Switch:
         self._new_meta = built.ns["new_meta"]
         self._new_sm = built.ns["new_sm"]
         self._field_lists = built.ns["FIELD_LISTS"]
+        # the native engine (docs/softswitch-engine.md): the same program compiled to C; the
+        # Python objects above stay the control plane's state, registers and counters move to C
+        self._native: Any = None
+        self.c_source = ""
+        if engine == "native":
+            from .native.engine import NativeEngine
+
+            self._native = NativeEngine(self, built)
+            self.c_source = self._native.source
 
     # ------------------------------------------------------------------ packets
 
@@ -192,6 +215,8 @@ class Switch:
         outputs: list[Output] = []
         in_stats = self.stats["in"]
         in_stats[port] = in_stats.get(port, 0) + 1
+        if self._native is not None:
+            return self._process_native(port, data)
         queue: deque[_Job] = deque([_IngressJob(data, port, NORMAL, port)])
         passes = 0
         jobs = 0
@@ -221,6 +246,49 @@ class Switch:
         for o in outputs:
             out_stats[o.port] = out_stats.get(o.port, 0) + 1
         return outputs
+
+    def _process_native(self, port: int, data: bytes) -> list[Output]:
+        sent, dropped = self._native.process(port, data, self.clock())
+        if dropped:
+            self.stats["dropped"][port] = self.stats["dropped"].get(port, 0) + dropped
+        out_stats = self.stats["out"]
+        outputs = []
+        for p, d in sent:
+            out_stats[p] = out_stats.get(p, 0) + 1
+            outputs.append(Output(p, d))
+        return outputs
+
+    def prepare_batch(self, packets: Sequence[bytes]) -> Any:
+        """Packets laid out once for process_batch (native engine: one C buffer); reusable."""
+        if not isinstance(packets, Sequence) or not all(isinstance(p, bytes) for p in packets):
+            raise SwitchError("INVALID_ARGUMENT", "packets must be a sequence of bytes")
+        return self._native.batch(list(packets)) if self._native is not None else list(packets)
+
+    def process_batch(self, port: int, packets: Any) -> tuple[int, int, int]:
+        """Run packets from one port without returning them (benchmarks): (packets sent, bytes
+        sent, copies dropped). `packets` is a sequence of bytes or prepare_batch's result; the
+        native engine runs the whole batch in one call into C."""
+        if not isinstance(port, int) or not 0 <= port < 512:
+            raise SwitchError("INVALID_ARGUMENT", f"ingress port {port!r} not in 0..511")
+        from .native.engine import PacketBatch
+
+        if not isinstance(packets, PacketBatch):
+            packets = self.prepare_batch(packets)
+        if self._native is None:
+            sent = nbytes = 0
+            before = sum(self.stats["dropped"].values())
+            for p in packets:
+                outs = self.process_packet(port, p)
+                sent += len(outs)
+                nbytes += sum(len(o.data) for o in outs)
+            return sent, nbytes, sum(self.stats["dropped"].values()) - before
+        if packets._ffi is not self._native.ffi:
+            raise SwitchError("INVALID_ARGUMENT", "the batch was prepared by another program's switch")
+        sent, nbytes, dropped = self._native.process_batch(port, packets, self.clock())
+        self.stats["in"][port] = self.stats["in"].get(port, 0) + packets.count
+        if dropped:
+            self.stats["dropped"][port] = self.stats["dropped"].get(port, 0) + dropped
+        return sent, nbytes, dropped
 
     def _internal_error(self, port: int, exc: Exception) -> None:
         """Strict: raise InternalError. Otherwise a counted drop, logged once per cause

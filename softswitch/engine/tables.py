@@ -223,6 +223,7 @@ class Table:
         self.with_meter = with_meter
         self.action_fns: dict[str, Callable] = {}
         self.entries: dict[int, Entry] = {}
+        self.version = 0  # bumped by every change (the native engine reloads a changed table)
         self._next_handle = 1
         self._by_key: dict[tuple, int] = {}
         kinds = {k.match_kind for k in self.match_keys}
@@ -416,6 +417,7 @@ class Table:
         canonical_key returns it) and the action's scope and the args' widths were checked
         (the P4Runtime server does so per the spec); saves validating twice per entry.
         Written out in one function: it runs for every entry a controller inserts."""
+        self.version += 1
         if self.is_const:
             raise SwitchError("PERMISSION_DENIED", f"{self.name}: table has const entries")
         if self.profile is not None:
@@ -451,6 +453,7 @@ class Table:
     def modify_canonical(self, handle: int, action: str, args: tuple) -> None:
         """modify() of a direct entry for a caller that validated the action and args
         (see add_canonical); counters are kept."""
+        self.version += 1
         if self.is_const:
             raise SwitchError("PERMISSION_DENIED", f"{self.name}: table has const entries")
         if self.profile is not None:
@@ -464,6 +467,7 @@ class Table:
         return self._by_key.get((key, priority) if self.needs_priority else (key, 0))
 
     def _store(self, entry: Entry, ident: tuple) -> int:
+        self.version += 1
         entry.handle = self._next_handle
         self._next_handle += 1
         if self.mode == "list":
@@ -548,6 +552,7 @@ class Table:
 
     def modify(self, handle: int, action: str | None, args=(), *, member=None, group=None) -> None:
         """Change the action (or member/group) of an entry; counters are kept."""
+        self.version += 1
         if self.is_const:
             raise SwitchError("PERMISSION_DENIED", f"{self.name}: table has const entries")
         entry = self.get(handle)
@@ -563,6 +568,7 @@ class Table:
 
     def delete(self, handle: int) -> None:
         """Remove an entry."""
+        self.version += 1
         if self.is_const:
             raise SwitchError("PERMISSION_DENIED", f"{self.name}: table has const entries")
         entry = self.get(handle)
@@ -577,6 +583,7 @@ class Table:
 
     def clear(self) -> None:
         """Remove every entry (const entries stay)."""
+        self.version += 1
         if self.is_const:
             raise SwitchError("PERMISSION_DENIED", f"{self.name}: table has const entries")
         self.entries.clear()
@@ -589,6 +596,7 @@ class Table:
 
     def set_default(self, action: str, args=()) -> None:
         """Change the default action (refused when it is const)."""
+        self.version += 1
         if self.const_default:
             raise SwitchError("PERMISSION_DENIED", f"{self.name}: default action is const")
         spec = self.resolve_action_name(action)
@@ -600,6 +608,7 @@ class Table:
 
     def reset_default(self) -> None:
         """Restore the default action the program declares."""
+        self.version += 1
         self.default_action, self.default_args = self.initial_default
         self.default_fn = self.action_fns.get(self.default_action)
 

@@ -1,0 +1,702 @@
+"""The checked program as C: types, parser, controls, actions, tables, deparser.
+
+`CGen(program, gen)` takes the program after the front end and the Python code
+generator's passes (`gen`, a compiled `codegen.Codegen`: it names the tables,
+actions and extern instances as the control plane sees them) and returns one C
+translation unit with `source()`. What the C backend does not take yet raises
+`CompileError` naming the construct and its location and pointing at
+`--engine python`.
+
+Value representation: every scalar is a `u64` holding the value reduced to its
+width (`int<W>` as W-bit two's complement, `bool` as 0/1, `error` and plain
+enums as their member number, as BMv2 encodes them); fields wider than 64 bits
+are refused. Headers and structs are C structs (`valid` for headers).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from softswitch.frontend import ast as A
+from softswitch.frontend import types as T
+from softswitch.frontend.program import Program
+
+from ..codegen import Codegen
+from ..codegen.base import args_of, receiver_of
+from ..codegen.values import rt
+from ..errors import CompileError
+
+K = A.CallKind
+MK = A.MemberKind
+MAX_KEYS = 16  # key fields per table (tbl_lookup's buffer)
+PARSER_STEPS = 10000  # state transitions per packet, as the Python engine
+ALGORITHMS = ("crc16", "crc32", "crcCCITT", "csum16", "xor16", "identity")
+
+
+class Unsupported(CompileError):
+    """A construct the C backend does not take yet."""
+
+    def __init__(self, node: Any, what: str) -> None:
+        super().__init__(getattr(node, "loc", "?"),
+                         f"the native engine does not support {what} yet; --engine python runs it")
+
+
+def width(t: T.P4Type) -> int:
+    """Bits of a scalar's representation (error and plain enums: 32, their member number)."""
+    t = rt(t)
+    if isinstance(t, T.Bits):
+        return t.width
+    if isinstance(t, T.BoolType):
+        return 1
+    if isinstance(t, T.EnumType | T.ErrorType):
+        return 32
+    if isinstance(t, T.InfInt):
+        return 64
+    return 0
+
+
+def signed(t: T.P4Type) -> bool:
+    t = rt(t)
+    return isinstance(t, T.Bits) and t.signed
+
+
+def mask(w: int) -> str:
+    return "~0ULL" if w >= 64 else hex((1 << w) - 1) + "ULL"
+
+
+def lit(v: int, w: int) -> str:
+    return hex(v & ((1 << w) - 1) if w < 64 else v & ((1 << 64) - 1)) + "ULL"
+
+
+class CGen:
+    """One program's C source (see the module docstring)."""
+
+    def __init__(self, program: Program, gen: Codegen) -> None:
+        self.program = program
+        self.gen = gen
+        self.types: dict[int, str] = {}
+        self.type_src: list[str] = []
+        self.vars: dict[int, str] = {}  # id(decl) -> C l-value
+        self.fns: list[str] = []  # function bodies
+        self.protos: list[str] = []
+        self.out: list[str] = []
+        self.counter = 0
+        self.pkt_fields: list[str] = []  # control-level variables kept in the packet
+        self.table_ids: dict[int, int] = {}  # id(TableDecl) -> index
+        self.table_infos: list[Any] = []
+        self.table_actions: list[list[str]] = []  # per table: action names in the runtime's order
+        self.action_fn: dict[str, str] = {}  # action fq name -> C function
+        self.action_params: dict[str, list[A.Param]] = {}
+        self.registers: list[tuple[str, int, int]] = []  # (name, size, width)
+        self.reg_ids: dict[int, int] = {}
+        self.counters: list[tuple[str, int]] = []
+        self.ctr_ids: dict[int, int] = {}
+        self.in_action: A.ActionDecl | None = None
+        self.in_parser = False
+        self.hdr_t: T.P4Type | None = None
+        self.may_exit = False
+        self.emit_sizes: list[int] = []
+        self.err_members: list[str] = list(program.error_type.members)
+
+    # ------------------------------------------------------------------ helpers
+
+    def fresh(self, base: str) -> str:
+        self.counter += 1
+        return f"{base}{self.counter}"
+
+    def e(self, line: str) -> None:
+        self.out.append(line)
+
+    def err_code(self, name: str) -> int:
+        return self.err_members.index(name) if name in self.err_members else 0
+
+    # ------------------------------------------------------------------ types
+
+    def ctype(self, t: T.P4Type, node: Any) -> str:
+        t0 = T.strip_newtype(t)
+        if isinstance(t0, T.HeaderStack):
+            raise Unsupported(node, "header stacks")
+        if isinstance(t0, T.HeaderUnionType):
+            raise Unsupported(node, "header unions")
+        if isinstance(t0, T.Varbit):
+            raise Unsupported(node, "varbit fields")
+        if isinstance(t0, T.StructLike):
+            return self.struct(t0, node)
+        w = width(t0)
+        if not w:
+            raise Unsupported(node, f"values of type {t0}")
+        if w > 64:
+            raise Unsupported(node, f"values wider than 64 bits ({t0})")
+        return "u64"
+
+    def struct(self, t: T.StructLike, node: Any) -> str:
+        name = self.types.get(id(t))
+        if name is not None:
+            return name
+        fields = [(f.name, self.ctype(f.type, f.decl or node)) for f in t.fields]
+        name = f"S{len(self.types)}_{t.name}"[:60]
+        self.types[id(t)] = name
+        body = "".join(f"    {ct} f_{fn};\n" for fn, ct in fields)
+        if isinstance(t, T.HeaderType):
+            body += "    uint8_t valid;\n"
+        if not body:
+            body = "    uint8_t empty;\n"
+        self.type_src.append(f"typedef struct {{\n{body}}} {name};\n")
+        return name
+
+    # ------------------------------------------------------------------ expressions
+
+    def const(self, e: A.Expression) -> str | None:
+        v = e.const_value
+        if v is None or isinstance(rt(e.type), T.StructLike):
+            return None
+        t = rt(e.type)
+        if isinstance(v, bool):
+            return "1ULL" if v else "0ULL"
+        if isinstance(v, int):
+            return lit(v, width(t) or 64)
+        if isinstance(v, str) and isinstance(t, T.EnumType | T.ErrorType) and v in t.members:
+            return f"{t.members.index(v)}ULL"
+        return None
+
+    def effectful(self, e: A.Node | None) -> bool:
+        return bool(self.gen.effectful(e))
+
+    def x(self, e: A.Expression) -> str:
+        """C expression of a scalar value (see the module docstring)."""
+        c = self.const(e)
+        if c is not None:
+            return c
+        m = getattr(self, "x_" + type(e).__name__, None)
+        if m is None:
+            raise Unsupported(e, f"the expression {type(e).__name__}")
+        return str(m(e))
+
+    def x_PathExpr(self, e: A.PathExpr) -> str:
+        d = e.decl
+        if isinstance(d, A.ConstantDecl):
+            return self.x(d.value)
+        name = self.vars.get(id(d))
+        if name is None:
+            raise Unsupported(e, f"the name {e.name} here")
+        return name
+
+    def lval(self, e: A.Expression) -> str:
+        """C l-value of a variable, parameter or field (also of aggregates)."""
+        if isinstance(e, A.PathExpr):
+            name = self.vars.get(id(e.decl))
+            if name is None:
+                raise Unsupported(e, f"the name {e.name} here")
+            return name
+        if isinstance(e, A.MemberExpr) and e.kind is MK.FIELD:
+            if isinstance(rt(e.expr.type), T.HeaderUnionType | T.HeaderStack):
+                raise Unsupported(e, "header unions and stacks")
+            return f"{self.lval(e.expr)}.f_{e.member}"
+        if isinstance(e, A.CastExpr) and e.implicit:
+            return self.lval(e.expr)
+        raise Unsupported(e, f"this l-value ({type(e).__name__})")
+
+    def x_MemberExpr(self, e: A.MemberExpr) -> str:
+        if e.kind is MK.FIELD:
+            return self.lval(e)
+        if e.kind in (MK.TABLE_HIT, MK.TABLE_MISS, MK.TABLE_ACTION_RUN):
+            call = e.expr
+            if not isinstance(call, A.CallExpr) or call.kind is not K.TABLE_APPLY:
+                raise Unsupported(e, "this table result")
+            r = self.table_apply(call)
+            if e.kind is MK.TABLE_HIT:
+                return f"(u64)(({r}) >> 16)"
+            if e.kind is MK.TABLE_MISS:
+                return f"(u64)!(({r}) >> 16)"
+            return f"(u64)(({r}) & 0xFFFF)"
+        raise Unsupported(e, f"the member {e.member}")
+
+    def x_IntLiteral(self, e: A.IntLiteral) -> str:
+        return lit(e.value, width(e.type) or 64)
+
+    def x_BoolLiteral(self, e: A.BoolLiteral) -> str:
+        return "1ULL" if e.value else "0ULL"
+
+    def x_SliceExpr(self, e: A.SliceExpr) -> str:
+        if e.hi_value is None or e.lo_value is None:
+            raise Unsupported(e, "slices with run-time bounds")
+        w = e.hi_value - e.lo_value + 1
+        return f"((({self.x(e.expr)}) >> {e.lo_value}) & {mask(w)})"
+
+    def x_UnaryExpr(self, e: A.UnaryExpr) -> str:
+        a = self.x(e.operand)
+        w = width(e.type)
+        if e.op == "!":
+            return f"(u64)!({a})"
+        if e.op == "~":
+            return f"((~({a})) & {mask(w)})"
+        if e.op == "-":
+            return f"((0ULL - ({a})) & {mask(w)})"
+        if e.op == "+":
+            return a
+        raise Unsupported(e, f"the operator {e.op}")
+
+    def x_TernaryExpr(self, e: A.TernaryExpr) -> str:
+        if isinstance(rt(e.type), T.StructLike):
+            raise Unsupported(e, "?: of aggregates")
+        return f"(({self.x(e.cond)}) ? ({self.x(e.then)}) : ({self.x(e.otherwise)}))"
+
+    def x_CastExpr(self, e: A.CastExpr) -> str:
+        src, dst = rt(e.expr.type), rt(e.type)
+        a = self.x(e.expr)
+        wd = width(dst)
+        if isinstance(dst, T.BoolType):
+            return f"(u64)!!({a})"
+        if isinstance(src, T.BoolType) or isinstance(src, T.InfInt):
+            return f"(({a}) & {mask(wd)})"
+        if isinstance(dst, T.Bits) and isinstance(src, T.Bits):
+            if src.signed and wd > src.width:
+                return f"(((u64)sext({a}, {src.width})) & {mask(wd)})"
+            return f"(({a}) & {mask(wd)})"
+        if isinstance(dst, T.EnumType | T.ErrorType) or isinstance(src, T.EnumType | T.ErrorType):
+            if isinstance(dst, T.Bits) or isinstance(src, T.Bits):
+                raise Unsupported(e, "casts between enums and bits")
+            return a
+        raise Unsupported(e, f"the cast from {src} to {dst}")
+
+    def x_BinaryExpr(self, e: A.BinaryExpr) -> str:
+        op = e.op
+        if op in ("&&", "||"):
+            return f"(u64)(({self.x(e.left)}) {op} ({self.x(e.right)}))"
+        lt = rt(e.left.type)
+        if isinstance(lt, T.StructLike) or isinstance(rt(e.right.type), T.StructLike):
+            raise Unsupported(e, "comparisons of headers and structs")
+        a, b = self.x(e.left), self.x(e.right)
+        if self.effectful(e.right):
+            # left to right (spec 8.1): C leaves the order of operands unspecified
+            ta, tb = self.fresh("_l"), self.fresh("_r")
+            return f"({{ u64 {ta} = {a}; u64 {tb} = {b}; {self.binop(e, ta, tb)}; }})"
+        return self.binop(e, a, b)
+
+    def binop(self, e: A.BinaryExpr, a: str, b: str) -> str:
+        op = e.op
+        w = width(e.type)
+        lt, rtp = rt(e.left.type), rt(e.right.type)
+        s = signed(e.left.type) or signed(e.right.type)
+        wl = width(lt) if not isinstance(lt, T.InfInt) else width(rtp)
+        if op in ("==", "!="):
+            return f"(u64)(({a}) {op} ({b}))"
+        if op in ("<", ">", "<=", ">="):
+            if s:
+                return f"(u64)(sext({a}, {wl}) {op} sext({b}, {wl}))"
+            return f"(u64)(({a}) {op} ({b}))"
+        if op in ("&", "|", "^"):
+            return f"(({a}) {op} ({b}))"
+        if op in ("+", "-", "*"):
+            return f"((({a}) {op} ({b})) & {mask(w)})"
+        if op == "<<":
+            return f"shl_w({a}, {b}, {w})"
+        if op == ">>":
+            return f"shr_s({a}, {b}, {w})" if signed(e.type) else f"shr_u({a}, {b}, {w})"
+        if op in ("/", "%"):
+            if s:
+                raise Unsupported(e, "signed division")
+            return f"div_u({a}, {b})" if op == "/" else f"mod_u({a}, {b})"
+        if op == "++":
+            wr = width(rtp)
+            if w > 64:
+                raise Unsupported(e, "concatenations wider than 64 bits")
+            return f"((({a}) << {wr}) | ({b}))" if wr < 64 else b
+        if op == "|+|":
+            if signed(e.type):
+                return f"sat_s((__int128)sext({a}, {w}) + sext({b}, {w}), {w})"
+            return f"sat_add_u({a}, {b}, {w})"
+        if op == "|-|":
+            if signed(e.type):
+                return f"sat_s((__int128)sext({a}, {w}) - sext({b}, {w}), {w})"
+            return f"sat_sub_u({a}, {b})"
+        raise Unsupported(e, f"the operator {op}")
+
+    def x_CallExpr(self, c: A.CallExpr) -> str:
+        if c.kind is K.HEADER_IS_VALID:
+            recv = receiver_of(c)
+            if isinstance(rt(recv.type), T.HeaderUnionType):
+                raise Unsupported(c, "header unions")
+            return f"(u64){self.lval(recv)}.valid"
+        if c.kind is K.PACKET_LOOKAHEAD:
+            if not self.in_parser:
+                raise Unsupported(c, "lookahead outside the parser")
+            t = rt(c.type)
+            w = width(t)
+            if isinstance(t, T.StructLike) or not w or w > 64:
+                raise Unsupported(c, "lookahead of this type")
+            return f"({{ NEED({w}); rd_bits(p->data, p->len, p->pos, {w}); }})"
+        if c.kind is K.TABLE_APPLY:
+            raise Unsupported(c, "this use of apply()")
+        raise Unsupported(c, f"the call {getattr(c.callee, 'member', '') or c.kind} in an expression")
+
+    # ------------------------------------------------------------------ statements
+
+    def block(self, stmts: list[A.Statement]) -> None:
+        for s in stmts:
+            self.stmt(s)
+
+    def stmt(self, s: A.Statement) -> None:
+        m = getattr(self, "s_" + type(s).__name__, None)
+        if m is None:
+            raise Unsupported(s, f"the statement {type(s).__name__}")
+        m(s)
+
+    def s_EmptyStmt(self, s: A.EmptyStmt) -> None:
+        pass
+
+    def s_BlockStmt(self, s: A.BlockStmt) -> None:
+        self.e("{")
+        self.block(s.stmts)
+        self.e("}")
+
+    def s_IfStmt(self, s: A.IfStmt) -> None:
+        chain: list[A.IfStmt] = [s]
+        rest = s.otherwise
+        while isinstance(rest, A.IfStmt):
+            chain.append(rest)
+            rest = rest.otherwise
+        for i, st in enumerate(chain):
+            cond = self.x(st.cond)
+            if self.may_exit and self.applies_table(st.cond):
+                # an action the condition runs may exit: stop before either branch
+                t = self.fresh("_c")
+                self.e(("" if i == 0 else "else { ") + f"u64 {t} = {cond}; {self.exit_check()}")
+                self.e(f"if ({t}) {{")
+            else:
+                self.e(("if" if i == 0 else "else if") + f" ({cond}) {{")
+            self.block([st.then])
+            self.e("}")
+        if rest is not None:
+            self.e("else {")
+            self.block([rest])
+            self.e("}")
+        closes = sum(1 for i, st in enumerate(chain) if i and self.may_exit and self.applies_table(st.cond))
+        for _ in range(closes):
+            self.e("}")
+
+    def applies_table(self, e: A.Node | None) -> bool:
+        found = False
+
+        def walk(n: Any) -> None:
+            nonlocal found
+            if found or n is None:
+                return
+            if isinstance(n, A.CallExpr) and n.kind in (K.TABLE_APPLY, K.ACTION):
+                found = True
+                return
+            if isinstance(n, A.Node):
+                for v in vars(n).values():
+                    if isinstance(v, A.Expression):
+                        walk(v)
+                    elif isinstance(v, list):
+                        for it in v:
+                            if isinstance(it, A.Expression | A.Argument):
+                                walk(it.value if isinstance(it, A.Argument) else it)
+        walk(e)
+        return found
+
+    def exit_check(self) -> str:
+        return "if (p->exited) return;" if self.may_exit else ""
+
+    def s_ExitStmt(self, s: A.ExitStmt) -> None:
+        self.e("p->exited = 1; return;")
+
+    def s_ReturnStmt(self, s: A.ReturnStmt) -> None:
+        if s.value is not None:
+            raise Unsupported(s, "functions")
+        self.e("return;")
+
+    def s_DeclStmt(self, s: A.DeclStmt) -> None:
+        d = s.decl
+        if isinstance(d, A.ConstantDecl):
+            return  # uses read the folded value
+        if not isinstance(d, A.VariableDecl):
+            raise Unsupported(s, f"the declaration {type(d).__name__}")
+        name = self.fresh(f"v_{d.name}_")
+        ct = self.ctype(d.type, d)
+        self.vars[id(d)] = name
+        if ct == "u64":
+            init = self.x(d.init) if d.init is not None else "0"
+            self.e(f"u64 {name} = {init};")
+        else:
+            self.e(f"{ct} {name}; memset(&{name}, 0, sizeof {name});")
+            if d.init is not None:
+                self.assign_agg(name, d.init)
+
+    def assign_agg(self, dst: str, src: A.Expression) -> None:
+        if isinstance(src, A.StructInitExpr | A.ListExpr) or src.const_value is not None:
+            raise Unsupported(src, "aggregate initialisers")
+        self.e(f"{dst} = {self.lval(src)};")
+
+    def s_AssignStmt(self, s: A.AssignStmt) -> None:
+        t = rt(s.lhs.type)
+        if isinstance(t, T.StructLike):
+            self.assign_agg(self.lval(s.lhs), s.rhs)
+            return
+        self.e(f"{self.lval(s.lhs)} = {self.x(s.rhs)};")
+
+    def s_SwitchStmt(self, s: A.SwitchStmt) -> None:
+        ex = s.expr
+        if isinstance(ex, A.MemberExpr) and ex.kind is MK.TABLE_ACTION_RUN:
+            call = ex.expr
+            assert isinstance(call, A.CallExpr)
+            tid = self.table_id(call)
+            names = self.table_actions[tid]
+            r = self.fresh("_ar")
+            self.e(f"{{ uint32_t {r} = {self.table_apply(call)} & 0xFFFF; {self.exit_check()}")
+            self.e(f"switch ({r}) {{")
+            for case in s.cases:
+                if isinstance(case.label, A.DefaultExpr):
+                    self.e("default:")
+                else:
+                    info = self.action_info(case.action, case)
+                    if info.name not in names:
+                        raise Unsupported(case, "this switch label")
+                    self.e(f"case {names.index(info.name)}:")
+                if case.body is not None:
+                    self.e("{")
+                    self.block(case.body.stmts)
+                    self.e("} break;")
+            self.e("} }")
+            return
+        r = self.fresh("_sw")
+        self.e(f"{{ u64 {r} = {self.x(ex)};")
+        self.e(f"switch ({r}) {{")
+        for case in s.cases:
+            if isinstance(case.label, A.DefaultExpr):
+                self.e("default:")
+            else:
+                self.e(f"case {self.x(case.label)}:")
+            if case.body is not None:
+                self.e("{")
+                self.block(case.body.stmts)
+                self.e("} break;")
+        self.e("} }")
+
+    def s_CallStmt(self, s: A.CallStmt) -> None:
+        c = s.call
+        k = c.kind
+        if k is K.TABLE_APPLY:
+            self.e(f"(void){self.table_apply(c)}; {self.exit_check()}")
+        elif k is K.ACTION:
+            self.call_action(c)
+        elif k in (K.HEADER_SET_VALID, K.HEADER_SET_INVALID):
+            recv = receiver_of(c)
+            ht = rt(recv.type)
+            if not isinstance(ht, T.HeaderType):
+                raise Unsupported(c, "setValid on header unions")
+            h = self.lval(recv)
+            size = ht.bit_width() // 8
+            if k is K.HEADER_SET_VALID:
+                self.e(f"if (!{h}.valid) {{ memset(&{h}, 0, sizeof {h}); {h}.valid = 1; p->plen += {size}; }}")
+            else:
+                self.e(f"if ({h}.valid) {{ {h}.valid = 0; p->plen -= {size}; }}")
+        elif k is K.EXTERN_FUNCTION:
+            self.extern_function(c)
+        elif k is K.EXTERN_METHOD:
+            self.extern_method(c)
+        elif k is K.PACKET_EXTRACT:
+            self.extract(c)
+        elif k is K.PACKET_ADVANCE:
+            n = self.fresh("_adv")
+            self.e(f"{{ u64 {n} = {self.x(args_of(c)[0])}; NEED({n}); p->pos += (uint32_t){n}; }}")
+        elif k is K.PACKET_EMIT:
+            self.emit(c)
+        else:
+            raise Unsupported(c, f"the call {c.kind.value if c.kind else '?'}")
+
+    # ------------------------------------------------------------------ calls
+
+    def action_info(self, decl: Any, node: Any) -> Any:
+        hits = [v for (i, _p), v in self.gen.action_by_decl.items() if i == id(decl)]
+        if len(hits) != 1:
+            raise Unsupported(node, "an action compiled for several control instances")
+        return hits[0]
+
+    def call_action(self, c: A.CallExpr) -> None:
+        decl = c.target
+        info = self.action_info(decl, c)
+        params = decl.params
+        if any(p.direction for p in params):
+            raise Unsupported(c, "actions with directional parameters")
+        args = [self.x(a) if a is not None else "0" for a in args_of(c)]
+        fn = self.action_fn[info.name]
+        if not args:
+            self.e(f"{fn}(p, NULL); {self.exit_check()}")
+            return
+        temps = []
+        self.e("{")
+        for a in args:
+            t = self.fresh("_a")
+            self.e(f"u64 {t} = {a};")
+            temps.append(t)
+        self.e(f"u64 _args[] = {{{', '.join(temps)}}}; {fn}(p, _args); {self.exit_check()} }}")
+
+    def table_id(self, c: A.CallExpr) -> int:
+        tid = self.table_ids.get(id(c.target))
+        if tid is None:
+            raise Unsupported(c, "a table of a sub-control")
+        return tid
+
+    def table_apply(self, c: A.CallExpr) -> str:
+        return f"TA_{self.table_id(c)}(p)"
+
+    def extern_function(self, c: A.CallExpr) -> None:
+        name = c.target.name
+        b = args_of(c)
+        if name == "mark_to_drop":
+            sm = self.lval(b[0]) if b and b[0] is not None else "p->sm"
+            self.e(f"{sm}.f_egress_spec = 511; {sm}.f_mcast_grp = 0;")
+        elif name in ("static_assert", "log_msg"):
+            pass  # static_assert: the front end's; log_msg: the Python engine logs it, not here
+        elif name == "verify":
+            if not self.in_parser:
+                raise Unsupported(c, "verify outside the parser")
+            self.e(f"if (!({self.x(b[0])})) {{ p->perr = {self.x(b[1])}; goto reject; }}")
+        elif name == "hash":
+            algo = str(b[1].const_value)
+            if algo not in ALGORITHMS:
+                raise Unsupported(c, f"the hash algorithm {algo}")
+            dst = self.lval(b[0])
+            w = width(b[0].type)
+            self.e("{")
+            base = self.fresh("_b")
+            self.e(f"u64 {base} = {self.x(b[2])};")
+            buf, n = self.pack(b[3])
+            top = self.fresh("_m")
+            self.e(f"u64 {top} = {self.x(b[4])};")
+            h = f"alg_{algo}({buf}, {n})"
+            self.e(f"{dst} = ({top} ? {base} + ({h}) % {top} : {base}) & {mask(w)};")
+            self.e("}")
+        elif name in ("verify_checksum", "update_checksum"):
+            algo = str(b[3].const_value)
+            if algo not in ALGORITHMS:
+                raise Unsupported(c, f"the checksum algorithm {algo}")
+            self.e(f"if ({self.x(b[0])}) {{")
+            buf, n = self.pack(b[1])
+            h = f"alg_{algo}({buf}, {n})"
+            if name == "verify_checksum":
+                self.e(f"if (({h}) != {self.x(b[2])}) p->sm.f_checksum_error = 1;")
+            else:
+                self.e(f"{self.lval(b[2])} = ({h}) & {mask(width(b[2].type))};")
+            self.e("}")
+        else:
+            raise Unsupported(c, f"the extern function {name}")
+
+    def pack(self, e: A.Expression) -> tuple[str, str]:
+        """Emit a field list packed as BMv2's buffer builder does; (buffer, byte count)."""
+        items = self.flatten(e)
+        total = sum(w for _, w, _ in items)
+        buf, wr = self.fresh("_buf"), self.fresh("_wr")
+        self.e(f"uint8_t {buf}[{(total + 7) // 8 + 1}]; wr_t {wr} = {{{buf}, 0, {(total + 7) // 8 + 1}, 0}};")
+        for code, w, valid in items:
+            if valid is None:
+                self.e(f"wr_bits(&{wr}, {code}, {w});")
+            else:
+                self.e(f"if ({valid}) wr_bits(&{wr}, {code}, {w});")
+        return buf, f"wr_bytes(&{wr})"
+
+    def flatten(self, e: A.Expression) -> list[tuple[str, int, str | None]]:
+        if isinstance(e, A.ListExpr):
+            return [x for it in e.items for x in self.flatten(it)]
+        if isinstance(e, A.StructInitExpr):
+            return [x for _, it in e.fields for x in self.flatten(it)]
+        t = rt(e.type)
+        if isinstance(t, T.StructLike):
+            return self.flatten_value(self.lval(e), t, None, e)
+        valid = None
+        if isinstance(e, A.MemberExpr) and e.kind is MK.FIELD and isinstance(rt(e.expr.type), T.HeaderType):
+            valid = f"{self.lval(e.expr)}.valid"
+        return [(self.x(e), width(t), valid)]
+
+    def flatten_value(self, base: str, t: T.P4Type, valid: str | None, node: Any) -> list[tuple[str, int, str | None]]:
+        t = rt(t)
+        if isinstance(t, T.StructLike):
+            if isinstance(t, T.HeaderUnionType):
+                raise Unsupported(node, "header unions")
+            own = f"{base}.valid" if isinstance(t, T.HeaderType) else valid
+            return [x for f in t.fields for x in self.flatten_value(f"{base}.f_{f.name}", f.type, own, node)]
+        w = width(t)
+        if not w or w > 64:
+            raise Unsupported(node, f"hashing values of type {t}")
+        return [(base, w, valid)]
+
+    def extern_method(self, c: A.CallExpr) -> None:
+        info = self.gen.extern_info(c.target, c)
+        b = args_of(c)
+        tn, meth = info.type_name, c.method
+        size = info.args[0] if info.args and isinstance(info.args[0], int) else None
+        if tn == "register" and size is not None:
+            rid = self.register_id(info)
+            i = self.fresh("_i")
+            if meth == "read":
+                self.e(f"{{ u64 {i} = {self.x(b[1])}; if ({i} < {size}) {self.lval(b[0])} = p->sw->reg[{rid}][{i}]; }}")
+                return
+            if meth == "write":
+                v = self.fresh("_v")
+                self.e(f"{{ u64 {i} = {self.x(b[0])}; u64 {v} = {self.x(b[1])}; "
+                       f"if ({i} < {size}) p->sw->reg[{rid}][{i}] = {v}; }}")
+                return
+        if tn == "counter" and meth == "count" and size is not None:
+            cid = self.counter_id(info)
+            i = self.fresh("_i")
+            self.e(f"{{ u64 {i} = {self.x(b[0])}; if ({i} < {size}) {{ p->sw->cnt_p[{cid}][{i}]++; "
+                   f"p->sw->cnt_b[{cid}][{i}] += p->len; }} }}")
+            return
+        raise Unsupported(c, f"the extern method {tn}.{meth}")
+
+    def register_id(self, info: Any) -> int:
+        rid = self.reg_ids.get(id(info))
+        if rid is None:
+            t = rt(info.type_args[0]) if info.type_args else T.Bits(32)
+            w = width(t)
+            if not w or w > 64:
+                raise Unsupported(info.decl, f"registers of {t}")
+            rid = self.reg_ids[id(info)] = len(self.registers)
+            self.registers.append((info.name, int(info.args[0]), w))
+        return rid
+
+    def counter_id(self, info: Any) -> int:
+        cid = self.ctr_ids.get(id(info))
+        if cid is None:
+            cid = self.ctr_ids[id(info)] = len(self.counters)
+            self.counters.append((info.name, int(info.args[0])))
+        return cid
+
+    # ------------------------------------------------------------------ parser and deparser
+
+    def extract(self, c: A.CallExpr) -> None:
+        args = args_of(c)
+        if len(args) > 1 and args[1] is not None:
+            raise Unsupported(c, "extract of varbit headers")
+        target = args[0]
+        t = rt(target.type)
+        if not isinstance(t, T.HeaderType):
+            raise Unsupported(c, "extract into this type")
+        h = self.lval(target)
+        total = t.bit_width()
+        self.e(f"NEED({total});")
+        off = 0
+        for f in t.fields:
+            w = width(f.type)
+            self.e(f"{h}.f_{f.name} = rd_bits(p->data, p->len, p->pos + {off}, {w});")
+            off += w
+        self.e(f"p->pos += {total}; {h}.valid = 1;")
+
+    def emit(self, c: A.CallExpr) -> None:
+        arg = args_of(c)[0]
+        self.emit_value(self.lval(arg), rt(arg.type), c)
+
+    def emit_value(self, base: str, t: T.P4Type, node: Any) -> None:
+        if isinstance(t, T.HeaderType):
+            self.emit_sizes.append(t.bit_width())
+            self.e(f"if ({base}.valid) {{")
+            for f in t.fields:
+                self.e(f"wr_bits(&p->out, {base}.f_{f.name}, {width(f.type)});")
+            self.e("}")
+        elif isinstance(t, T.StructType):
+            for f in t.fields:
+                self.emit_value(f"{base}.f_{f.name}", rt(f.type), node)
+        else:
+            raise Unsupported(node, f"emit of {t}")

@@ -1,0 +1,542 @@
+"""The whole program as one C unit: the six V1Switch blocks and BMv2's pipeline around them.
+
+`program_source(built)` returns `(source, layout)`: the C text and what the
+Python side needs to drive it (`Layout`: tables with their action order and key
+count, registers, counters, the largest deparser output). The pipeline in C is
+the one `softswitch.engine.switch` runs for a packet from a port: parser,
+verifyChecksum, ingress, then multicast (one copy per replica), drop or unicast;
+per copy egress, drop, computeChecksum and deparser. Clone, resubmit,
+recirculate, digests and truncate are refused at load time for now.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from softswitch.frontend import ast as A
+from softswitch.frontend import types as T
+
+from ..codegen.values import rt
+from . import cruntime
+from .cgen import MAX_KEYS, PARSER_STEPS, CGen, Unsupported, mask, width
+
+ROLES = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
+
+CDEF = """
+typedef struct sw sw_t;
+typedef struct { uint32_t port; uint32_t off; uint32_t len; } ss_out_t;
+sw_t *ss_new(void);
+void ss_free(sw_t *sw);
+int ss_table_load(sw_t *sw, uint32_t tid, uint32_t linear, uint32_t n, const uint64_t *a,
+                  const uint64_t *b, const uint8_t *kind, const uint32_t *action,
+                  const uint64_t *args, uint32_t def_action, const uint64_t *def_args);
+uint64_t *ss_register(sw_t *sw, uint32_t rid);
+uint64_t *ss_counter_packets(sw_t *sw, uint32_t cid);
+uint64_t *ss_counter_bytes(sw_t *sw, uint32_t cid);
+int ss_mc_set(sw_t *sw, uint32_t gid, uint32_t n, const uint16_t *ports, const uint16_t *rids);
+int ss_process(sw_t *sw, uint32_t port, const uint8_t *data, uint32_t len, uint64_t now,
+               ss_out_t *outs, uint32_t max_outs, uint8_t *buf, uint32_t cap, uint32_t *dropped);
+uint64_t ss_process_batch(sw_t *sw, uint32_t n, const uint32_t *ports, const uint8_t *data,
+                          const uint32_t *offs, const uint32_t *lens, uint64_t now,
+                          uint8_t *scratch, uint32_t cap, uint64_t *out_bytes, uint32_t *dropped);
+"""
+
+
+@dataclass
+class TableLayout:
+    """One table as the C side holds it."""
+
+    name: str
+    actions: list[str]  # action names; an entry's action is its index here
+    nkeys: int
+    nargs: int
+
+
+@dataclass
+class Layout:
+    """What engine.py needs to fill and read the C state."""
+
+    tables: list[TableLayout] = field(default_factory=list)
+    registers: list[tuple[str, int, int]] = field(default_factory=list)  # (name, size, width)
+    counters: list[tuple[str, int]] = field(default_factory=list)  # (name, size)
+    emit_max: int = 0  # bytes the deparser can emit at most
+
+
+class ProgramC(CGen):
+    """CGen plus the program-level parts."""
+
+    def __init__(self, built: Any) -> None:
+        super().__init__(built.gen.program, built.gen)
+        self.built = built
+        self.layout = Layout()
+
+    # ---------------------------------------------------------------- blocks
+
+    def block_params(self, decl: Any, role: str) -> None:
+        self.gen.prefix = role  # extern instances are found per top-level block, as codegen named them
+        by_role: dict[str, list[str | None]] = {"parser": [None, "p->hdr", "p->meta", "p->sm"],
+                 "verify_checksum": ["p->hdr", "p->meta"], "compute_checksum": ["p->hdr", "p->meta"],
+                 "ingress": ["p->hdr", "p->meta", "p->sm"], "egress": ["p->hdr", "p->meta", "p->sm"],
+                 "deparser": [None, "p->hdr"]}
+        names = by_role[role]
+        for prm, cname in zip(decl.params, names, strict=False):
+            if cname is not None:
+                self.vars[id(prm)] = cname
+
+    def control_locals(self, decl: Any) -> list[str]:
+        """Control-level variables live in the packet; returns their reset statements."""
+        resets = []
+        for d in decl.locals:
+            if isinstance(d, A.VariableDecl):
+                name = self.fresh(f"cl_{d.name}_")
+                ct = self.ctype(d.type, d)
+                self.pkt_fields.append(f"    {ct} {name};")
+                self.vars[id(d)] = f"p->{name}"
+                if ct == "u64":
+                    resets.append(f"p->{name} = {self.x(d.init) if d.init is not None else '0'};")
+                else:
+                    resets.append(f"memset(&p->{name}, 0, sizeof p->{name});")
+                    if d.init is not None:
+                        raise Unsupported(d, "initialised aggregate control variables")
+            elif isinstance(d, A.Instantiation):
+                t = d.type.base if isinstance(d.type, T.SpecializedType) else d.type
+                if not isinstance(t, T.ExternType):
+                    raise Unsupported(d, "sub-control and sub-parser instances")
+            elif isinstance(d, A.ValueSetDecl):
+                raise Unsupported(d, "parser value sets")
+        return resets
+
+    def compile_control(self, decl: A.ControlDecl, role: str) -> None:
+        self.block_params(decl, role)
+        resets = self.control_locals(decl)
+        for d in decl.locals:
+            if isinstance(d, A.ActionDecl):
+                self.compile_action(d)
+        for d in decl.locals:
+            if isinstance(d, A.TableDecl):
+                self.compile_table(d)
+        self.out = []
+        self.e(f"static void CTL_{role}(pkt_t *p) {{")
+        for r in resets:
+            self.e(r)
+        self.block(decl.body.stmts)
+        self.e("}")
+        self.fns.append("\n".join(self.out))
+
+    def compile_action(self, decl: A.ActionDecl) -> None:
+        info = self.action_info(decl, decl)
+        if info.name in self.action_fn:
+            return
+        fn = f"A_{len(self.action_fn)}"
+        self.action_fn[info.name] = fn
+        i = 0
+        for prm in decl.params:
+            if prm.direction:
+                # callable from the apply block only with arguments; refused at the call
+                continue
+            w = width(prm.type)
+            if not w or w > 64:
+                raise Unsupported(prm, f"action parameters of type {prm.type}")
+            self.vars[id(prm)] = f"d[{i}]"
+            i += 1
+        self.protos.append(f"static void {fn}(pkt_t *p, const u64 *d);")
+        saved = self.out
+        self.out = []
+        self.e(f"static void {fn}(pkt_t *p, const u64 *d) {{ (void)d;")
+        self.block(decl.body.stmts)
+        self.e("}")
+        self.fns.append("\n".join(self.out))
+        self.out = saved
+
+    def compile_table(self, d: A.TableDecl) -> None:
+        hits = [v for (i, _p), v in self.gen.table_by_decl.items() if i == id(d)]
+        if len(hits) != 1:
+            raise Unsupported(d, "a table of a control instantiated more than once")
+        info = hits[0]
+        if info.profile:
+            raise Unsupported(d, "action profiles and selectors")
+        if info.direct_counter or info.direct_meter:
+            raise Unsupported(d, "direct counters and meters")
+        table = self.built.tables[info.name]
+        if len(d.keys) > MAX_KEYS:
+            raise Unsupported(d, f"tables with more than {MAX_KEYS} key fields")
+        for k in d.keys:
+            w = width(k.expr.type)
+            if not w or w > 64:
+                raise Unsupported(k, f"key fields of type {k.expr.type}")
+        tid = len(self.layout.tables)
+        self.table_ids[id(d)] = tid
+        names = list(table.action_specs)
+        for ref in d.actions:
+            if any(prm.direction for prm in ref.action.params):
+                raise Unsupported(ref, "table actions with directional parameters")
+        nargs = max((len(s.params) for s in table.action_specs.values()), default=0)
+        self.layout.tables.append(_table_layout(info.name, names, len(d.keys), nargs))
+        self.table_actions.append(names)
+        saved = self.out
+        self.out = []
+        self.protos.append(f"static uint32_t TA_{tid}(pkt_t *p);")
+        self.e(f"static uint32_t TA_{tid}(pkt_t *p) {{")
+        self.e(f"u64 k[{max(len(d.keys), 1)}] = {{0}};")
+        for i, k in enumerate(d.keys):
+            self.e(f"k[{i}] = {self.x(k.expr)};")
+        self.e(f"const tbl_t *t = &p->sw->tbl[{tid}];")
+        self.e("int32_t e = tbl_lookup(t, k);")
+        self.e("uint32_t a = e < 0 ? t->def_action : t->action[e];")
+        self.e(f"const u64 *d = e < 0 ? t->def_args : t->args + (size_t)e * {nargs};")
+        self.e("(void)d; switch (a) {")
+        for i, n in enumerate(names):
+            fn = self.action_fn.get(n)
+            if fn is None:
+                ainfo = next((a for a in self.gen.actions if a.name == n), None)
+                if ainfo is None:
+                    raise Unsupported(d, f"the action {n}")
+                self.compile_action(ainfo.decl)
+                fn = self.action_fn[n]
+            self.e(f"case {i}: {fn}(p, d); break;")
+        self.e("default: break; }")
+        self.e("return (e >= 0 ? 0x10000u : 0u) | a;")
+        self.e("}")
+        self.fns.append("\n".join(self.out))
+        self.out = saved
+
+    def compile_parser(self, decl: A.ParserDecl) -> None:
+        self.block_params(decl, "parser")
+        resets = self.control_locals(decl)
+        self.in_parser = True
+        self.out = []
+        self.e("static void CTL_parser(pkt_t *p) {")
+        self.e("uint32_t steps = 0; (void)steps;")
+        for r in resets:
+            self.e(r)
+        labels = {id(st): f"st_{i}" for i, st in enumerate(decl.states)}
+        start = next((s for s in decl.states if s.name == "start"), None)
+        if start is None:
+            raise Unsupported(decl, "a parser without a start state")
+        self.e(f"goto {labels[id(start)]};")
+        for st in decl.states:
+            if st.name in ("accept", "reject") and st.transition is None:
+                continue
+            self.e(f"{labels[id(st)]}: {{")
+            self.block(st.stmts)
+            tr = st.transition
+            if tr is None:
+                self.e(self.goto("accept_"))
+            elif isinstance(tr, A.PathExpr):
+                self.e(self.goto(self.target(tr, labels)))
+            elif isinstance(tr, A.SelectExpr):
+                self.select(tr, labels)
+            else:
+                raise Unsupported(tr, "this transition")
+            self.e("}")
+        self.e("accept_: return;")
+        self.e("reject: if (p->perr) p->sm.f_parser_error = p->perr; return;")
+        self.e(f"too_short: p->sm.f_parser_error = {self.err_code('PacketTooShort')}; return;")
+        self.e("}")
+        self.in_parser = False
+        self.fns.append("\n".join(self.out))
+
+    def goto(self, label: str) -> str:
+        if label == "reject":
+            return "goto reject;"
+        timeout = self.err_code("ParserTimeout")
+        return f"if (++steps > {PARSER_STEPS}) {{ p->perr = {timeout}; goto reject; }} goto {label};"
+
+    def target(self, path: A.PathExpr, labels: dict[int, str]) -> str:
+        st = path.decl
+        if path.name == "accept" or getattr(st, "name", None) == "accept":
+            return "accept_"
+        if path.name == "reject" or getattr(st, "name", None) == "reject":
+            return "reject"
+        label = labels.get(id(st))
+        if label is None:
+            raise Unsupported(path, f"the state {path.name}")
+        return label
+
+    def select(self, sel: A.SelectExpr, labels: dict[int, str]) -> None:
+        keys = []
+        for k in sel.keys:
+            v = self.fresh("_k")
+            self.e(f"u64 {v} = {self.x(k)};")
+            keys.append(v)
+        for case in sel.cases:
+            ks = case.keyset
+            items = ks.items if isinstance(ks, A.ListExpr) else [ks]
+            conds = []
+            for v, item in zip(keys, items, strict=False):
+                if isinstance(item, A.DefaultExpr | A.DontCareExpr):
+                    continue
+                if isinstance(item, A.MaskExpr):
+                    m = self.x(item.mask)
+                    conds.append(f"(({v} & {m}) == ({self.x(item.value)} & {m}))")
+                elif isinstance(item, A.RangeExpr):
+                    conds.append(f"({self.x(item.lo)} <= {v} && {v} <= {self.x(item.hi)})")
+                elif isinstance(item, A.PathExpr) and isinstance(item.decl, A.ValueSetDecl):
+                    raise Unsupported(item, "parser value sets")
+                else:
+                    conds.append(f"({v} == {self.x(item)})")
+            go = self.goto(self.target(case.state, labels))
+            if not conds:
+                self.e(go)
+                return
+            self.e(f"if ({' && '.join(conds)}) {{ {go} }}")
+        self.e(f"p->perr = {self.err_code('NoMatch')}; goto reject;")
+
+    def compile_deparser(self, decl: A.ControlDecl) -> None:
+        self.block_params(decl, "deparser")
+        resets = self.control_locals(decl)
+        self.out = []
+        self.e("static void CTL_deparser(pkt_t *p) {")
+        for r in resets:
+            self.e(r)
+        self.block(decl.body.stmts)
+        self.e("}")
+        self.fns.append("\n".join(self.out))
+
+    # ---------------------------------------------------------------- program
+
+    def source(self) -> str:
+        main = self.program.main
+        if main is None:
+            raise Unsupported(self.program.ast, "programs without a V1Switch main")
+        self.may_exit = _has_exit(self.program.ast)
+        for d in self.program.ast.decls:
+            if isinstance(d, A.ActionDecl):
+                self.compile_action(d)
+        for info in self.gen.externs:  # every register and counter is readable by the control plane
+            if info.type_name == "register":
+                self.register_id(info)
+            elif info.type_name == "counter":
+                self.counter_id(info)
+        decls = {role: getattr(main, role) for role in ROLES}
+        if len({id(d) for d in decls.values()}) != len(ROLES):
+            raise Unsupported(getattr(main, "instantiation", None) or main,
+                              "one control used for two V1Switch blocks")
+        params = main.parser.params
+        self.hdr_t, meta_t, sm_t = rt(params[1].type), rt(params[2].type), rt(params[3].type)
+        hdr_c = self.ctype(self.hdr_t, params[1])
+        meta_c = self.ctype(meta_t, params[2])
+        sm_c = self.ctype(sm_t, params[3])
+        sm_fields = {f.name for f in sm_t.fields} if isinstance(sm_t, T.StructLike) else set()
+        for ctor in _instance_args(main):
+            if ctor:
+                raise Unsupported(getattr(main, "instantiation", None) or main,
+                                  "V1Switch blocks with constructor arguments")
+        self.compile_parser(decls["parser"])
+        for role in ("verify_checksum", "ingress", "egress", "compute_checksum"):
+            self.compile_control(decls[role], role)
+        self.compile_deparser(decls["deparser"])
+        self.layout.registers = list(self.registers)
+        self.layout.counters = list(self.counters)
+        self.layout.emit_max = (sum(self.emit_sizes) + 7) // 8
+        return self.assemble(hdr_c, meta_c, sm_c, sm_fields)
+
+    def assemble(self, hdr_c: str, meta_c: str, sm_c: str, sm_fields: set[str]) -> str:
+        nt, nr, nc = len(self.layout.tables), len(self.registers), len(self.counters)
+
+        def sm(name: str, value: str, q: str = "q") -> str:
+            return f"{q}->sm.f_{name} = {value};" if name in sm_fields else ""
+
+        ts48 = mask(48)
+        parts = [cruntime.PRELUDE, "".join(self.type_src), cruntime.TABLES]
+        parts.append(f"""
+typedef struct sw {{
+    tbl_t tbl[{max(nt, 1)}];
+    u64 *reg[{max(nr, 1)}];
+    u64 *cnt_p[{max(nc, 1)}];
+    u64 *cnt_b[{max(nc, 1)}];
+    mc_t *mc;  /* 65536 groups */
+}} sw_t;
+typedef struct pkt {{
+    {hdr_c} hdr;
+    {meta_c} meta;
+    {sm_c} sm;
+    sw_t *sw;
+    const uint8_t *data;
+    uint32_t len, pos, plen, payload;
+    u64 now, perr;
+    int exited;
+    wr_t out;
+{chr(10).join(self.pkt_fields)}
+}} pkt_t;
+#define NEED(w) do {{ if ((u64)p->pos + (u64)(w) > (u64)p->len * 8) goto too_short; }} while (0)
+""")
+        parts.append("\n".join(self.protos))
+        parts.append("\n\n".join(self.fns))
+        sizes_r = ", ".join(str(s) for _, s, _ in self.registers) or "0"
+        sizes_c = ", ".join(str(s) for _, s in self.counters) or "0"
+        nargs = ", ".join(str(t.nargs) for t in self.layout.tables) or "0"
+        nkeys = ", ".join(str(t.nkeys) for t in self.layout.tables) or "0"
+        parts.append(f"""
+static const uint32_t REG_SIZE[] = {{{sizes_r}}};
+static const uint32_t CNT_SIZE[] = {{{sizes_c}}};
+static const uint32_t TBL_NARGS[] = {{{nargs}}};
+static const uint32_t TBL_NKEYS[] = {{{nkeys}}};
+static int crc_ready = 0;
+
+void ss_free(sw_t *sw) {{
+    if (!sw) return;
+    for (int i = 0; i < {nt}; i++) {{ tbl_free(&sw->tbl[i]); free(sw->tbl[i].def_args); }}
+    for (int i = 0; i < {nr}; i++) free(sw->reg[i]);
+    for (int i = 0; i < {nc}; i++) {{ free(sw->cnt_p[i]); free(sw->cnt_b[i]); }}
+    if (sw->mc) for (int g = 0; g < 65536; g++) {{ free(sw->mc[g].port); free(sw->mc[g].rid); }}
+    free(sw->mc);
+    free(sw);
+}}
+
+sw_t *ss_new(void) {{
+    if (!crc_ready) {{ crc_init(); crc_ready = 1; }}
+    sw_t *sw = calloc(1, sizeof(sw_t));
+    if (!sw) return NULL;
+    int ok = 1;
+    for (int i = 0; i < {nt}; i++) {{
+        sw->tbl[i].nk = TBL_NKEYS[i]; sw->tbl[i].nargs = TBL_NARGS[i];
+        sw->tbl[i].def_args = calloc(TBL_NARGS[i] ? TBL_NARGS[i] : 1, sizeof(u64));
+        ok &= sw->tbl[i].def_args != NULL;
+    }}
+    for (int i = 0; i < {nr}; i++) {{ sw->reg[i] = calloc(REG_SIZE[i] ? REG_SIZE[i] : 1, sizeof(u64)); ok &= sw->reg[i] != NULL; }}
+    for (int i = 0; i < {nc}; i++) {{
+        sw->cnt_p[i] = calloc(CNT_SIZE[i] ? CNT_SIZE[i] : 1, sizeof(u64));
+        sw->cnt_b[i] = calloc(CNT_SIZE[i] ? CNT_SIZE[i] : 1, sizeof(u64));
+        ok &= sw->cnt_p[i] != NULL && sw->cnt_b[i] != NULL;
+    }}
+    sw->mc = calloc(65536, sizeof(mc_t));
+    ok &= sw->mc != NULL;
+    if (!ok) {{ ss_free(sw); return NULL; }}
+    return sw;
+}}
+
+int ss_table_load(sw_t *sw, uint32_t tid, uint32_t linear, uint32_t n, const uint64_t *a,
+                  const uint64_t *b, const uint8_t *kind, const uint32_t *action,
+                  const uint64_t *args, uint32_t def_action, const uint64_t *def_args) {{
+    if (tid >= {nt}) return -1;
+    return tbl_load(&sw->tbl[tid], linear, n, a, b, kind, action, args, def_action, def_args);
+}}
+uint64_t *ss_register(sw_t *sw, uint32_t rid) {{ return rid < {nr} ? sw->reg[rid] : NULL; }}
+uint64_t *ss_counter_packets(sw_t *sw, uint32_t cid) {{ return cid < {nc} ? sw->cnt_p[cid] : NULL; }}
+uint64_t *ss_counter_bytes(sw_t *sw, uint32_t cid) {{ return cid < {nc} ? sw->cnt_b[cid] : NULL; }}
+
+int ss_mc_set(sw_t *sw, uint32_t gid, uint32_t n, const uint16_t *ports, const uint16_t *rids) {{
+    if (gid >= 65536) return -1;
+    mc_t *g = &sw->mc[gid];
+    free(g->port); free(g->rid);
+    g->port = NULL; g->rid = NULL; g->n = 0;
+    if (!n) return 0;
+    g->port = malloc(sizeof(uint16_t) * n); g->rid = malloc(sizeof(uint16_t) * n);
+    if (!g->port || !g->rid) {{ free(g->port); free(g->rid); g->port = NULL; g->rid = NULL; return -1; }}
+    memcpy(g->port, ports, sizeof(uint16_t) * n); memcpy(g->rid, rids, sizeof(uint16_t) * n);
+    g->n = n;
+    return 0;
+}}
+
+typedef struct {{ ss_out_t *outs; uint32_t nout, max_outs; uint8_t *buf; uint32_t used, cap; uint32_t dropped; }} sink_t;
+
+/* one copy through egress, computeChecksum and the deparser (switch.py _egress) */
+static void egress_pass(pkt_t *q, uint32_t eport, sink_t *s) {{
+    {sm('egress_port', 'eport')} {sm('egress_spec', '0')}
+    {sm('egress_global_timestamp', f'q->now & {ts48}')} {sm('enq_timestamp', 'q->now & 0xFFFFFFFFULL')}
+    {sm('deq_timedelta', '0')} {sm('enq_qdepth', '0')} {sm('deq_qdepth', '0')}
+    q->exited = 0; CTL_egress(q);
+    if ({'q->sm.f_egress_spec == 511' if 'egress_spec' in sm_fields else '0'}) {{ s->dropped++; return; }}
+    q->exited = 0; CTL_compute_checksum(q);
+    uint32_t rest = q->len - q->payload;
+    if (s->nout >= s->max_outs || s->cap - s->used < rest) {{ s->dropped++; return; }}
+    q->out.buf = s->buf + s->used; q->out.nbits = 0; q->out.cap = s->cap - s->used - rest; q->out.overflow = 0;
+    q->exited = 0; CTL_deparser(q);
+    if (q->out.overflow) {{ s->dropped++; return; }}
+    uint32_t hb = wr_bytes(&q->out);
+    memcpy(s->buf + s->used + hb, q->data + q->payload, rest);
+    s->outs[s->nout].port = eport; s->outs[s->nout].off = s->used; s->outs[s->nout].len = hb + rest;
+    s->nout++; s->used += hb + rest;
+}}
+
+static void run_packet(sw_t *sw, uint32_t port, const uint8_t *data, uint32_t len, u64 now, sink_t *s) {{
+    pkt_t P;
+    memset(&P, 0, sizeof P);
+    pkt_t *p = &P;
+    p->sw = sw; p->data = data; p->len = len; p->plen = len; p->now = now;
+    {sm('ingress_port', 'port', 'p')} {sm('ingress_global_timestamp', f'now & {ts48}', 'p')}
+    {sm('instance_type', '0', 'p')} {sm('packet_length', 'len', 'p')}
+    CTL_parser(p);
+    p->payload = (p->pos + 7) >> 3;
+    if (p->payload > len) p->payload = len;
+    p->exited = 0; CTL_verify_checksum(p);
+    p->exited = 0; CTL_ingress(p);
+    u64 mgid = {'p->sm.f_mcast_grp' if 'mcast_grp' in sm_fields else '0'};
+    if (mgid) {{
+        mc_t *g = mgid < 65536 ? &sw->mc[mgid] : NULL;
+        if (!g || !g->port) {{ s->dropped++; return; }}
+        for (uint32_t r = 0; r < g->n; r++) {{
+            pkt_t Q = P;
+            pkt_t *q = &Q;
+            {sm('packet_length', 'P.plen')} {sm('egress_rid', 'g->rid[r]')} {sm('instance_type', '5')}
+            q->plen = len;
+            egress_pass(q, g->port[r], s);
+        }}
+        return;
+    }}
+    u64 spec = {'p->sm.f_egress_spec' if 'egress_spec' in sm_fields else '0'};
+    if (spec == 511) {{ s->dropped++; return; }}
+    {sm('instance_type', '0', 'p')} {sm('packet_length', 'p->plen', 'p')}
+    egress_pass(p, (uint32_t)spec, s);
+}}
+
+int ss_process(sw_t *sw, uint32_t port, const uint8_t *data, uint32_t len, uint64_t now,
+               ss_out_t *outs, uint32_t max_outs, uint8_t *buf, uint32_t cap, uint32_t *dropped) {{
+    sink_t s = {{outs, 0, max_outs, buf, 0, cap, 0}};
+    run_packet(sw, port, data, len, now, &s);
+    *dropped = s.dropped;
+    return (int)s.nout;
+}}
+
+uint64_t ss_process_batch(sw_t *sw, uint32_t n, const uint32_t *ports, const uint8_t *data,
+                          const uint32_t *offs, const uint32_t *lens, uint64_t now,
+                          uint8_t *scratch, uint32_t cap, uint64_t *out_bytes, uint32_t *dropped) {{
+    ss_out_t outs[64];
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < n; i++) {{
+        sink_t s = {{outs, 0, 64, scratch, 0, cap, 0}};
+        run_packet(sw, ports[i], data + offs[i], lens[i], now, &s);
+        total += s.nout;
+        for (uint32_t j = 0; j < s.nout; j++) *out_bytes += outs[j].len;
+        *dropped += s.dropped;
+    }}
+    return total;
+}}
+""")
+        return "\n".join(parts)
+
+
+def _table_layout(name: str, actions: list[str], nkeys: int, nargs: int) -> TableLayout:
+    return TableLayout(name, actions, nkeys, nargs)
+
+
+def _has_exit(node: Any) -> bool:
+    stack = [node]
+    seen: set[int] = set()
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if isinstance(n, A.ExitStmt):
+            return True
+        if isinstance(n, list):
+            stack.extend(n)
+        elif isinstance(n, A.Statement | A.Declaration | A.P4Program | A.SwitchCase | A.ParserState):
+            stack.extend(v for v in vars(n).values() if isinstance(v, list | A.Node))
+    return False
+
+
+def _instance_args(main: Any) -> list[list[Any]]:
+    inst = getattr(main, "instantiation", None)
+    calls = [a for a in getattr(inst, "bound_args", None) or [] if isinstance(a, A.CallExpr)]
+    return [[x for x in c.bound_args if x is not None] for c in calls]
+
+
+def program_source(built: Any) -> tuple[str, Layout]:
+    """C source of a built program and its layout; Unsupported for what C does not take yet."""
+    pc = ProgramC(built)
+    src = pc.source()
+    return src, pc.layout

@@ -1,0 +1,311 @@
+"""The native engine behind a `Switch`: C state kept in step with the control plane.
+
+The Python objects of `Switch` stay the control plane's truth: `Table` validates
+and stores entries (the P4Runtime server, the STF runner and SyncMesh write them
+as before), and each table carries a `version` its writers bump. Before a packet
+runs, every table whose version moved is loaded into its C structure again, and
+the multicast groups likewise (`ReplicationEngine.version`). Registers and
+counters live only in C; `Switch.registers` / `Switch.counters` hold views with
+the interface of `RegisterArray` / `CounterArray` over that memory.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterator
+from typing import Any
+
+from ..errors import SwitchError
+from ..tables import Table
+from . import cbuild
+from .cprogram import CDEF, Layout, TableLayout, program_source
+
+OUT_SLOTS = 64  # output packets one injected packet can make at most (replicas + 1)
+
+
+class CellView:
+    """A list-like view of one C array of u64 cells (register values, counter cells)."""
+
+    def __init__(self, ffi: Any, ptr: Any, size: int, width: int = 64, signed: bool = False) -> None:
+        self._ptr = ptr
+        self._size = size
+        self._mask = (1 << width) - 1
+        self._width = width
+        self._signed = signed
+        self._keep = ffi
+
+    def __len__(self) -> int:
+        return self._size
+
+    def _get(self, i: int) -> int:
+        v = int(self._ptr[i])
+        if self._signed and v >> (self._width - 1):
+            v -= 1 << self._width
+        return v
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self._get(j) for j in range(*i.indices(self._size))]
+        if i < 0:
+            i += self._size
+        if not 0 <= i < self._size:
+            raise IndexError(i)
+        return self._get(i)
+
+    def __setitem__(self, i: int, value: int) -> None:
+        if i < 0:
+            i += self._size
+        if not 0 <= i < self._size:
+            raise IndexError(i)
+        self._ptr[i] = value & self._mask
+
+    def __iter__(self) -> Iterator[int]:
+        return (self._get(j) for j in range(self._size))
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == list(other) if isinstance(other, list | CellView) else NotImplemented
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+
+class NativeRegister:
+    """`RegisterArray`'s interface over a C register."""
+
+    def __init__(self, py: Any, view: CellView) -> None:
+        self.name, self.size, self.width, self.signed = py.name, py.size, py.width, py.signed
+        self.values = view
+        view[0:0]  # noqa: B018 (touch: the view is valid)
+
+    def read(self, index: int) -> int:
+        return self.values[index] if 0 <= index < self.size else 0
+
+    def write(self, index: int, value: int) -> None:
+        if 0 <= index < self.size:
+            self.values[index] = value
+
+    def cp_read(self, index: int) -> int:
+        if not isinstance(index, int) or not 0 <= index < self.size:
+            raise SwitchError("OUT_OF_RANGE", f"{self.name}: index {index} not in 0..{self.size - 1}")
+        return self.values[index]
+
+    def cp_write(self, index: int, value: int) -> None:
+        self.cp_read(index)
+        lo, hi = ((-(1 << (self.width - 1)), (1 << (self.width - 1)) - 1) if self.signed
+                  else (0, (1 << self.width) - 1))
+        if not isinstance(value, int) or not lo <= value <= hi:
+            raise SwitchError("INVALID_ARGUMENT", f"{self.name}: value {value} does not fit in {self.width} bits")
+        self.values[index] = value
+
+
+class NativeCounter:
+    """`CounterArray`'s interface over a C counter."""
+
+    def __init__(self, py: Any, packets: CellView, nbytes: CellView) -> None:
+        self.name, self.size, self.unit = py.name, py.size, py.unit
+        self.packets = packets
+        self.bytes = nbytes
+
+    def check_index(self, index: int) -> None:
+        if not isinstance(index, int) or not 0 <= index < self.size:
+            raise SwitchError("OUT_OF_RANGE", f"{self.name}: index {index} not in 0..{self.size - 1}")
+
+    def count(self, index: int, nbytes: int) -> None:
+        if 0 <= index < self.size:
+            self.packets[index] += 1
+            self.bytes[index] += nbytes
+
+    def read(self, index: int) -> tuple[int, int]:
+        self.check_index(index)
+        return self.packets[index], self.bytes[index]
+
+    def write(self, index: int, packets: int, nbytes: int) -> None:
+        self.check_index(index)
+        if packets < 0 or nbytes < 0:
+            raise SwitchError("INVALID_ARGUMENT", f"{self.name}: negative counter value")
+        self.packets[index] = packets
+        self.bytes[index] = nbytes
+
+
+class NativeEngine:
+    """Runs packets of one `Switch` in its compiled C program."""
+
+    def __init__(self, switch: Any, built: Any) -> None:
+        where = getattr(built.gen.program, "source_file", "") or "program"
+        source, layout = program_source(built)
+        self.source = source
+        self.layout: Layout = layout
+        self.mod = cbuild.load(source, CDEF, where)
+        ffi, lib = self.mod.ffi, self.mod.lib
+        self.ffi, self.lib = ffi, lib
+        raw = lib.ss_new()
+        if raw == ffi.NULL:
+            raise MemoryError("native engine: out of memory for the switch state")
+        self.state = ffi.gc(raw, lib.ss_free)
+        self.switch = switch
+        self.tables: list[tuple[TableLayout, Table, int]] = [
+            (tl, built.tables[tl.name], i) for i, tl in enumerate(layout.tables)]
+        self.versions = [-1] * len(self.tables)
+        self.pre_version = -1
+        self.mc_max = 0
+        self.loaded_groups: set[int] = set()
+        for rid, (name, size, width) in enumerate(layout.registers):
+            py = built.registers[name]
+            view = CellView(ffi, lib.ss_register(self.state, rid), size, width, py.signed)
+            for i, v in enumerate(py.values):  # zero today; kept for programs that initialise
+                if v:
+                    view[i] = v
+            built.registers[name] = NativeRegister(py, view)
+        for cid, (name, size) in enumerate(layout.counters):
+            py = built.counters[name]
+            built.counters[name] = NativeCounter(
+                py, CellView(ffi, lib.ss_counter_packets(self.state, cid), size),
+                CellView(ffi, lib.ss_counter_bytes(self.state, cid), size))
+        self.outs = ffi.new("ss_out_t[]", OUT_SLOTS)
+        self.dropped = ffi.new("uint32_t *")
+        self.buf = ffi.new("uint8_t[]", 1 << 16)
+        self.buf_cap = 1 << 16
+
+    # ---------------------------------------------------------------- control-plane state
+
+    def sync(self) -> None:
+        """Load tables and multicast groups changed since the last packet into C."""
+        for i, (tl, table, tid) in enumerate(self.tables):
+            if table.version != self.versions[i]:
+                self._load_table(tl, table, tid)
+                self.versions[i] = table.version
+        pre = self.switch.pre
+        if pre.version != self.pre_version:
+            self._load_groups(pre)
+            self.pre_version = pre.version
+
+    def _load_table(self, tl: TableLayout, table: Table, tid: int) -> None:
+        nk, na = tl.nkeys, tl.nargs
+        index = {name: i for i, name in enumerate(tl.actions)}
+        if table.mode == "list":
+            entries = list(table._list)  # priority order (tables.py keeps it)
+        elif table.mode == "lpm":
+            entries = sorted(table.entries.values(), key=lambda e: -e.key[table._lpm_index][2])
+        else:
+            entries = list(table.entries.values())
+        a, b = array("Q"), array("Q")
+        kind = bytearray()
+        act = array("I")
+        args = array("Q")
+        for e in entries:
+            for (k, x, y) in _tests(table, e):
+                kind.append(k)
+                a.append(x)
+                b.append(y)
+            act.append(index[str(e.action)])
+            args.extend(e.args)
+            args.extend([0] * (na - len(e.args)))
+        d_args = list(table.default_args) + [0] * (na - len(table.default_args))
+        ffi = self.ffi
+        rc = self.lib.ss_table_load(
+            self.state, tid, 1 if table.mode == "list" else 0, len(entries),
+            ffi.from_buffer("uint64_t[]", a) if a else ffi.NULL,
+            ffi.from_buffer("uint64_t[]", b) if b else ffi.NULL,
+            ffi.from_buffer("uint8_t[]", kind) if kind else ffi.NULL,
+            ffi.from_buffer("uint32_t[]", act) if act else ffi.NULL,
+            ffi.from_buffer("uint64_t[]", args) if args else ffi.NULL,
+            index[table.default_action], ffi.new("uint64_t[]", d_args or [0]))
+        if rc != 0:
+            raise MemoryError(f"native engine: out of memory loading {table.name}")
+        _ = nk
+
+    def _load_groups(self, pre: Any) -> None:
+        ffi, lib = self.ffi, self.lib
+        for gid in self.loaded_groups - set(pre.groups):
+            lib.ss_mc_set(self.state, gid, 0, ffi.NULL, ffi.NULL)
+        self.mc_max = 0
+        for gid, replicas in pre.groups.items():
+            ports = ffi.new("uint16_t[]", [p for p, _ in replicas] or [0])
+            rids = ffi.new("uint16_t[]", [r for _, r in replicas] or [0])
+            if lib.ss_mc_set(self.state, gid, len(replicas), ports, rids) != 0:
+                raise MemoryError("native engine: out of memory loading multicast groups")
+            self.mc_max = max(self.mc_max, len(replicas))
+        self.loaded_groups = set(pre.groups)
+
+    # ---------------------------------------------------------------- packets
+
+    def process(self, port: int, data: bytes, now: int) -> tuple[list[tuple[int, bytes]], int]:
+        """Run one packet: (outputs as (port, bytes), copies dropped)."""
+        self.sync()
+        ffi = self.ffi
+        copies = self.mc_max + 1
+        need = copies * (len(data) + self.layout.emit_max)
+        if need > self.buf_cap:
+            self.buf = ffi.new("uint8_t[]", need)
+            self.buf_cap = need
+        if copies > OUT_SLOTS:
+            self.outs = ffi.new("ss_out_t[]", copies)
+        n = self.lib.ss_process(self.state, port, data, len(data), now, self.outs,
+                                max(copies, OUT_SLOTS), self.buf, self.buf_cap, self.dropped)
+        buf = ffi.buffer(self.buf, self.buf_cap)
+        outs = []
+        for i in range(n):
+            o = self.outs[i]
+            outs.append((int(o.port), bytes(buf[o.off:o.off + o.len])))
+        return outs, int(self.dropped[0])
+
+    def batch(self, packets: list[bytes]) -> PacketBatch:
+        """Packets laid out for process_batch (one buffer, offsets and lengths)."""
+        return PacketBatch(self.ffi, packets)
+
+    def process_batch(self, port: int, batch: PacketBatch, now: int) -> tuple[int, int, int]:
+        """Run a batch without returning its packets (benchmarks): (outputs, bytes, dropped)."""
+        self.sync()
+        ffi = self.ffi
+        cap = OUT_SLOTS * (batch.max_len + self.layout.emit_max) + 64
+        if cap > self.buf_cap:
+            self.buf = ffi.new("uint8_t[]", cap)
+            self.buf_cap = cap
+        ports = batch.ports(port)
+        out_bytes = ffi.new("uint64_t *")
+        dropped = ffi.new("uint32_t *")
+        n = self.lib.ss_process_batch(self.state, batch.count, ports, batch.data, batch.offs,
+                                      batch.lens, now, self.buf, self.buf_cap, out_bytes, dropped)
+        return int(n), int(out_bytes[0]), int(dropped[0])
+
+
+class PacketBatch:
+    """Packets in one C buffer with their offsets and lengths, made once and reusable."""
+
+    def __init__(self, ffi: Any, packets: list[bytes]) -> None:
+        offs, lens = array("I"), array("I")
+        off = 0
+        for p in packets:
+            offs.append(off)
+            lens.append(len(p))
+            off += len(p)
+        self.count = len(packets)
+        self.max_len = max(lens, default=0)
+        self._ffi = ffi
+        self._blob = b"".join(packets)
+        self._offs, self._lens = offs, lens
+        self.data = ffi.from_buffer("uint8_t[]", self._blob)
+        self.offs = ffi.from_buffer("uint32_t[]", offs)
+        self.lens = ffi.from_buffer("uint32_t[]", lens)
+        self._ports: dict[int, Any] = {}
+
+    def ports(self, port: int) -> Any:
+        arr = self._ports.get(port)
+        if arr is None:
+            arr = self._ports[port] = array("I", [port] * self.count)
+        return self._ffi.from_buffer("uint32_t[]", arr)
+
+
+def _tests(table: Table, entry: Any) -> list[tuple[int, int, int]]:
+    """Per key field (kind, a, b) as the C lookup reads them (tables.py `_tests`)."""
+    if table.mode == "list":
+        return [(k, a, b) for k, a, b in (entry.tests or table._tests(entry.key))]
+    out = []
+    for spec, mv in zip(table.match_keys, entry.key, strict=True):
+        full = (1 << spec.width) - 1
+        if mv[0] == "lpm":
+            m = full ^ ((1 << (spec.width - mv[2])) - 1)
+            out.append((0, m, mv[1]))
+        else:
+            out.append((0, full, mv[1]))
+    return out

@@ -1,0 +1,312 @@
+"""The native engine against the Python engine (the reference): the STF corpus, random
+packets through the benchmark routers and sglb.p4 (leaf and spine), refusals, the cache,
+and the same fuzzing under AddressSanitizer + UndefinedBehaviorSanitizer.
+
+Every comparison is byte for byte: outputs of each packet, then every register and
+counter cell and the switch's stats (native_fuzz.py).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from native_fuzz import FuzzClock, run_both
+
+from softswitch import Exact, Lpm, Switch, compile_file, compile_source
+from softswitch.engine import CompileError
+from softswitch.engine.native import available
+from softswitch.stf import run_file
+
+ROOT = Path(__file__).resolve().parents[2]
+STF_DIR = Path(__file__).parent / "stf"
+BENCH = ROOT / "bench" / "programs"
+
+pytestmark = pytest.mark.skipif(available() is not None, reason=f"native engine: {available()}")
+
+# STF programs the native engine refuses at load time, and the construct its message names.
+# A program that starts to run natively (or a new refusal) fails test_stf_on_both_engines.
+NATIVE_REFUSES = {
+    "arith": "aggregate initialisers",
+    "clone": "clone",
+    "clone_metadata": "clone",
+    "control_flow": "sub-control",
+    "copies": "header stacks",
+    "edge_semantics": "wider than 64 bits",
+    "evaluation_order": "one control used for two V1Switch blocks",
+    "externs": "digest",
+    "hash": "crc16_custom",
+    "initialisers": "aggregate initialisers",
+    "ipv4_options": "varbit",
+    "ipv6": "wider than 64 bits",
+    "lookahead_bits": "wider than 64 bits",
+    "misc": "assert",
+    "parser_counter": "header stacks",
+    "parser_ops": "varbit",
+    "resubmit_metadata": "resubmit",
+    "resubmit_recirculate": "resubmit",
+    "stack": "header stacks",
+    "stack_key": "header stacks",
+    "structure": "header stacks",
+    "tables": "the name x",
+    "truncate_copies": "truncate",
+    "udp_checksum": "verify_checksum_with_payload",
+    "union": "header unions",
+    "varbit_copy": "varbit",
+    "varbit_error_order": "varbit",
+}
+
+
+@pytest.mark.parametrize("stf", sorted(STF_DIR.glob("*.stf")), ids=lambda p: p.stem)
+def test_stf_on_both_engines(stf: Path) -> None:
+    """The corpus passes on the Python engine, and on the native one wherever it loads."""
+    reference = run_file(str(stf.with_suffix(".p4")), str(stf), engine="python")
+    assert reference.ok, reference.report
+    native = run_file(str(stf.with_suffix(".p4")), str(stf), engine="native")
+    if stf.stem in NATIVE_REFUSES:
+        assert native.code == 2, native.report
+        assert NATIVE_REFUSES[stf.stem] in native.report and "--engine python" in native.report
+        assert f"{stf.stem}.p4:" in native.report  # the construct's location
+    else:
+        assert native.ok, native.report
+
+
+def _l3(engine: str, clock: FuzzClock) -> Switch:
+    sw = Switch(compile_file(str(BENCH / "l3_router.p4")), clock=clock, engine=engine)
+    for i in range(40):
+        sw.table_add("ipv4_lpm", [Lpm(0x0A000000 | i << 8, 24)], "set_nhop",
+                     [0x020000000000 + i, 0x02AA00000000, 1 + i % 8])
+    sw.table_add("ipv4_lpm", [Lpm(0x0A000000, 8)], "set_nhop", [1, 2, 9])
+    sw.table_add("ipv4_lpm", [Lpm(0x0A000000 | 7 << 8 | 9, 32)], "drop", [])
+    return sw
+
+
+def _ecmp(engine: str, clock: FuzzClock) -> Switch:
+    sw = Switch(compile_file(str(BENCH / "ecmp_router.p4")), clock=clock, engine=engine)
+    for sel in range(16):
+        sw.table_add("ecmp_nhop", [Exact(sel)], "set_nhop", [0x020000000000 + sel, 0x02AA00000000, 1 + sel % 8])
+    for i in range(40):
+        sw.table_add("ipv4_lpm", [Lpm(0x0A000000 | i << 8, 24)], "set_ecmp", [(i % 4) * 4, 4])
+    return sw
+
+
+DSTS = [0x0A000000 | i << 8 | 9 for i in range(48)]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_fuzz_l3_router(seed: int) -> None:
+    sent, out = run_both(_l3, seed, 1500, [0, 1, 2, 511], DSTS)
+    assert out > sent // 20  # the frames reach forwarding, not only the parser's errors
+
+
+def test_fuzz_ecmp_router_hash_and_register() -> None:
+    sent, out = run_both(_ecmp, 3, 1500, [1, 3], DSTS)
+    assert out > sent // 20
+
+
+def _sglb_dsts() -> list[int]:
+    return [0x0A000001, 0x0A0000FE, 0x0A010005, 0x0A020007, 0x0A030001, 0x0A010101]
+
+
+def _sglb_maker(role: str, **kw):
+    sys.path.insert(0, str(ROOT / "tests" / "sglb"))
+    import sglb_harness as h
+
+    from sglb.codes import LbMode
+
+    def make(engine: str, clock: FuzzClock):
+        old = os.environ.get("SOFTSWITCH_ENGINE")
+        os.environ["SOFTSWITCH_ENGINE"] = engine  # the harness makes its switch with the default
+        try:
+            program = h.softswitch_compiled()
+            if role == "spine":
+                node = h.configure_spine(program, clock=clock, copies=2)
+            else:
+                node = h.configure_leaf(program, clock=clock, mode=kw.get("mode", LbMode.SGLB),
+                                        feedback=kw.get("feedback", h.NO_FEEDBACK), switch_id=0)
+                node.set_profile(1, mask=0x0F, rq=(1, 0, 3, 2), w=(1, 2, 1, 1))
+        finally:
+            if old is None:
+                del os.environ["SOFTSWITCH_ENGINE"]
+            else:
+                os.environ["SOFTSWITCH_ENGINE"] = old
+        return node.sw
+
+    return make
+
+
+def test_fuzz_sglb_leaf_with_feedback() -> None:
+    from sglb.config import Feedback
+
+    sent, out = run_both(_sglb_maker("leaf", feedback=Feedback(enabled=True)), 11, 2500,
+                         [10, 10, 1, 2, 3, 4, 255, 77], _sglb_dsts())
+    assert out > sent // 20
+
+
+def test_fuzz_sglb_leaf_ecmp() -> None:
+    from sglb.codes import LbMode
+
+    sent, out = run_both(_sglb_maker("leaf", mode=LbMode.ECMP), 12, 1500,
+                         [10, 1, 2, 255], _sglb_dsts())
+    assert out > sent // 20
+
+
+def test_fuzz_sglb_spine_multicast_notices() -> None:
+    sent, out = run_both(_sglb_maker("spine"), 13, 2500, [3, 4, 5, 6, 255, 9], _sglb_dsts())
+    assert out > sent // 20
+
+
+def test_refusal_names_construct_location_and_the_python_engine() -> None:
+    src = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; }
+struct hs { h_t h; }
+struct m { }
+parser P(packet_in p, out hs h, inout m meta, inout standard_metadata_t sm) {
+    state start { p.extract(h.h); transition accept; }
+}
+control V(inout hs h, inout m meta) { apply { } }
+control I(inout hs h, inout m meta, inout standard_metadata_t sm) {
+    apply { clone(CloneType.I2E, 5); }
+}
+control E(inout hs h, inout m meta, inout standard_metadata_t sm) { apply { } }
+control C(inout hs h, inout m meta) { apply { } }
+control D(packet_out p, in hs h) { apply { p.emit(h.h); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+    prog = compile_source(src, filename="cloner.p4")
+    with pytest.raises(CompileError) as exc:
+        Switch(prog, engine="native")
+    msg = str(exc.value)
+    assert "cloner.p4:12:" in msg and "clone" in msg and "--engine python" in msg
+    Switch(prog, engine="python")  # the reference runs it
+
+
+def test_compiled_program_is_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from softswitch.engine.native import cbuild
+
+    monkeypatch.setenv(cbuild.CACHE_ENV, str(tmp_path))
+    monkeypatch.setattr(cbuild, "_loaded", {})
+    prog = compile_file(str(BENCH / "l3_router.p4"))
+    Switch(prog, engine="native")
+    built = list(tmp_path.glob("_ssnative_*"))
+    assert len(built) == 1
+    stamp = built[0].stat().st_mtime_ns
+    monkeypatch.setattr(cbuild, "_loaded", {})
+    Switch(prog, engine="native")
+    assert [p.stat().st_mtime_ns for p in tmp_path.glob("_ssnative_*")] == [stamp]
+
+
+def test_switches_of_one_program_keep_separate_state() -> None:
+    prog = compile_file(str(BENCH / "ecmp_router.p4"))
+    a, b = (Switch(prog, engine="native") for _ in range(2))
+    name = next(iter(a.registers))
+    a.register_write(name, 1, 5)
+    assert a.register_read(name, 1) == 5 and b.register_read(name, 1) == 0
+
+
+def test_engine_is_chosen_by_argument_or_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    prog = compile_file(str(BENCH / "l3_router.p4"))
+    monkeypatch.setenv("SOFTSWITCH_ENGINE", "native")
+    assert Switch(prog).engine == "native"
+    assert Switch(prog, engine="python").engine == "python"
+    monkeypatch.setenv("SOFTSWITCH_ENGINE", "nonsense")
+    with pytest.raises(Exception, match="SOFTSWITCH_ENGINE"):
+        Switch(prog)
+
+
+@pytest.mark.skipif(os.environ.get("SOFTSWITCH_NATIVE_SANITIZE") in (None, "", "0"),
+                    reason="only in the sanitizer run")
+def test_sanitizer_run_is_instrumented() -> None:
+    """In the sanitizer run, the program loaded is the instrumented build and ASan is live."""
+    sw = Switch(compile_file(str(BENCH / "l3_router.p4")), engine="native")
+    so = Path(sw._native.mod.__file__)
+    assert "-fsanitize" in " ".join(__import__("softswitch.engine.native.cbuild",
+                                                fromlist=["x"]).SANITIZE_FLAGS)
+    maps = Path("/proc/self/maps").read_text()
+    assert "libasan" in maps and str(so) in maps
+
+
+def _libasan() -> str | None:
+    cc = shutil.which("gcc")
+    if cc is None:
+        return None
+    out = subprocess.run([cc, "-print-file-name=libasan.so"], capture_output=True, text=True, check=False)
+    path = out.stdout.strip()
+    return path if path and Path(path).is_file() else None
+
+
+@pytest.mark.skipif(os.environ.get("SOFTSWITCH_NATIVE_SANITIZE") not in (None, "", "0"),
+                    reason="already the sanitizer run")
+@pytest.mark.skipif(_libasan() is None, reason="gcc's libasan not found")
+def test_fuzz_and_stf_under_address_and_undefined_behavior_sanitizers(tmp_path: Path) -> None:
+    """The tests above again, the generated C built with -fsanitize=address,undefined
+    (UB aborts: -fno-sanitize-recover); any report fails the run."""
+    env = dict(os.environ, SOFTSWITCH_NATIVE_SANITIZE="1", LD_PRELOAD=str(_libasan()),
+               ASAN_OPTIONS="detect_leaks=0:abort_on_error=1",
+               UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1",
+               SOFTSWITCH_NATIVE_CACHE=os.environ.get("SOFTSWITCH_NATIVE_CACHE", "")
+               or str(Path.home() / ".cache" / "softswitch" / "native"))
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__,
+         "-k", "fuzz or stf or instrumented", "-x"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=3000, check=False)
+    text = run.stdout + run.stderr
+    assert run.returncode == 0, text[-4000:]
+    assert "AddressSanitizer" not in text and "runtime error" not in text, text[-4000:]
+    assert " passed" in text
+
+
+@pytest.mark.parametrize("engine", ["python", "native"])
+def test_p4runtime_writes_and_reads_sglb_the_same_on_both_engines(engine: str, monkeypatch) -> None:
+    """The P4Runtime server drives a native switch through the same Table objects: an
+    ipv4_route entry written over gRPC forwards a packet, and the port_rx counter read
+    over gRPC counts it, identically on both engines."""
+    from finsy.proto import p4r
+    from p4rt_client import Client
+
+    from softswitch.p4info import p4info_from_program
+    from softswitch.p4runtime.device import Device
+    from softswitch.p4runtime.pipeline_loader import device_config_from_file, load_program
+    from softswitch.p4runtime.server import P4RuntimeServer
+
+    monkeypatch.setenv("SOFTSWITCH_ENGINE", engine)
+    device_config = device_config_from_file(ROOT / "p4src" / "sglb.p4")
+    p4info = p4info_from_program(load_program(device_config))
+    device = Device(device_id=1, cpu_port=255)
+    sent: list[tuple[int, bytes]] = []
+    device.transmit = lambda port, data: sent.append((port, data))
+    srv = P4RuntimeServer(device, "127.0.0.1:0").start()
+    client = Client(srv.address)
+    try:
+        assert client.connect().arbitration.status.code == 0
+        client.set_pipeline(p4info, device_config)
+        assert device.pipeline.switch.engine == engine
+        table = next(t for t in p4info.tables if t.preamble.alias == "ipv4_route")
+        action = next(a for a in p4info.actions if a.preamble.alias == "to_host").preamble.id
+        entry = p4r.Entity(table_entry=p4r.TableEntry(
+            table_id=table.preamble.id,
+            match=[p4r.FieldMatch(field_id=1, lpm=p4r.FieldMatch.LPM(value=b"\x0a\x00\x00\x05", prefix_len=32))],
+            action=p4r.TableAction(action=p4r.Action(action_id=action, params=[
+                p4r.Action.Param(param_id=1, value=b"\x00\x0a"),
+                p4r.Action.Param(param_id=2, value=b"\x02\x00\x00\x00\x00\x05")]))))
+        client.write(p4r.Update(type=p4r.Update.INSERT, entity=entry))
+        eth = b"\x02\x00\x00\x00\x00\xf0" + b"\x02\x00\x00\x00\x01\x01" + b"\x08\x00"
+        ip = bytearray([0x45, 0, 0, 28, 0, 1, 0, 0, 64, 17, 0, 0]) + b"\x0a\x00\x00\x01\x0a\x00\x00\x05"
+        from softswitch.engine.hashes import csum16
+        ip[10:12] = csum16(bytes(ip)).to_bytes(2, "big")
+        device.process(10, eth + bytes(ip) + b"\x00\x35\x00\x35\x00\x08\x00\x00")
+        assert [p for p, _ in sent] == [10]
+        assert sent[0][1][5] == 0x05 and sent[0][1][22] == 63  # host MAC written, ttl - 1
+        counter = next(c for c in p4info.counters if c.preamble.alias.endswith("port_rx")).preamble.id
+        got = client.read(p4r.Entity(counter_entry=p4r.CounterEntry(
+            counter_id=counter, index=p4r.Index(index=10))))
+        assert got[0].counter_entry.data.packet_count == 1
+    finally:
+        client.close()
+        srv.stop(0)
