@@ -94,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--set", type=setting, action="append", default=[], metavar="NAME=VALUE",
                     help="a switch setting (flowlet_gap_us, tie_tolerance, feedback's fields "
                          "such as enabled, fresh_us, gap_margin_us)")
+    ap.add_argument("--engine", choices=("python", "native"), default=None,
+                    help="softswitch's engine in every switch (default: $SOFTSWITCH_ENGINE, "
+                         "else softswitch's default); the results are the same")
     ap.add_argument("--json", type=Path, help="write the results here")
     ap.add_argument("--plot", type=Path, help="write per-link utilisation over time here (PNG)")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -108,7 +111,8 @@ def options(args: argparse.Namespace) -> SimOptions:
         seed=args.seed, start_s=args.start, stop_s=args.stop, detect_us=args.detect * 1e6,
         port_event_ms=args.port_event * 1e3, message_ms=args.message_delay * 1e3,
         events=tuple(sorted(args.fail + args.recover, key=lambda e: e.at_s)),
-        sample_us=args.sample * 1e6, max_paths=args.max_paths, settings=tuple(args.set))
+        sample_us=args.sample * 1e6, max_paths=args.max_paths, engine=args.engine,
+        settings=tuple(args.set))
 
 
 def summary(result: dict[str, Any]) -> str:

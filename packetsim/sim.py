@@ -148,7 +148,7 @@ def run(fabric_in: Fabric, opts: SimOptions, progress: Callable[[float], None] |
 
     for s in fabric.switches:
         switches[s.name] = SimSwitch(fabric, s.name, pipeline,
-                                     identities[s.name], core_config, send)
+                                     identities[s.name], core_config, send, opts.engine)
     net = network.build(fabric, opts, {n: switch_mac(fabric.switch(n).id).to_bytes(6, "big")
                                        for n in switches})
     for dev, sp in net.ports.items():

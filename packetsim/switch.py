@@ -59,7 +59,8 @@ class SimSwitch:
     """A switch of the fabric, its data plane and its control plane, on simulated time."""
 
     def __init__(self, fabric: Fabric, name: str, pipeline: Pipeline, identity: Identity,
-                 core_config: CoreConfig, send: Callable[[str, str, Message, float], None]):
+                 core_config: CoreConfig, send: Callable[[str, str, Message, float], None],
+                 engine: str | None = None):
         self.name = name
         self.fabric = fabric
         self.pipeline = pipeline
@@ -67,7 +68,7 @@ class SimSwitch:
         self.now_us = 0
         self.device = Device(fabric.switch(name).id, cpu_port=self.cpu_port,
                              make_switch=lambda prog: Engine(prog, cpu_port=self.cpu_port,
-                                                             clock=self._clock))
+                                                             clock=self._clock, engine=engine))
         A = p4r.SetForwardingPipelineConfigRequest
         self.device.set_pipeline(A.VERIFY_AND_COMMIT, pipeline.config)
         self.core = SyncMeshCore(fabric, name, incarnation=1, config=core_config)
