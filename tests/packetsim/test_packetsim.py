@@ -164,3 +164,15 @@ def test_ecmp_agrees_with_the_ns3_crosscheck_pinned_to_the_spines_it_hashed_to(t
     ours = [f["fct_s"] for f in r["flows"]]
     assert max(ours) == pytest.approx(max(ref) * 1516 / 1502, rel=0.05)
     assert sorted(ours) == pytest.approx([t * 1516 / 1502 for t in sorted(ref)], rel=0.15)
+
+
+def test_both_engines_give_the_same_simulation_byte_for_byte(tmp_path):
+    # The native engine is the same program compiled to C: a whole simulation (every
+    # flowlet decision, register and counter read by SyncMesh) must come out identical.
+    pytest.importorskip("cffi")
+    fab = fabric_file(tmp_path, "eng", leaves=2, spines=2, hosts_per_leaf=2)
+    args = ("--workload", "alltoall", "--flows", "2", "--bytes", "200000", "--lb", "sglb",
+            "--fail", "l1:3@300us")
+    simulate(fab, tmp_path / "py.json", *args, "--engine", "python")
+    simulate(fab, tmp_path / "c.json", *args, "--engine", "native")
+    assert (tmp_path / "py.json").read_bytes() == (tmp_path / "c.json").read_bytes()
