@@ -286,7 +286,8 @@ def _driver(args: argparse.Namespace, fabric, work: Path) -> P4RuntimeDriver:
     pipeline = _pipeline(args, identity, builder, work)
     return P4RuntimeDriver(args.switch, address, device_id, identity, pipeline,
                            sorted(fabric.ports(args.switch)),
-                           inject_port_status=args.inject_port_status or not builder.injects_port_status,
+                           inject_port_status=(args.inject_port_status
+                                               or not builder.injects_port_status),
                            election_id=args.election_id)
 
 

@@ -4,9 +4,10 @@ One primary-controller session per switch: it pushes the pipeline when the
 switch's cookie differs (so a daemon restart keeps the running program and its
 entries), reads the program's entities back and writes only the differences
 (``sglb_switch.SwitchBook`` with the program's mapping), reads the
-``SglbEgress.port_tx`` counter for utilisation, follows port oper-status (gNMI: finsy emits ``PORT_UP`` /
-``PORT_DOWN`` on the switch's event emitter) and, on targets that do not
-inject port-status packets themselves, sends them as PacketOut
+``SglbEgress.port_tx`` counter for utilisation, follows port oper-status
+(gNMI: finsy emits ``PORT_UP`` / ``PORT_DOWN`` on the switch's event emitter)
+and, on targets that do not inject port-status packets themselves, sends them
+as PacketOut
 (docs/softswitch-api.md, docs/sglb.md). Works unchanged against
 ``softswitch run`` and BMv2's ``simple_switch_grpc``. The P4Runtime encoding of
 entities is ``syncmesh.p4runtime_entities`` (no connection needed).

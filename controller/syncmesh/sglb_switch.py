@@ -75,8 +75,8 @@ class Identity:
     def __post_init__(self) -> None:
         check_max_paths(self.max_paths)
         if not isinstance(self.target, SwitchTarget):
-            raise ValueError(f"target must be a SwitchTarget ({', '.join(t.value for t in SwitchTarget)}), "
-                             f"got {self.target!r}")
+            names = ", ".join(t.value for t in SwitchTarget)
+            raise ValueError(f"target must be a SwitchTarget ({names}), got {self.target!r}")
         self.settings.check(self.target)
 
 
@@ -269,7 +269,8 @@ def punted_notice(reason: int, frame: bytes) -> NoticeSeen | None:
                       epoch=int.from_bytes(body[8:12], "big"))
 
 
-def confirmed_writebacks(desired: Mapping[OpKey, SwitchOp], seen: Mapping[tuple[int, int], NoticeSeen],
+def confirmed_writebacks(desired: Mapping[OpKey, SwitchOp],
+                         seen: Mapping[tuple[int, int], NoticeSeen],
                          held: Mapping[tuple[int, int], int]) -> dict[tuple[int, int], int]:
     """The epochs to write back per (spine id, destination leaf id).
 

@@ -36,7 +36,8 @@ def test_desired_state_becomes_updates_of_the_programs_p4info(tmp_path):
         tables = [ids[u.entity.table_entry.table_id] for u in updates
                   if u.entity.WhichOneof("entity") == "table_entry"]
         assert sorted(tables) == sorted(e.table for e in ents if isinstance(e, TableWrite))
-        groups = [u for u in updates if u.entity.WhichOneof("entity") == "packet_replication_engine_entry"]
+        groups = [u for u in updates
+                  if u.entity.WhichOneof("entity") == "packet_replication_engine_entry"]
         assert len(groups) == sum(isinstance(e, MulticastWrite) for e in ents)
         # and back: every update decodes to the entity it came from
         back = [from_finsy(fy.p4entity.decode_entity(u.entity, schema), schema) for u in updates]
