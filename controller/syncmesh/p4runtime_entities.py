@@ -3,23 +3,31 @@
 ``to_finsy`` / ``from_finsy`` convert between ``syncmesh.entities`` and
 finsy's entities; ``plan_updates`` encodes a ``Plan`` as the P4Runtime
 ``Update`` messages of one WriteRequest for a program's P4Info
-(``finsy.P4Schema``), which is all a switch connection adds. So the way from
-the core's desired state to the protobuf a switch receives is::
+(``finsy.P4Schema``), which is all a switch connection adds. The way from
+the core's desired state to the protobuf a switch receives is
+``desired_updates(core.desired(), identity, schema)``; a caller that keeps
+the switch's state across changes, as the driver does, uses the book::
 
-    mapping = sglb_programs.mapping_for(identity)            # or V1ModelMapping(identity)
-    plan = reconcile(mapping.entities(core.desired()), [], mapping.tables)
-    updates = plan_updates(plan, finsy.P4Schema(p4info_path))  # list[p4r.Update]
+    book = SwitchBook(mapping_for(identity))       # syncmesh.sglb_switch / sglb_programs
+    plan = book.plan(core.desired())               # only what differs from book.held
+    updates = plan_updates(plan, schema)           # list[p4r.Update], one WriteRequest
+    frames = book.writeback_frames(plan)           # PacketOuts (Tofino program), after it
+    book.commit(plan)
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import finsy as fy
 from finsy.p4entity import P4Replica
 from finsy.proto import p4r
 
-from .entities import Entity, MatchValue, MulticastWrite, Plan, TableWrite
+from .entities import Entity, MatchValue, MulticastWrite, Plan, TableWrite, reconcile
+from .sglb_programs import mapping_for
+from .sglb_switch import Identity
+from .switchops import OpKey, SwitchOp
 
 
 def _suffix(name: str) -> str:
@@ -76,3 +84,12 @@ def plan_updates(plan: Plan, schema: fy.P4Schema) -> list[p4r.Update]:
     """The plan as P4Runtime ``Update`` messages for the program ``schema`` describes
     (names and values checked against its P4Info by finsy)."""
     return [u.encode_update(schema) for u in plan_finsy(plan)]
+
+
+def desired_updates(desired: Mapping[OpKey, SwitchOp], identity: Identity,
+                    schema: fy.P4Schema, held: Iterable[Entity] = ()) -> list[p4r.Update]:
+    """The P4Runtime Updates that bring a switch holding ``held`` (nothing: a fresh one)
+    to the core's desired state, for the program of ``identity.target`` as ``schema``'s
+    P4Info describes it."""
+    mapping = mapping_for(identity)
+    return plan_updates(reconcile(mapping.entities(desired), list(held), mapping.tables), schema)

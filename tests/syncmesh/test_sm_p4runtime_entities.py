@@ -9,7 +9,7 @@ import finsy as fy
 from finsy.proto import p4r
 from syncmesh.core import SyncMeshCore
 from syncmesh.entities import MulticastWrite, TableWrite, reconcile
-from syncmesh.p4runtime_entities import from_finsy, plan_updates
+from syncmesh.p4runtime_entities import desired_updates, from_finsy, plan_updates
 from syncmesh.sglb_mapping import Identity, switch_mac
 from syncmesh.sglb_programs import mapping_for
 
@@ -42,3 +42,9 @@ def test_desired_state_becomes_updates_of_the_programs_p4info(tmp_path):
         # and back: every update decodes to the entity it came from
         back = [from_finsy(fy.p4entity.decode_entity(u.entity, schema), schema) for u in updates]
         assert sorted(map(repr, back)) == sorted(map(repr, plan.modify + plan.insert))
+        desired = SyncMeshCore(fab, name, 1).desired()
+        ident = Identity(switch_mac(fab.switch(name).id))
+        assert desired_updates(desired, ident, schema) == updates
+        # a switch that already holds all of it but one entry gets that one entry
+        assert [u.entity for u in desired_updates(desired, ident, schema, back[1:])] == \
+            [updates[0].entity]
