@@ -6,7 +6,9 @@ What differs from the v1model program's encodings (``sglb.config``), and why
 * *Nanoseconds.* Tofino's timestamps count ns: flowlet_gap, gap_margin and
   gap_unknown are ns (32 bits: at most 4.29 s); fb_fresh is in feedback units
   of 2^FB_TIME_SHIFT ns; fb_stale and unknown_level are not parameters (the
-  control plane floors the profile's remote levels itself).
+  control plane floors the profile's remote levels itself). ``set_switch``
+  itself is encoded, and its limits checked, with the v1model program's in
+  ``sglb.settings`` (``switch_params(SwitchTarget.TOFINO, ...)``).
 * *Bit planes.* The remote level of every path travels as three masks
   rq0..rq2 (bit j of each path's level), so that the data plane can find the
   least-congested band with bitwise logic.
