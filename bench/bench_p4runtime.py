@@ -40,15 +40,13 @@ from finsy.proto import p4r, p4r_grpc
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-
-from testsupport import free_port, stop_process  # noqa: E402
 
 from softswitch.p4info import p4info_from_program  # noqa: E402
 from softswitch.p4runtime.pipeline_loader import (  # noqa: E402
     device_config_from_file,
     load_program,
 )
+from testsupport import free_port, stop_process  # noqa: E402
 
 PROG = ROOT / "tests" / "softswitch" / "test_p4runtime_prog.p4"
 N_ENTRIES = 1000  # the table holds 1024

@@ -20,8 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from sglb.codes import Event, LbMode, Role  # noqa: E402
-from sglb.config import profile_args, switch_args, uplinks_args  # noqa: E402
+from sglb.config import profile_args, uplinks_args  # noqa: E402
 from sglb.headers import port_status_frame  # noqa: E402
+from sglb.settings import SwitchSettings, SwitchTarget, switch_args  # noqa: E402
 
 CPU_PORT = 255
 UPLINKS = [1, 2, 3, 4]
@@ -44,7 +45,9 @@ def leaf(program, mode: LbMode, weights=(1, 1, 1, 1)):
 
     clock = Clock()
     sw = Switch(program, cpu_port=CPU_PORT, clock=clock)
-    sw.table_set_default("switch_config", "set_switch", switch_args(Role.LEAF, 0, MAC, 50, mode, 0))
+    sw.table_set_default("switch_config", "set_switch", switch_args(
+        SwitchTarget.V1MODEL, Role.LEAF, 0, MAC,
+        SwitchSettings(flowlet_gap_us=50, tie_tolerance=0), mode))
     sw.table_set_default("uplinks", "set_uplinks", uplinks_args(UPLINKS, [8] * len(UPLINKS)))
     sw.table_add("ipv4_route", [Lpm(0x0A010000, 16)], "to_leaf", [1])
     sw.table_add("dst_profile", [Exact(1)], "set_profile",

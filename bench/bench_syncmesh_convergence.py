@@ -32,15 +32,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "controller"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from syncmesh import certs  # noqa: E402
 from syncmesh.certs import TlsFiles  # noqa: E402
 from syncmesh.config import CoreConfig  # noqa: E402
 from syncmesh.daemon import Daemon, DaemonOptions  # noqa: E402
-from testsupport import free_ports  # noqa: E402
 
 from fabricmodel import leaf_spine  # noqa: E402
+from testsupport import free_ports  # noqa: E402
 
 CONFIG = CoreConfig()
 

@@ -32,7 +32,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "controller"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from syncmesh import certs, wire  # noqa: E402
 from syncmesh.certs import TlsFiles  # noqa: E402
@@ -41,9 +40,9 @@ from syncmesh.daemon import Daemon, DaemonOptions  # noqa: E402
 from syncmesh.linkstate import Version  # noqa: E402
 from syncmesh.messages import Hello, ProfileUpdate  # noqa: E402
 from syncmesh.profiles import Profile  # noqa: E402
-from testsupport import free_ports  # noqa: E402
 
 from fabricmodel import leaf_spine  # noqa: E402
+from testsupport import free_ports  # noqa: E402
 
 CONFIG = CoreConfig()  # the defaults the daemon ships with
 SIZES = [(2, 2), (4, 2), (8, 4), (16, 4)]

@@ -88,7 +88,8 @@ def pipeline(kind: str, work: Path):
     """(P4Info message, device config bytes) of the benchmark program for a target."""
     from finsy.proto import p4i
     from google.protobuf import text_format
-    from syncmesh.p4runtime_driver import compile_pipeline
+
+    from switchtarget.pipeline import compile_pipeline
 
     files = compile_pipeline(PROG, work / kind, target=kind)
     return (text_format.Parse(files.p4info.read_text(), p4i.P4Info()),

@@ -28,6 +28,7 @@ Run as root: ``flock /tmp/sglb-net.lock .venv/bin/python bench/bench_testbed_all
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -39,12 +40,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests"))
-
-from testsupport import stop_processes  # noqa: E402
 
 from fabricmodel import load  # noqa: E402
-from sglb.config import Feedback  # noqa: E402
+from sglb.settings import TESTBED, Feedback  # noqa: E402
+from testsupport import stop_processes  # noqa: E402
 from topologies import alltoall  # noqa: E402
 from topologies.demo import log_to_file  # noqa: E402
 
@@ -84,7 +83,8 @@ def run_mode(fabric, glb: bool, gap_us: int, feedback: Feedback, label: str, arg
         fnet.start()
         work = run_dir / re.sub(r"[^\w.-]+", "_", f"{fabric.name}-{label}")
         control = FabricControl(fnet.fabric, PROGRAM, ControlOptions(
-            glb=glb, intf_prefix=PREFIX, flowlet_gap_us=gap_us, feedback=feedback),
+            glb=glb, intf_prefix=PREFIX,
+            settings=dataclasses.replace(TESTBED, flowlet_gap_us=gap_us, feedback=feedback)),
             pipeline=pipeline, work_dir=work)
         control.start()
         control.wait_programmed()
@@ -169,7 +169,7 @@ def mode_list(args) -> list[tuple[str, bool, int, Feedback]]:
     if not values or any(g < 1 for g in values):
         raise ValueError(f"--sglb-gaps-us: at least one gap, each >= 1 us, got {args.sglb_gaps_us!r}")
     off = Feedback(enabled=False)
-    modes = [("ECMP", False, 500, off), ("SGLB", True, args.flowlet_gap_us, testbed_feedback(args))]
+    modes = [("ECMP", False, TESTBED.flowlet_gap_us, off), ("SGLB", True, args.flowlet_gap_us, testbed_feedback(args))]
     if args.profiles_only:
         modes += [(f"profiles gap {g / 1000:g} ms", True, g, off) for g in values]
     return modes
@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="s from spawning the senders to their common start (Python start-up)")
     p.add_argument("--gap", type=float, default=1.0, help="s between repetitions (queues drain)")
     p.add_argument("--fabrics", default="symmetric,asymmetric,thin")
-    p.add_argument("--flowlet-gap-us", type=int, default=500,
+    p.add_argument("--flowlet-gap-us", type=int, default=TESTBED.flowlet_gap_us,
                    help="SGLB's flowlet gap (us); the delay-skew rule holds flowlets longer")
     p.add_argument("--fabric-mtu", type=int, default=1520, help="MTU of the leaf-spine links")
     p.add_argument("--fresh-us", type=int, default=200_000,
@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="idle time to move a flowlet where path delays are unknown")
     p.add_argument("--profiles-only", action="store_true",
                    help="also run SGLB without in-band feedback, one run per --sglb-gaps-us")
-    p.add_argument("--sglb-gaps-us", default="500,100000",
+    p.add_argument("--sglb-gaps-us", default=f"{TESTBED.flowlet_gap_us},100000",
                    help="flowlet gaps (us) of the --profiles-only runs")
     p.add_argument("--json", type=Path, default=None, help="write every figure here")
     args = p.parse_args(argv)
@@ -241,8 +241,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_all(names: list[str], args, run_dir: Path, results: dict) -> None:
     """Every fabric in every mode; figures go into ``results``."""
-    from syncmesh.p4runtime_driver import compile_pipeline
-
+    from switchtarget.pipeline import compile_pipeline
     from topologies.control import ControlOptions, program_defines
 
     for name in names:

@@ -28,6 +28,7 @@ Run as root: ``flock /tmp/sglb-net.lock .venv/bin/python bench/bench_testbed_fee
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import select
@@ -43,12 +44,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests"))
-
-from testsupport import stop_processes  # noqa: E402
 
 from fabricmodel import load  # noqa: E402
-from sglb.config import DRE_PERIOD_SHIFT, ETHERNET_FRAME_MAX, Feedback  # noqa: E402
+from sglb.config import DRE_PERIOD_SHIFT, ETHERNET_FRAME_MAX  # noqa: E402
+from sglb.settings import TESTBED, Feedback  # noqa: E402
+from testsupport import stop_processes  # noqa: E402
 from topologies import alltoall  # noqa: E402
 from topologies.demo import log_to_file  # noqa: E402
 
@@ -172,7 +172,8 @@ def run_mode(fabric, label: str, feedback: Feedback, args, run_dir: Path, pipeli
     try:
         fnet.start()
         control = FabricControl(fnet.fabric, PROGRAM, ControlOptions(
-            glb=True, intf_prefix=PREFIX, flowlet_gap_us=args.flowlet_gap_us, feedback=feedback),
+            glb=True, intf_prefix=PREFIX, settings=dataclasses.replace(
+                TESTBED, flowlet_gap_us=args.flowlet_gap_us, feedback=feedback)),
             pipeline=pipeline)
         control.start()
         control.wait_programmed()
@@ -239,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--blast", type=float, default=3.0, help="s the s1-l2 link is saturated")
     p.add_argument("--quiet", type=float, default=3.0, help="s between trials")
     p.add_argument("--settle", type=float, default=2.0, help="s after programming and the cut")
-    p.add_argument("--flowlet-gap-us", type=int, default=500)
+    p.add_argument("--flowlet-gap-us", type=int, default=TESTBED.flowlet_gap_us)
     p.add_argument("--fabric-mtu", type=int, default=1520)
     p.add_argument("--fresh-us", type=int, default=200_000)
     p.add_argument("--json", type=Path, default=None)
@@ -249,8 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     if os.geteuid() != 0:
         print("bench_testbed_feedback: needs root (Mininet)", file=sys.stderr)
         return 2
-    from syncmesh.p4runtime_driver import compile_pipeline
-
+    from switchtarget.pipeline import compile_pipeline
     from topologies.control import ControlOptions, program_defines
 
     run_dir = REPO / "out" / time.strftime("tbf-feedback-%Y%m%d-%H%M%S")

@@ -110,7 +110,7 @@ def _us(now: float) -> int:
     return int(now * 1e6) & 0xFFFFFFFF
 
 
-class Transport(ChannelLifecycle):
+class Transport:
     """All connections of one rank; see the module docstring."""
 
     def __init__(self, me: int, topo: Topology, opts: TransportOptions | None = None,
@@ -138,6 +138,8 @@ class Transport(ChannelLifecycle):
         self._next_goodput = now + o.goodput_interval
         self._last_goodput = now
         self._last_tick: float | None = None
+        self.lifecycle = ChannelLifecycle(self)
+        """Channel deaths, failover notices, peer failure and rejoin."""
 
     def start(self, now: float) -> list[Action]:
         """Open the links this rank connects (the I/O layer reports each with `link_up`)."""
@@ -147,6 +149,14 @@ class Transport(ChannelLifecycle):
                 self.connecting.add(link)
                 acts.append(Connect(link))
         return acts
+
+    def set_nic(self, rail: int, up: bool, now: float) -> list[Action]:
+        """Carrier of this rank's NIC `rail` changed (from netlink or a test)."""
+        return self.lifecycle.set_nic(rail, up, now)
+
+    def fail_channel(self, peer: int, channel: int, reason: str, now: float) -> list[Action]:
+        """Declare a channel dead from outside (tests, operator)."""
+        return self.lifecycle.fail_channel(peer, channel, reason, now)
 
     # ---------------------------------------------------------------- paths
 
@@ -348,7 +358,7 @@ class Transport(ChannelLifecycle):
             self._on_ack(conn, body, now, acts)
         elif h.type == wire.NOTICE:
             assert isinstance(body, wire.Notice)
-            self._on_notice(conn, cs, h, body, now, acts)
+            self.lifecycle.on_notice(conn, cs, h, body, now, acts)
         elif h.type == wire.NOTICE_ACK:
             assert isinstance(body, wire.Ack)
             for chid in [c for c, e in conn.notice_dead.items() if not epoch_gt(e, h.epoch)]:
@@ -389,7 +399,7 @@ class Transport(ChannelLifecycle):
         conn.last_heard = now
         if not cs.alive and cs.ch.kind == RELAY and cs.rejoin_at is None and \
                 not cs.initial and not self._nic_blocked(cs) and now > cs.died_at:
-            cs.rejoin_at = now + self._holddown(cs)
+            cs.rejoin_at = now + self.lifecycle.holddown(cs)
 
     def _on_data(self, conn: Connection, cs: ChannelState, d: wire.Data, now: float,
                  acts: list[Action]) -> None:
@@ -446,9 +456,9 @@ class Transport(ChannelLifecycle):
             if cs.alive or self._nic_blocked(cs):
                 continue
             if cs.initial:
-                self._revive(conn, cs, now, acts)
+                self.lifecycle.revive(conn, cs, now, acts)
             elif cs.ch.kind != RELAY and cs.rejoin_at is None:
-                cs.rejoin_at = now + self._holddown(cs)
+                cs.rejoin_at = now + self.lifecycle.holddown(cs)
         for conn in self.conns.values():
             self._pump(conn, now, acts)
         return acts
@@ -481,8 +491,8 @@ class Transport(ChannelLifecycle):
         what = "intra-host link" if link[1] == IPC_LINK else f"nic{link[1]} link"
         for conn, cs in self._on_link(link):
             if cs.alive:
-                self._kill(conn, cs, f"{what} to rank {link[0]} lost: {reason}", now, acts,
-                           announce=True)
+                self.lifecycle.kill(conn, cs, f"{what} to rank {link[0]} lost: {reason}",
+                                    now, acts, announce=True)
             cs.rejoin_at = None
 
     # ------------------------------------------------------------------ timers
@@ -507,7 +517,7 @@ class Transport(ChannelLifecycle):
                     self._tick_dead(conn, cs, now, acts)
             if conn.fatal:
                 continue
-            self._send_notice(conn, now, acts)
+            self.lifecycle.send_notice(conn, now, acts)
             self._check_path(conn, now, acts)
             self._pump(conn, now, acts)
         if now >= self._next_goodput:
@@ -523,9 +533,9 @@ class Transport(ChannelLifecycle):
         if silent >= o.silence_timeout and o.failover:
             witness = self._witness(conn, cs, now)
             if witness is not None:
-                self._kill(conn, cs, f"silent for {silent:.2f} s while rank {conn.peer} was "
-                                     f"heard on channel {witness.ch.id}", now, acts,
-                           announce=True)
+                self.lifecycle.kill(conn, cs, f"silent for {silent:.2f} s while rank "
+                                    f"{conn.peer} was heard on channel {witness.ch.id}",
+                                    now, acts, announce=True)
                 return
         if now - cs.last_sent >= o.keepalive:
             self._emit(conn, cs, wire.PROBE, wire.Probe(0), now, acts)
@@ -557,9 +567,9 @@ class Transport(ChannelLifecycle):
                 acts.append(Connect(link))
             return
         if cs.rejoin_at is None and cs.ch.kind != RELAY:
-            cs.rejoin_at = now + self._holddown(cs)
+            cs.rejoin_at = now + self.lifecycle.holddown(cs)
         if cs.rejoin_at is not None and now >= cs.rejoin_at:
-            self._revive(conn, cs, now, acts)
+            self.lifecycle.revive(conn, cs, now, acts)
         elif cs.ch.kind == RELAY and cs.rejoin_at is None and now >= cs.next_attempt:
             cs.next_attempt = now + cs.attempt_interval
             cs.attempt_interval = min(self.opts.max_connect_interval, cs.attempt_interval * 2)
@@ -574,8 +584,9 @@ class Transport(ChannelLifecycle):
         elif now - conn.no_path_since >= self.opts.no_path_timeout and not conn.failed:
             paths = "; ".join(f"{cs.ch.describe(self.topo)} ({cs.reason or 'link down'})"
                               for cs in conn.channels)
-            self._fail_peer(conn, f"rank {self.me}: no path left to rank {conn.peer} after "
-                                  f"{now - conn.no_path_since:.2f} s: {paths}", now, acts)
+            self.lifecycle.fail_peer(conn, f"rank {self.me}: no path left to rank {conn.peer} "
+                                     f"after {now - conn.no_path_since:.2f} s: {paths}", now,
+                                     acts)
 
     def _update_weights(self, now: float) -> None:
         dt = max(1e-6, now - self._last_goodput)

@@ -1,7 +1,8 @@
 """The SGLB encodings, one copy for the whole project: the sizes and widths of
 p4src/sglb.p4, quantisation, DRE shifts and level thresholds, capacity
 weights and shares, notice epochs, and the argument lists of its
-configuration actions.
+configuration actions. The switch settings (``set_switch``: flowlet gap,
+tolerance, feedback) and their defaults are ``sglb.settings``.
 
 SyncMesh (through ``syncmesh.sglb_mapping``), the packet tests and the
 benchmarks all compute here what they write into the switch, so the
@@ -15,16 +16,13 @@ are in Mbit/s, which is bits per microsecond, the data plane's time unit;
 utilisation is a fraction of capacity; times are microseconds. NaN,
 infinities and negative numbers are refused with ``ValueError`` everywhere:
 they are a caller's bug, never a congestion level. This module imports
-nothing of the project but ``sglb.codes``.
+nothing of the project.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-
-from sglb.codes import LbMode, Role
 
 PATH_CHOICES = (8, 16, 64)           # MAX_PATHS values p4src/include/paths.p4 accepts
 MAX_PATHS = 8                        # the default: paths (uplinks) per leaf
@@ -172,38 +170,6 @@ def writeback(epoch: int | None) -> int:
     return WRITEBACK_VALID | (epoch & EPOCH_MASK)
 
 
-@dataclass(frozen=True)
-class Feedback:
-    """In-band feedback and flowlet-gap settings of a leaf (set_switch)."""
-
-    enabled: bool = True
-    """Tag leaf-to-leaf traffic and use the fed-back congestion (False: profiles only)."""
-    tag_frame_max: int = ETHERNET_FRAME_MAX
-    """Frames longer than this once tagged go untagged (the fabric's MTU + 14)."""
-    fresh_us: int = 10_000
-    """Feedback at most this old replaces the profile's remote level."""
-    stale_us: int = 100_000
-    """Older feedback only raises the level; beyond this it is unknown."""
-    unknown_level: int = 0
-    """Floor of the remote level where feedback is not fresh: 0 defers to the profile
-    (which SyncMesh ages toward high when its spine is silent); a higher floor makes
-    leaves prefer measured paths, at the price of exploring unmeasured ones less."""
-    gap_margin_us: int = 100
-    """Added to a measured one-way-delay skew before a flowlet may move."""
-    gap_unknown_us: int = 100_000
-    """Idle time a flowlet needs to move where the delays are not known."""
-
-    def __post_init__(self) -> None:
-        for name, limit in (("tag_frame_max", 0xFFFFFFFF), ("fresh_us", 0xFFFFFFFF),
-                            ("stale_us", 0xFFFFFFFF), ("unknown_level", QMAX),
-                            ("gap_margin_us", (1 << 31) - 1), ("gap_unknown_us", 0xFFFFFFFF)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= limit:
-                raise ValueError(f"feedback {name} = {value!r} is outside 0..{limit}")
-        if self.stale_us < self.fresh_us:
-            raise ValueError(f"feedback stale_us {self.stale_us} < fresh_us {self.fresh_us}")
-
-
 Params = list[tuple[str, int]]
 """An action's arguments as (parameter name, value), in the order of its P4 signature."""
 
@@ -253,28 +219,6 @@ def uplinks_params(paths: Mapping[int, tuple[int, int]], max_paths: int = MAX_PA
             *((f"shift{i}", v) for i, v in enumerate(shifts))]
 
 
-def switch_params(role: Role, switch_id: int, mac: int, flowlet_gap_us: int,
-                  mode: LbMode = LbMode.SGLB, tie_tolerance: int = 1,
-                  notice_group: int = 0, feedback: Feedback | None = None) -> Params:
-    """switch_config's set_switch(role, lb_mode, switch_id, switch_mac, flowlet_gap,
-    tie_tolerance, notice_group, feedback, tag_frame_max, fb_fresh, fb_stale,
-    unknown_level, gap_margin, gap_unknown)."""
-    fb = feedback or Feedback()
-    checks = [("switch_id", switch_id, 0xFFFF), ("mac", mac, (1 << 48) - 1),
-              ("flowlet_gap_us", flowlet_gap_us, 0xFFFFFFFF),
-              ("tie_tolerance", tie_tolerance, 255), ("notice_group", notice_group, 0xFFFF)]
-    for name, value, limit in checks:
-        if not 0 <= value <= limit:
-            raise ValueError(f"{name} = {value} is outside 0..{limit}")
-    return [("role", int(role)), ("lb_mode", int(mode)), ("switch_id", switch_id),
-            ("switch_mac", mac), ("flowlet_gap", flowlet_gap_us),
-            ("tie_tolerance", tie_tolerance), ("notice_group", notice_group),
-            ("feedback", int(fb.enabled)), ("tag_frame_max", fb.tag_frame_max),
-            ("fb_fresh", fb.fresh_us), ("fb_stale", fb.stale_us),
-            ("unknown_level", fb.unknown_level), ("gap_margin", fb.gap_margin_us),
-            ("gap_unknown", fb.gap_unknown_us)]
-
-
 def levels_params(capacity_mbps: float, period_shift: int = DRE_PERIOD_SHIFT) -> Params:
     """port_levels' set_levels(t1..t7) for a port of this capacity."""
     return [(f"t{k}", t) for k, t in
@@ -305,11 +249,3 @@ def uplinks_args(ports: Sequence[int], shifts: Sequence[int],
         raise ValueError(f"ports: at most {max_paths} paths, got {len(ports)}")
     return [v for _, v in uplinks_params(dict(enumerate(zip(ports, shifts, strict=True))),
                                          max_paths)]
-
-
-def switch_args(role: Role, switch_id: int, mac: int, flowlet_gap_us: int,
-                mode: LbMode = LbMode.SGLB, tie_tolerance: int = 1,
-                notice_group: int = 0, feedback: Feedback | None = None) -> list[int]:
-    """The values of ``switch_params``, positionally."""
-    return [v for _, v in switch_params(role, switch_id, mac, flowlet_gap_us, mode,
-                                        tie_tolerance, notice_group, feedback)]

@@ -9,7 +9,7 @@ Formats (all fields big-endian, docs/sglb.md draws them):
   ingress_port (16), reason (8: 1 = addressed to the switch, 2 = probe), reserved (8).
 * ``PortStatus`` (EtherType 0x88B5, 8 bytes; fixed by the target,
   docs/softswitch-api.md, whose one builder and parser is
-  ``softswitch.port_status``): version (8) = 1, op (8: 1 = down, 2 = up),
+  ``switchtarget.port_status``): version (8) = 1, op (8: 1 = down, 2 = up),
   port (16), seq (32).
 * ``SglbNotice`` (EtherType 0x88B6, 12 bytes): version (8) = 1, kind (8: 1 = fail,
   2 = recover), length (8) = 12, reserved (8), spine_id (16), leaf_id (16), epoch (32).
@@ -35,7 +35,7 @@ from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
 from scapy.packet import Packet, bind_layers, bind_top_down
 
-from softswitch import port_status
+from switchtarget import port_status
 
 ETHERTYPE_PORT_STATUS = port_status.ETHERTYPE
 ETHERTYPE_SGLB = 0x88B6
@@ -180,5 +180,5 @@ bind_top_down(Ether, SglbTag, type=ETHERTYPE_SGLB)
 
 def port_status_frame(port: int, up: bool, seq: int) -> bytes:
     """The bytes the target injects on the CPU port for a link event: sglb.p4's
-    packet_out header (all fields 0) and ``softswitch.port_status.encode``."""
+    packet_out header (all fields 0) and ``switchtarget.port_status.encode``."""
     return bytes(PacketOut()) + port_status.encode(port, up, seq)

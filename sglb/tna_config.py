@@ -6,7 +6,9 @@ What differs from the v1model program's encodings (``sglb.config``), and why
 * *Nanoseconds.* Tofino's timestamps count ns: flowlet_gap, gap_margin and
   gap_unknown are ns (32 bits: at most 4.29 s); fb_fresh is in feedback units
   of 2^FB_TIME_SHIFT ns; fb_stale and unknown_level are not parameters (the
-  control plane floors the profile's remote levels itself).
+  control plane floors the profile's remote levels itself). ``set_switch``
+  itself is encoded, and its limits checked, with the v1model program's in
+  ``sglb.settings`` (``switch_params(SwitchTarget.TOFINO, ...)``).
 * *Bit planes.* The remote level of every path travels as three masks
   rq0..rq2 (bit j of each path's level), so that the data plane can find the
   least-congested band with bitwise logic.
@@ -29,14 +31,11 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sglb.codes import LbMode, Role
 from sglb.config import (
     EPOCH_MASK,
     MAX_PATHS,
     PORT_MAX,
     QMAX,
-    Feedback,
-    Params,
     check_max_paths,
     dre_shift,
 )
@@ -50,35 +49,6 @@ DRAW_COLUMNS = 4                 # paths drawn per row
 WEIGHT_PROFILES = 64             # weight profiles the draws table holds
 U32 = 0xFFFFFFFF
 NS_PER_US = 1000
-
-
-def _ns(us: int, what: str) -> int:
-    ns = us * NS_PER_US
-    if not 0 <= ns <= U32:
-        raise ValueError(f"{what} = {us} us does not fit 32 bits of nanoseconds (4.29 s)")
-    return ns
-
-
-def switch_params(role: Role, switch_id: int, mac: int, flowlet_gap_us: int,
-                  mode: LbMode = LbMode.SGLB, tie_tolerance: int = 1,
-                  notice_group: int = 0, feedback: Feedback | None = None) -> Params:
-    """switch_config's set_switch(role, lb_mode, switch_id, switch_mac, flowlet_gap,
-    tie_tolerance, notice_group, feedback, tag_frame_max, fb_fresh, gap_margin,
-    gap_unknown) of the Tofino program; times in the v1model units (us) in."""
-    fb = feedback or Feedback()
-    checks = [("switch_id", switch_id, 0xFFFF), ("mac", mac, (1 << 48) - 1),
-              ("tie_tolerance", tie_tolerance, 255), ("notice_group", notice_group, 0xFFFF),
-              ("tag_frame_max", fb.tag_frame_max, 0xFFFF)]
-    for name, value, limit in checks:
-        if not 0 <= value <= limit:
-            raise ValueError(f"{name} = {value} is outside 0..{limit}")
-    fresh_units = min((1 << 28) - 1, math.ceil(fb.fresh_us * NS_PER_US / (1 << FB_TIME_SHIFT_NS)))
-    return [("role", int(role)), ("lb_mode", int(mode)), ("switch_id", switch_id),
-            ("switch_mac", mac), ("flowlet_gap", _ns(flowlet_gap_us, "flowlet_gap")),
-            ("tie_tolerance", tie_tolerance), ("notice_group", notice_group),
-            ("feedback", int(fb.enabled)), ("tag_frame_max", fb.tag_frame_max),
-            ("fb_fresh", fresh_units), ("gap_margin", _ns(fb.gap_margin_us, "gap_margin")),
-            ("gap_unknown", _ns(fb.gap_unknown_us, "gap_unknown"))]
 
 
 def level_planes(levels: Sequence[int], max_paths: int = MAX_PATHS) -> tuple[int, int, int]:

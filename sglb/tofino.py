@@ -17,6 +17,7 @@ import re
 import resource
 import shutil
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,12 +99,12 @@ def memory_limit() -> int:
 
 def compile_tna(target: str, max_paths: int, out_dir: Path, *, program: Path = TNA_PROGRAM,
                 compiler: str | None = None, timeout: float = COMPILE_TIMEOUT_S,
-                memory: int | None = None) -> Path:
+                memory: int | None = None, defines: Mapping[str, str] | None = None) -> Path:
     """Compile ``program`` for ``target`` (tofino / tofino2) with -g, writing the
     P4Info (standard extern messages) next to it, under an address-space limit (``memory`` bytes, default
     memory_limit()); returns ``out_dir``. Raises CompileError with bf-p4c's
     diagnostics (and how far its table placement got) if it fails,
-    FileNotFoundError if there is no bf-p4c."""
+    FileNotFoundError if there is no bf-p4c. ``defines``: further -D macros."""
     if target not in TARGETS:
         raise ValueError(f"target must be one of {', '.join(TARGETS)}, got {target!r}")
     exe = compiler or bf_p4c()
@@ -114,6 +115,7 @@ def compile_tna(target: str, max_paths: int, out_dir: Path, *, program: Path = T
     # standard P4Runtime extern messages in the P4Info (not barefoot.Register and
     # the like): what a P4Runtime client such as SyncMesh parses
     cmd = [exe, "--target", t.name, "--arch", t.arch, "-g", f"-DMAX_PATHS={max_paths}",
+           *(f"-D{k}={v}" for k, v in (defines or {}).items() if k != "MAX_PATHS"),
            "--p4runtime-force-std-externs",
            "--p4runtime-files", str(out_dir / "p4info.txtpb"), "-o", str(out_dir), str(program)]
     limit = memory or memory_limit()

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from softswitch import port_status
+from switchtarget import port_status
 
 log = logging.getLogger("softswitch.run")
 

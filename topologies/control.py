@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from syncmesh.metrics import parse
-from syncmesh.p4runtime_driver import PipelineFiles, compile_pipeline
 
 from fabricmodel import Fabric, dump
-from sglb.config import DRE_PERIOD_SHIFT, NOTICE_COPIES, Feedback, dre_period_shift_for
+from sglb.config import DRE_PERIOD_SHIFT
+from sglb.settings import TESTBED, SwitchSettings
+from switchtarget.pipeline import PipelineFiles, compile_pipeline
 
 REPO = Path(__file__).resolve().parent.parent
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -50,15 +51,10 @@ class ControlOptions:
     """A spine sends a delta when a level moves by more than this many levels (1: a one-level
     jitter waits for the whole profile of the next period; a software switch's counters read
     every 10 ms jitter, and every delta is a P4Runtime write at each leaf)."""
-    flowlet_gap_us: int = 500
-    """Idle time after which a flow may change path (us); the delay-skew rule may hold it longer."""
-    feedback: Feedback = Feedback()
-    """Leaves' in-band feedback and delay-skew settings (sglb.config.Feedback)."""
-    notice_copies: int = NOTICE_COPIES
-    """Copies of every failure notice a spine sends to each leaf."""
-    dre_period_shift: int | None = None
-    """sglb.p4's DRE_PERIOD_SHIFT; None: from the fabric's slowest link
-    (sglb.config.dre_period_shift_for)."""
+    settings: SwitchSettings = TESTBED
+    """The switches' settings (flowlet gap, tolerance, feedback, notice copies, DRE period;
+    sglb.settings): the testbed's own by default. A DRE period of None is fitted to the
+    fabric's slowest link."""
     target: str = field(default_factory=lambda: os.environ.get("TARGET", "softswitch").lower())
     """The switches' target (softswitch or bmv2): which device config the daemons push."""
     inject_port_status: bool = field(
@@ -135,9 +131,8 @@ def value(samples: Samples, name: str, **labels: str) -> float | None:
 
 def dre_period_shift(fabric: Fabric, options: ControlOptions) -> int:
     """The DRE period (log2 us) the fabric's program is compiled with."""
-    if options.dre_period_shift is not None:
-        return options.dre_period_shift
-    return dre_period_shift_for(min(lk.capacity_mbps for lk in fabric.links))
+    slowest = min(lk.capacity_mbps for lk in fabric.links)
+    return options.settings.for_slowest_link(slowest).period_shift
 
 
 def program_defines(fabric: Fabric, options: ControlOptions) -> dict[str, str]:
@@ -194,10 +189,12 @@ class FabricControl:
                "--counter-interval", str(o.counter_interval),
                "--leaf-counter-interval", str(o.leaf_counter_interval),
                "--profile-threshold", str(o.profile_threshold),
-               "--flowlet-gap-us", str(o.flowlet_gap_us), "--mode", "glb" if o.glb else "ecmp",
+               "--flowlet-gap-us", str(o.settings.flowlet_gap_us),
+               "--tie-tolerance", str(o.settings.tie_tolerance),
+               "--mode", "glb" if o.glb else "ecmp",
                "--dre-period-shift", str(dre_period_shift(self.fabric, o)),
-               "--notice-copies", str(o.notice_copies)]
-        fb = o.feedback
+               "--notice-copies", str(o.settings.notice_copies)]
+        fb = o.settings.feedback
         if not fb.enabled:
             cmd.append("--no-feedback")
         cmd += ["--tag-frame-max", str(fb.tag_frame_max), "--feedback-fresh-us", str(fb.fresh_us),

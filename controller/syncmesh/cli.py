@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fabricmodel import FabricError, dump, leaf_spine, load
-from sglb.config import DRE_PERIOD_SHIFT, DRE_PERIOD_SHIFT_MAX, Feedback, dre_period_shift_for
+from sglb.config import DRE_PERIOD_SHIFT
+from sglb.settings import DEFAULT, Feedback, SettingsError, SwitchSettings, SwitchTarget
 
 from . import certs, logs
 from .certs import CertError, TlsFiles
@@ -24,13 +25,23 @@ from .daemon import Daemon, DaemonOptions
 from .incarnation import IncarnationError
 from .portwatch import PortWatcher, mininet_names
 from .service import Credentials, Insecure
-from .sglb_mapping import SGLB_TABLES, Identity, switch_mac
+from .sglb_switch import Identity, switch_mac
 
 if TYPE_CHECKING:  # finsy loads slowly: only `run --p4runtime` imports the driver
-    from .p4runtime_driver import P4RuntimeDriver, PipelineFiles
+    from switchtarget.pipeline import PipelineBuilder, PipelineFiles
+
+    from .p4runtime_driver import P4RuntimeDriver
+    from .sglb_switch import ProgramMapping
 
 TOKEN_ENV = "SYNCMESH_TOKEN"
-DEFAULT_PIPELINE = Path(__file__).resolve().parents[2] / "p4src" / "sglb.p4"
+P4SRC = Path(__file__).resolve().parents[2] / "p4src"
+DEFAULT_PIPELINE = P4SRC / "sglb.p4"
+TARGETS = {"softswitch": SwitchTarget.V1MODEL, "bmv2": SwitchTarget.V1MODEL,
+           "tofino": SwitchTarget.TOFINO, "tofino2": SwitchTarget.TOFINO2}
+"""--target: the switch target's pipeline builder (switchtarget.pipeline.BUILDERS) and the
+SGLB program it runs."""
+PIPELINES = {SwitchTarget.V1MODEL: DEFAULT_PIPELINE, SwitchTarget.TOFINO: P4SRC / "tna" / "sglb.p4",
+             SwitchTarget.TOFINO2: P4SRC / "tna" / "sglb.p4"}
 _ADDRESS = re.compile(r"^[^\s:]+:\d{1,5}$")
 
 
@@ -86,9 +97,9 @@ def _parser() -> argparse.ArgumentParser:
                       help="P4Runtime device id (default: the switch's id in the fabric)")
     p4rt.add_argument("--election-id", type=int, default=10,
                       help="election id of this primary (default: 10)")
-    p4rt.add_argument("--pipeline", type=Path, default=DEFAULT_PIPELINE,
+    p4rt.add_argument("--pipeline", type=Path,
                       help="the SGLB program to push when the switch runs another one "
-                           "(default: p4src/sglb.p4)")
+                           "(default: p4src/sglb.p4; p4src/tna/sglb.p4 on Tofino)")
     p4rt.add_argument("--switch-budget", type=float, default=30.0, metavar="SECONDS",
                       help="exit when the switch stays unreachable this long, at start or "
                            "later (default: 30; 0: retry for ever)")
@@ -98,41 +109,46 @@ def _parser() -> argparse.ArgumentParser:
     p4rt.add_argument("--leaf-counter-interval", type=float,
                       default=DaemonOptions.leaf_counter_interval, metavar="SECONDS",
                       help="how often a leaf reads them (metrics only; default: %(default)s)")
-    p4rt.add_argument("--flowlet-gap-us", type=int, default=Identity.flowlet_gap_us,
-                      help="idle time after which a flow may change path (us)")
+    p4rt.add_argument("--flowlet-gap-us", type=int, default=DEFAULT.flowlet_gap_us,
+                      help="idle time after which a flow may change path (us; default: "
+                           "%(default)s)")
+    p4rt.add_argument("--tie-tolerance", type=int, default=DEFAULT.tie_tolerance,
+                      help="paths within this many congestion levels of the best are equally "
+                           "good (default: %(default)s)")
     p4rt.add_argument("--dre-period-shift", type=int, metavar="N",
                       help="sglb.p4's DRE_PERIOD_SHIFT (period 2^N us) to compile the pipeline "
                            "with (default: from the fabric's slowest link)")
-    p4rt.add_argument("--notice-copies", type=int, default=Identity.notice_copies,
+    p4rt.add_argument("--notice-copies", type=int, default=DEFAULT.notice_copies,
                       help="copies of every failure notice a spine sends to each leaf "
                            "(default: %(default)s)")
-    fb = run.add_argument_group("leaves' in-band feedback (sglb.config.Feedback)")
+    fb = run.add_argument_group("leaves' in-band feedback (sglb.settings.Feedback)")
     fb.add_argument("--no-feedback", action="store_true",
                     help="no in-band feedback: leaves use the profiles only")
-    fb.add_argument("--tag-frame-max", type=int, default=Feedback.tag_frame_max,
+    fb.add_argument("--tag-frame-max", type=int, default=DEFAULT.feedback.tag_frame_max,
                     help="frames longer than this once tagged go untagged (default: "
                          "%(default)s)")
-    fb.add_argument("--feedback-fresh-us", type=int, default=Feedback.fresh_us,
+    fb.add_argument("--feedback-fresh-us", type=int, default=DEFAULT.feedback.fresh_us,
                     help="feedback at most this old replaces the profile (default: %(default)s)")
-    fb.add_argument("--feedback-stale-us", type=int, default=Feedback.stale_us,
+    fb.add_argument("--feedback-stale-us", type=int, default=DEFAULT.feedback.stale_us,
                     help="older feedback only raises the level; unknown beyond this "
                          "(default: %(default)s)")
-    fb.add_argument("--unknown-level", type=int, default=Feedback.unknown_level,
+    fb.add_argument("--unknown-level", type=int, default=DEFAULT.feedback.unknown_level,
                     help="floor of the remote level without fresh feedback (default: "
                          "%(default)s)")
-    fb.add_argument("--gap-margin-us", type=int, default=Feedback.gap_margin_us,
+    fb.add_argument("--gap-margin-us", type=int, default=DEFAULT.feedback.gap_margin_us,
                     help="added to a measured delay skew before a flowlet moves (default: "
                          "%(default)s)")
-    fb.add_argument("--gap-unknown-us", type=int, default=Feedback.gap_unknown_us,
+    fb.add_argument("--gap-unknown-us", type=int, default=DEFAULT.feedback.gap_unknown_us,
                     help="idle time a flowlet needs where path delays are unknown (default: "
                          "%(default)s)")
     p4rt.add_argument("--inject-port-status", action="store_true",
                       help="send port-status packets as PacketOut (BMv2; softswitch injects "
                            "them itself)")
-    p4rt.add_argument("--target", choices=("softswitch", "bmv2"), default="softswitch",
+    p4rt.add_argument("--target", choices=tuple(TARGETS), default="softswitch",
                       help="the switch's target: softswitch (default) takes the program's "
                            "source; bmv2 takes p4c-bm2-ss's JSON (compiled here, needs p4c) "
-                           "and implies --inject-port-status")
+                           "and implies --inject-port-status; tofino / tofino2 run "
+                           "p4src/tna/sglb.p4 compiled here by bf-p4c")
     run.add_argument("--log-level", default="info",
                      choices=("debug", "info", "warning", "error"))
 
@@ -215,62 +231,45 @@ def _one_line(text: object) -> str:
     return " ".join(str(text).split())
 
 
-def _bmv2_pipeline(path: Path, out_dir: Path, defines: dict[str, str]) -> PipelineFiles:
-    """The program compiled by p4c for BMv2; p4c's first error or the missing tool in one line."""
+def _check_sglb(path: Path, files: PipelineFiles, mapping: ProgramMapping) -> None:
+    """Refuse a program that lacks a table the mapping writes (its P4Info's names)."""
     from finsy.proto import p4i
     from google.protobuf import text_format
 
-    from bmv2.compiler import P4cError
-    from bmv2.tools import MissingToolError
-
-    from .p4runtime_driver import compile_pipeline
-
-    if not path.is_file():
-        raise _Refused(f"--pipeline: no such file: {path}")
-    try:
-        files = compile_pipeline(path, out_dir, defines, target="bmv2")
-    except (MissingToolError, P4cError) as e:
-        raise _Refused(f"--pipeline: {_one_line(e)}") from None
     info = text_format.Parse(files.p4info.read_text(), p4i.P4Info())
-    _check_sglb(path, {t.preamble.name.rsplit(".", 1)[-1] for t in info.tables})
-    return files
-
-
-def _check_sglb(path: Path, tables: set[str]) -> None:
-    missing = sorted(SGLB_TABLES - tables)
+    missing = sorted(mapping.tables - {t.preamble.name.rsplit(".", 1)[-1] for t in info.tables})
     if missing:
         raise _Refused(f"--pipeline: {path} is not an SGLB program: no table "
                        f"{', '.join(missing)}")
 
 
-def _pipeline(path: Path, out_dir: Path, defines: dict[str, str]) -> PipelineFiles:
-    """Check and compile the program to push; every problem becomes one located line."""
-    from softswitch.frontend import P4Error, compile_file
-    from softswitch.p4info import p4info_from_program
-    from softswitch.p4runtime.pipeline_loader import load_program
+def _pipeline(args: argparse.Namespace, identity: Identity, builder: PipelineBuilder,
+              out_dir: Path) -> PipelineFiles:
+    """Build the program to push with the target's builder; every problem is one line."""
+    from switchtarget.pipeline import PipelineError
 
-    from .p4runtime_driver import compile_pipeline
+    from .sglb_programs import mapping_for
 
+    path = args.pipeline or PIPELINES[identity.target]
     if not path.is_file():
         raise _Refused(f"--pipeline: no such file: {path}")
+    defines = {}
+    if identity.settings.period_shift != DRE_PERIOD_SHIFT:  # the program's own default
+        defines["DRE_PERIOD_SHIFT"] = str(identity.settings.period_shift)
+    if identity.target.is_tna:
+        defines["MAX_PATHS"] = str(identity.max_paths)
     try:
-        compile_file(str(path))  # the front end locates errors in the file itself
-        files = compile_pipeline(path, out_dir, defines)
-        info = p4info_from_program(load_program(files.device_config.read_bytes()))  # cached
-    except P4Error as e:
-        errors = [d for d in e.diagnostics if d.severity == "error"] or e.diagnostics
-        d = errors[0]
-        more = f" (and {len(errors) - 1} more error(s))" if len(errors) > 1 else ""
-        raise _Refused(f"--pipeline: {d.file}:{d.line}:{d.col}: {_one_line(d.message)}"
-                       f"{more}") from None
-    except Exception as e:  # noqa: BLE001 - any failure to build it is a bad pipeline file
-        raise _Refused(f"--pipeline: {path}: {_one_line(e)}") from None
-    _check_sglb(path, {t.preamble.name.rsplit(".", 1)[-1] for t in info.tables})
+        files = builder.build(path, out_dir, defines)
+    except PipelineError as e:
+        raise _Refused(f"--pipeline: {_one_line(e)}") from None
+    _check_sglb(path, files, mapping_for(identity))
     return files
 
 
 def _driver(args: argparse.Namespace, fabric, work: Path) -> P4RuntimeDriver:
     """The P4Runtime session of ``--p4runtime`` for this daemon's switch (options checked first)."""
+    from switchtarget.pipeline import load_builder
+
     from .p4runtime_driver import P4RuntimeDriver
 
     sw = fabric.switch(args.switch)
@@ -282,19 +281,22 @@ def _driver(args: argparse.Namespace, fabric, work: Path) -> P4RuntimeDriver:
         raise _Refused(f"--device-id: must be in 0..2^64-1, got {device_id}")
     if not 1 <= args.election_id < 2**128:
         raise _Refused(f"--election-id: must be in 1..2^128-1, got {args.election_id}")
-    if not 0 <= args.flowlet_gap_us < 2**32:
-        raise _Refused(f"--flowlet-gap-us: must be in 0..2^32-1, got {args.flowlet_gap_us}")
     identity = _identity(args, fabric)
-    defines = ({} if identity.dre_period_shift == DRE_PERIOD_SHIFT
-               else {"DRE_PERIOD_SHIFT": str(identity.dre_period_shift)})
-    bmv2 = args.target == "bmv2"
-    pipeline = (_bmv2_pipeline if bmv2 else _pipeline)(args.pipeline, work, defines)
+    builder = load_builder(args.target)   # imports the target's package, only now
+    pipeline = _pipeline(args, identity, builder, work)
     return P4RuntimeDriver(args.switch, address, device_id, identity, pipeline,
                            sorted(fabric.ports(args.switch)),
-                           inject_port_status=args.inject_port_status or bmv2,
+                           inject_port_status=(args.inject_port_status
+                                               or not builder.injects_port_status),
                            election_id=args.election_id)
 
 
+_SETTING_FLAGS = {  # a setting's name in SettingsError messages: (flag, argparse dest)
+    "flowlet_gap_us": ("--flowlet-gap-us", "flowlet_gap_us"),
+    "tie_tolerance": ("--tie-tolerance", "tie_tolerance"),
+    "notice_copies": ("--notice-copies", "notice_copies"),
+    "dre_period_shift": ("--dre-period-shift", "dre_period_shift"),
+}
 _FEEDBACK_FLAGS = {  # Feedback field: (flag, argparse dest)
     "tag_frame_max": ("--tag-frame-max", "tag_frame_max"),
     "fresh_us": ("--feedback-fresh-us", "feedback_fresh_us"),
@@ -306,22 +308,20 @@ _FEEDBACK_FLAGS = {  # Feedback field: (flag, argparse dest)
 
 
 def _identity(args: argparse.Namespace, fabric) -> Identity:
-    """The switch's set_switch constants from the options (each checked, one error line)."""
-    shift = args.dre_period_shift
-    if shift is None:
-        shift = dre_period_shift_for(min(lk.capacity_mbps for lk in fabric.links))
-    elif not 0 <= shift <= DRE_PERIOD_SHIFT_MAX:
-        raise _Refused(f"--dre-period-shift: must be in 0..{DRE_PERIOD_SHIFT_MAX}, got {shift}")
-    values = {name: getattr(args, dest) for name, (_, dest) in _FEEDBACK_FLAGS.items()}
+    """The switch's settings from the options, checked against its target's limits (one
+    error line naming the flag)."""
+    target = TARGETS[args.target]
     try:
-        feedback = Feedback(enabled=not args.no_feedback, **values)
-    except ValueError as e:  # name the flag(s) the message is about
-        flags = [flag for name, (flag, _) in _FEEDBACK_FLAGS.items() if f" {name} " in f"{e} "]
+        feedback = Feedback(enabled=not args.no_feedback, **{
+            name: getattr(args, dest) for name, (_, dest) in _FEEDBACK_FLAGS.items()})
+        settings = SwitchSettings(feedback=feedback, **{
+            name: getattr(args, dest) for name, (_, dest) in _SETTING_FLAGS.items()})
+        settings = settings.for_slowest_link(min(lk.capacity_mbps for lk in fabric.links))
+        return Identity(switch_mac(fabric.switch(args.switch).id), settings, target=target)
+    except SettingsError as e:  # name the flag(s) the message is about
+        flags = [flag for name, (flag, _) in (_SETTING_FLAGS | _FEEDBACK_FLAGS).items()
+                 if f" {name} " in f" {e} "]
         raise _Refused(f"{'/'.join(flags) or '--feedback'}: {_one_line(e)}") from None
-    if not 1 <= args.notice_copies <= 16:
-        raise _Refused(f"--notice-copies: must be in 1..16, got {args.notice_copies}")
-    return Identity(switch_mac(fabric.switch(args.switch).id), args.flowlet_gap_us,
-                    feedback=feedback, notice_copies=args.notice_copies, dre_period_shift=shift)
 
 
 async def _run(daemon: Daemon) -> str | None:
@@ -417,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.p4runtime is None:
         given = [flag for flag, used in (
             ("--device-id", args.device_id is not None), ("--election-id", args.election_id != 10),
-            ("--pipeline", args.pipeline != DEFAULT_PIPELINE),
+            ("--pipeline", args.pipeline is not None),
             ("--dre-period-shift", args.dre_period_shift is not None),
             ("--inject-port-status", args.inject_port_status),
             ("--target", args.target != "softswitch")) if used]

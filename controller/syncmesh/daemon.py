@@ -23,7 +23,7 @@ from .driver import SwitchDriver
 from .incarnation import IncarnationFile, from_clock
 from .logs import SwitchLog
 from .messages import Hello, LinkNotice, Message, ProfileUpdate, ResyncChunk
-from .metrics import MetricsServer, TransportStats, render
+from .metrics import MetricsServer, SwitchSnapshot, TransportStats, render
 from .service import Credentials, Insecure, PeerChannel, Refused, make_server, peer_name
 from .sessions import PeerSession
 from .switchops import RemoteCongestion, SwitchOp
@@ -178,7 +178,9 @@ class Daemon:
 
     def metrics_page(self) -> str:
         """The Prometheus text page."""
-        return render(self.core, self.transport, self)
+        return render(self.core, self.transport, SwitchSnapshot(
+            self.switch_ready, self.switch_writes, dict(self.remote_written),
+            dict(self.congested_since)))
 
     # -- actions -------------------------------------------------------------
 

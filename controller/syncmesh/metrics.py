@@ -5,17 +5,13 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from .admission import REASONS
 from .core import SyncMeshCore
 from .peers import PeerStatus
 from .switchops import RemoteCongestion
-
-if TYPE_CHECKING:
-    from .daemon import Daemon
 
 REJECT_REASONS = ("unauthenticated", "not_a_peer", "malformed", *REASONS)
 
@@ -38,6 +34,21 @@ class TransportStats:
     """Session streams opened, by peer."""
     dropped: int = 0
     """Messages not queued because a peer's send queue was full (the session then ends)."""
+
+
+@dataclass(frozen=True)
+class SwitchSnapshot:
+    """What the daemon's switch side shows on the page, as the daemon hands it over (the
+    page reads nothing of the daemon itself)."""
+
+    ready: bool
+    """The switch session is up and its entries reconciled."""
+    writes: int
+    """P4Runtime write batches so far."""
+    remote_written: Mapping[tuple[int, int], tuple[int, float]] = field(default_factory=dict)
+    """(dst leaf, path) -> (level, when the switch write holding it completed)."""
+    congested_since: Mapping[tuple[int, int], float] = field(default_factory=dict)
+    """(dst leaf, path) written with a level in the top two, since when."""
 
 
 def _labels(**labels: object) -> str:
@@ -72,8 +83,9 @@ def _number(v: float) -> str:
     return repr(float(v))
 
 
-def render(core: SyncMeshCore, transport: TransportStats, daemon: Daemon | None = None) -> str:
-    """The metrics page of one daemon."""
+def render(core: SyncMeshCore, transport: TransportStats,
+           switch: SwitchSnapshot | None = None) -> str:
+    """The metrics page of one daemon (``switch``: its switch side, if it has one)."""
     w = _Writer(core.me)
     w.family("syncmesh_info", "gauge", "Static facts about this daemon (value is always 1).")
     w.sample("syncmesh_info", 1, role=core.switch.role.value, incarnation=core.incarnation)
@@ -130,8 +142,8 @@ def render(core: SyncMeshCore, transport: TransportStats, daemon: Daemon | None 
         w.family("syncmesh_remote_congested_since_seconds", "gauge",
                  "For paths written with a level in the top two: when (Unix time) the write "
                  "that brought them there completed.")
-        written = daemon.remote_written if daemon is not None else {}
-        since = daemon.congested_since if daemon is not None else {}
+        written = switch.remote_written if switch is not None else {}
+        since = switch.congested_since if switch is not None else {}
         for op in sorted((op for op in core.programmed.values()
                           if isinstance(op, RemoteCongestion)), key=lambda o: o.key):
             w.sample("syncmesh_remote_level", op.level, dst_leaf=op.dst_leaf, path=op.index)
@@ -159,13 +171,13 @@ def render(core: SyncMeshCore, transport: TransportStats, daemon: Daemon | None 
             if dst in pub.congested_since:
                 w.sample("syncmesh_profile_congested_since_seconds", pub.congested_since[dst],
                          dst_leaf=dst)
-    if daemon is not None:
+    if switch is not None:
         w.family("syncmesh_switch_ready", "gauge",
                  "1 while the switch session is up and its entries reconciled.")
-        w.sample("syncmesh_switch_ready", int(daemon.switch_ready))
+        w.sample("syncmesh_switch_ready", int(switch.ready))
         w.family("syncmesh_switch_writes_total", "counter",
                  "P4Runtime write batches (one per change, what piled up merged).")
-        w.sample("syncmesh_switch_writes_total", daemon.switch_writes)
+        w.sample("syncmesh_switch_writes_total", switch.writes)
 
     st = core.stats
     w.family("syncmesh_failovers_total", "counter", "Paths of this switch that went from live to dead.")

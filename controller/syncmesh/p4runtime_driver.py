@@ -1,14 +1,16 @@
-"""The SyncMesh ``SwitchDriver`` over P4Runtime (finsy), for ``p4src/sglb.p4``.
+"""The SyncMesh ``SwitchDriver`` over P4Runtime (finsy), for the SGLB programs.
 
 One primary-controller session per switch: it pushes the pipeline when the
 switch's cookie differs (so a daemon restart keeps the running program and its
 entries), reads the program's entities back and writes only the differences
-(``sglb_mapping.SwitchBook``), reads the ``SglbEgress.port_tx`` counter for
-utilisation, follows port oper-status (gNMI: finsy emits ``PORT_UP`` /
-``PORT_DOWN`` on the switch's event emitter) and, on targets that do not
-inject port-status packets themselves, sends them as PacketOut
+(``sglb_switch.SwitchBook`` with the program's mapping), reads the
+``SglbEgress.port_tx`` counter for utilisation, follows port oper-status
+(gNMI: finsy emits ``PORT_UP`` / ``PORT_DOWN`` on the switch's event emitter)
+and, on targets that do not inject port-status packets themselves, sends them
+as PacketOut
 (docs/softswitch-api.md, docs/sglb.md). Works unchanged against
-``softswitch run`` and BMv2's ``simple_switch_grpc``.
+``softswitch run`` and BMv2's ``simple_switch_grpc``. The P4Runtime encoding of
+entities is ``syncmesh.p4runtime_entities`` (no connection needed).
 
 A session is finsy's own lifecycle, ``async with fy.Switch(...)``, held open
 by ``session()``; leaving it (or cancelling the task in it) closes the
@@ -22,32 +24,24 @@ import asyncio
 import contextlib
 import enum
 import logging
-import tempfile
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import finsy as fy
 from finsy.gnmiclient import GNMIClientError
-from finsy.p4entity import P4Replica
 
-from softswitch import port_status
+from switchtarget import port_status
+from switchtarget.pipeline import PipelineFiles, compile_pipeline
 
+from .entities import Entity, Plan
 from .logs import SwitchLog
-from .sglb_mapping import (
-    SGLB_TABLES,
-    Entity,
-    Identity,
-    MatchValue,
-    MulticastWrite,
-    Plan,
-    SwitchBook,
-    TableWrite,
-    punted_notice,
-)
-from .sglb_tna_mapping import tna_tables, writeback_frames
+from .p4runtime_entities import from_finsy, plan_finsy, to_finsy
+from .sglb_programs import mapping_for
+from .sglb_switch import Identity, SwitchBook, punted_notice
 from .switchops import OpKey, SwitchOp
+
+__all__ = ["KEYLESS_TABLES", "TX_COUNTER", "DriverError", "Failure", "P4RuntimeDriver",
+           "PipelineFiles", "compile_pipeline", "from_finsy", "switch_read", "to_finsy"]
 
 log = logging.getLogger("syncmesh.p4runtime")
 
@@ -118,57 +112,6 @@ class DriverError(RuntimeError):
         return self.cause is not None and self.cause.is_not_found_only
 
 
-@dataclass(frozen=True)
-class PipelineFiles:
-    """P4Info (text) and device config of a program, as finsy loads them."""
-
-    p4info: Path
-    """P4Info in protobuf text format."""
-    device_config: Path
-    """The target's ``p4_device_config`` bytes."""
-
-
-TARGETS = ("softswitch", "bmv2")
-"""Switch targets whose device config ``compile_pipeline`` makes."""
-
-
-def compile_pipeline(program: Path, out_dir: Path | None = None,
-                     defines: Mapping[str, str] | None = None,
-                     target: str = "softswitch") -> PipelineFiles:
-    """Compile ``program`` into P4Info + the target's device config: softswitch's (the
-    program's source, compiled by its front end) or BMv2's (p4c-bm2-ss's JSON, through
-    ``bmv2.compiler``, which raises MissingToolError / P4cError). ``defines``: -D macros,
-    e.g. sglb.p4's DRE_PERIOD_SHIFT, given to either compiler."""
-    if target not in TARGETS:
-        raise ValueError(f"unknown target {target!r} (softswitch or bmv2)")
-    if target == "bmv2":
-        import shutil
-
-        from bmv2.compiler import compile_program
-
-        compiled = compile_program(program, defines=defines)
-        if out_dir is None:
-            return PipelineFiles(compiled.p4info, compiled.json)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        files = PipelineFiles(out_dir / compiled.p4info.name, out_dir / compiled.json.name)
-        shutil.copyfile(compiled.p4info, files.p4info)
-        shutil.copyfile(compiled.json, files.device_config)
-        return files
-    from softswitch.p4info import p4info_from_program, p4info_text
-    from softswitch.p4runtime.pipeline_loader import (
-        device_config_from_file,
-        load_program,
-    )
-
-    out = Path(out_dir or tempfile.mkdtemp(prefix="sglb-pipeline-"))
-    out.mkdir(parents=True, exist_ok=True)
-    blob = device_config_from_file(program, defines=dict(defines) if defines else None)
-    files = PipelineFiles(out / f"{program.stem}.p4info.txtpb", out / f"{program.stem}.p4cfg")
-    files.p4info.write_text(p4info_text(p4info_from_program(load_program(blob))))
-    files.device_config.write_bytes(blob)
-    return files
-
-
 _E = TypeVar("_E")
 
 
@@ -184,48 +127,6 @@ async def _cancel(task: asyncio.Task[Any]) -> None:
         await task
 
 
-def _suffix(name: str) -> str:
-    return name.rsplit(".", 1)[-1]
-
-
-def to_finsy(e: Entity) -> Any:
-    """A mapping entity as a finsy entity."""
-    if isinstance(e, MulticastWrite):
-        return fy.P4MulticastGroupEntry(e.group_id, replicas=list(e.ports))
-    return fy.P4TableEntry(
-        e.table,
-        match=fy.Match(dict(e.match)) if e.match else None,
-        action=fy.Action(e.action, **dict(e.params)),
-        is_default_action=e.is_default,
-        priority=e.priority,
-    )
-
-
-def from_finsy(entry: object, schema: fy.P4Schema) -> Entity | None:
-    """A read-back finsy entity as a mapping entity (None for what the mapping never writes)."""
-    if isinstance(entry, fy.P4MulticastGroupEntry):
-        ports = []
-        for r in entry.replicas:  # finsy reads a replica back as a port or (port, instance)
-            if isinstance(r, P4Replica):
-                ports.append((r.port, r.instance) if r.instance else r.port)
-            else:
-                ports.append(r if isinstance(r, int) else (r[0], r[1]))
-        return MulticastWrite(entry.multicast_group_id, tuple(ports))
-    if not isinstance(entry, fy.P4TableEntry) or entry.action is None:
-        return None
-    action = entry.action
-    if not isinstance(action, fy.P4TableAction):
-        return None
-    match: tuple[tuple[str, MatchValue], ...] = ()
-    if entry.match is not None and not entry.is_default_action:
-        # finsy names match fields by alias; the mapping uses the P4Info names
-        fields = schema.tables[entry.table_id].match_fields
-        match = tuple((fields[k].name, v) for k, v in entry.match.items())
-    params = tuple((k, int(v)) for k, v in (action.args or {}).items())
-    return TableWrite(_suffix(entry.table_id), match, _suffix(action.name), params,
-                      entry.priority or 0)
-
-
 class P4RuntimeDriver:
     """A SyncMesh switch session as P4Runtime primary (see ``syncmesh.driver.SwitchDriver``)."""
 
@@ -237,7 +138,7 @@ class P4RuntimeDriver:
         self.ports = tuple(sorted(ports))
         self.inject_port_status = inject_port_status
         """True on targets that do not turn carrier changes into port-status packets."""
-        self.book = SwitchBook(identity)
+        self.book = SwitchBook(mapping_for(identity))
         self._options = fy.SwitchOptions(p4info=pipeline.p4info, p4blob=pipeline.device_config,
                                          device_id=device_id, initial_election_id=election_id)
         self._switch: fy.Switch | None = None
@@ -349,8 +250,7 @@ class P4RuntimeDriver:
     async def read_entities(self) -> list[Entity]:
         """Everything the program's tables and multicast groups hold, as mapping entities."""
         sw = self._sw()
-        identity = self.book.identity
-        tables = tna_tables(identity) if identity.program == "tna" else SGLB_TABLES
+        tables = self.book.mapping.tables
         requests: list[fy.P4TableEntry | fy.P4MulticastGroupEntry] = [
             fy.P4TableEntry(t) for t in sorted(tables) if t not in KEYLESS_TABLES]
         requests += [fy.P4TableEntry(t, is_default_action=True) for t in KEYLESS_TABLES]
@@ -379,18 +279,13 @@ class P4RuntimeDriver:
             await self._write_plan(self.book.plan(self._desired))
 
     async def _write_plan(self, plan: Plan) -> None:
-        if self.book.identity.program == "tna":
-            await self._send_writebacks(plan)
+        await self._send_writebacks(plan)
         if plan.empty:
             self.book.commit(plan)
             return
         sw = self._sw()
-        # one WriteRequest per change: the plan never touches one entity twice, so the
-        # order the switch applies its updates in does not matter (P4Runtime spec 12.1)
-        updates = ([-to_finsy(e) for e in plan.delete] + [+to_finsy(e) for e in plan.insert]
-                   + [~to_finsy(e) for e in plan.modify])
         try:
-            await sw.write(updates)
+            await sw.write(plan_finsy(plan))   # one WriteRequest per plan
             self.write_requests += 1
         except fy.P4ClientError as e:
             # what was written is unknown now: the next reconcile reads it back
@@ -399,10 +294,9 @@ class P4RuntimeDriver:
         self.book.commit(plan)
 
     async def _send_writebacks(self, plan: Plan) -> None:
-        """Tofino program: confirm newly written-back epochs with PacketOuts (it keeps
-        them in registers, not in dst_profile)."""
-        frames = writeback_frames(self.book.writebacks, dict(plan.writebacks),
-                                  self.book.identity.switch_mac)
+        """Confirm newly written-back epochs with PacketOuts where the program takes them
+        so (the Tofino program keeps them in registers; sglb.p4 needs none)."""
+        frames = self.book.writeback_frames(plan)
         if frames:
             await self._sw().write([fy.P4PacketOut(f, op=PACKET_OUT_PIPELINE, reserved=0,
                                                    egress_port=0) for f in frames])

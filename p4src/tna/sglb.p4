@@ -100,7 +100,7 @@ control SglbIngress(inout tna_headers_t hdr,
     table switch_config {
         actions = { set_switch; }
         default_action = set_switch(ROLE_LEAF, MODE_SGLB, 0, 0, 200000, 1, 0,
-                                    0, 1514, 610, 100000, 100000000);
+                                    0, 1514, 611, 100000, 100000000);
         size = 1;
     }
 

@@ -7,6 +7,7 @@ softswitch in-process, or BMv2 with the program compiled by p4c."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from collections import deque
@@ -22,16 +23,15 @@ from scapy.layers.l2 import Ether
 from sglb.codes import DropReason, Event, LbMode, Role
 from sglb.config import (
     MAX_PATHS,
-    Feedback,
     downlink_share,
     downlinks_params,
     levels_params,
     profile_args,
-    switch_args,
     uplinks_args,
     writeback,
 )
 from sglb.headers import port_status_frame
+from sglb.settings import Feedback, SwitchSettings, SwitchTarget, switch_args
 from softswitch import Exact, Lpm, compile_file
 
 if TYPE_CHECKING:
@@ -55,6 +55,10 @@ SPINE_IDS = [100, 101, 102, 103]     # spine behind each path
 FLOWLET_GAP = 50                     # microseconds
 DRE_SHIFT = 8                        # 256 bytes per congestion level
 NO_FEEDBACK = Feedback(enabled=False)
+LEAF_SETTINGS = SwitchSettings(flowlet_gap_us=FLOWLET_GAP, tie_tolerance=0, feedback=NO_FEEDBACK)
+"""A test leaf's settings: gaps of exactly FLOWLET_GAP, exact ties, no feedback (each test
+turns on what it exercises)."""
+SPINE_SETTINGS = SwitchSettings(flowlet_gap_us=FLOWLET_GAP)
 
 
 @dataclass
@@ -158,8 +162,10 @@ def configure_leaf(program, mode: LbMode = LbMode.SGLB, tolerance: int = 0,
     spine_ids = list(spine_ids or SPINE_IDS[:paths])
     sw = make_switch(program, clock)
     sw.table_set_default("switch_config", "set_switch",
-                         switch_args(Role.LEAF, switch_id, mac_int(LEAF_MAC), flowlet_gap, mode,
-                                     tolerance, feedback=feedback))
+                         switch_args(SwitchTarget.V1MODEL, Role.LEAF, switch_id,
+                                     mac_int(LEAF_MAC), dataclasses.replace(
+                                         LEAF_SETTINGS, flowlet_gap_us=flowlet_gap,
+                                         tie_tolerance=tolerance, feedback=feedback), mode))
     sw.table_set_default("uplinks", "set_uplinks",
                          uplinks_args(uplink_ports, [dre_shift] * len(uplink_ports), max_paths))
     own = f"10.{switch_id}.0"
@@ -190,7 +196,8 @@ def configure_spine(program, spine_id: int = 101, leaves=((1, (3,)), (2, (4, 5))
     caps = capacities or {}
     sw = make_switch(program, clock)
     sw.table_set_default("switch_config", "set_switch",
-                         switch_args(Role.SPINE, spine_id, mac_int(SPINE_MAC), 50,
+                         switch_args(SwitchTarget.V1MODEL, Role.SPINE, spine_id,
+                                     mac_int(SPINE_MAC), SPINE_SETTINGS,
                                      notice_group=notice_group))
     replicas = []
     for leaf, ports in leaves:

@@ -4,6 +4,7 @@ reads congested, a lightly used one reads idle)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from sglb_harness import (
     CPU_PORT,
-    NO_FEEDBACK,
+    LEAF_SETTINGS,
     UPLINK_PORTS,
     Clock,
     Node,
@@ -31,10 +32,19 @@ from sglb.config import (
     dre_shift,
     profile_args,
     quantise,
-    switch_args,
     uplinks_args,
 )
 from sglb.headers import PACKET_OUT_DIRECT, PacketOut
+from sglb.settings import (
+    DEFAULT,
+    TESTBED,
+    Feedback,
+    SettingsError,
+    SwitchSettings,
+    SwitchTarget,
+    switch_args,
+    switch_params,
+)
 from softswitch import Exact, Lpm, P4Error, compile_file
 from softswitch.p4info import p4info_from_program_info
 
@@ -69,6 +79,58 @@ def test_constants_match_the_p4_program():
     assert f"TAG_LENGTH         = {config.TAG_LENGTH};" in consts
 
 
+def _default_set_switch(program: Path) -> list[int]:
+    """The arguments of switch_config's default_action in a program's source, its named
+    constants resolved from p4src/include/constants.p4."""
+    consts = {k: int(v, 0) for k, v in re.findall(
+        r"const bit<\d+> (\w+)\s*=\s*(\w+);", (P4SRC / "include" / "constants.p4").read_text())}
+    (args,) = re.findall(r"default_action = set_switch\(([^)]*)\)", program.read_text())
+    return [consts[a] if a in consts else int(a, 0) for a in (x.strip() for x in args.split(","))]
+
+
+@pytest.mark.parametrize("target, program", [
+    (SwitchTarget.V1MODEL, P4SRC / "sglb.p4"),
+    (SwitchTarget.TOFINO2, P4SRC / "tna" / "sglb.p4"),
+])
+def test_default_actions_encode_the_default_settings(target, program):
+    """Before SyncMesh writes, a switch runs sglb.settings.DEFAULT with feedback off (a
+    leaf in SGLB mode, id 0, MAC 0, notice group 0): the program's default_action is
+    that record encoded for its target, so the record is the one home of the defaults."""
+    quiet = dataclasses.replace(DEFAULT, feedback=dataclasses.replace(DEFAULT.feedback,
+                                                                      enabled=False))
+    assert _default_set_switch(program) == switch_args(target, Role.LEAF, 0, 0, quiet,
+                                                       LbMode.SGLB, 0)
+
+
+def test_settings_are_checked_against_each_targets_limits():
+    """One bounds check per target: 32-bit us on v1model, 32-bit ns (4.29 s) and a 16-bit
+    frame length on Tofino; what no target holds is refused by the record itself."""
+    wide = SwitchSettings(flowlet_gap_us=5_000_000, feedback=Feedback(tag_frame_max=70_000))
+    assert wide.check(SwitchTarget.V1MODEL) is wide
+    for target in (SwitchTarget.TOFINO, SwitchTarget.TOFINO2):
+        with pytest.raises(SettingsError, match=f"flowlet_gap_us = 5000000 is outside "
+                                                f"0..4294967 on {target.value}"):
+            wide.check(target)
+        with pytest.raises(SettingsError, match="tag_frame_max = 70000 is outside 0..65535"):
+            dataclasses.replace(wide, flowlet_gap_us=4_294_967).check(target)
+    with pytest.raises(SettingsError, match="flowlet_gap_us = 4294967296 is outside"):
+        SwitchSettings(flowlet_gap_us=1 << 32).check(SwitchTarget.V1MODEL)
+    with pytest.raises(SettingsError, match="gap_margin_us = 2147483648"):
+        SwitchSettings(feedback=Feedback(gap_margin_us=1 << 31)).check(SwitchTarget.V1MODEL)
+    for bad, what in (({"flowlet_gap_us": -1}, "flowlet_gap_us"),
+                      ({"tie_tolerance": 1.5}, "tie_tolerance"),
+                      ({"notice_copies": 17}, "notice_copies = 17 is outside 1..16"),
+                      ({"dre_period_shift": 25}, "dre_period_shift = 25 is outside 0..24")):
+        with pytest.raises(SettingsError, match=what):
+            SwitchSettings(**bad)
+    with pytest.raises(SettingsError, match="tie_tolerance = 256 is outside 0..255"):
+        SwitchSettings(tie_tolerance=256).check(SwitchTarget.V1MODEL)
+    assert TESTBED.flowlet_gap_us != DEFAULT.flowlet_gap_us   # the one value it changes
+    assert dataclasses.replace(TESTBED, flowlet_gap_us=DEFAULT.flowlet_gap_us) == DEFAULT
+    assert SwitchSettings().for_slowest_link(2).dre_period_shift == 15
+    assert SwitchSettings(dre_period_shift=9).for_slowest_link(2).dre_period_shift == 9
+
+
 @pytest.mark.parametrize("max_paths", WIDTHS)
 def test_builders_match_the_action_signatures(max_paths):
     """Every parameter the checked builders fill, in the order and width sglb.p4
@@ -85,7 +147,7 @@ def test_builders_match_the_action_signatures(max_paths):
     assert profile["live_mask"] == uplinks["path_slots"] == max_paths
     built = (("set_profile", config.profile_params(1, [], [], [], max_paths)),
              ("set_uplinks", config.uplinks_params({}, max_paths)),
-             ("set_switch", config.switch_params(Role.LEAF, 1, 0, 1)),
+             ("set_switch", switch_params(SwitchTarget.V1MODEL, Role.LEAF, 1, 0)),
              ("set_levels", config.levels_params(10)),
              ("set_downlinks", config.downlinks_params(1, 2, 3)))
     for action, params in built:
@@ -128,9 +190,9 @@ def test_level_thresholds_and_shares_by_hand():
     with pytest.raises(ValueError, match="capacity_b"):
         config.downlink_share(1, 0)
     with pytest.raises(ValueError, match="unknown_level"):
-        config.Feedback(unknown_level=8)
+        Feedback(unknown_level=8)
     with pytest.raises(ValueError, match="stale_us"):
-        config.Feedback(fresh_us=10, stale_us=5)
+        Feedback(fresh_us=10, stale_us=5)
 
 
 def test_quantise_and_weights():
@@ -171,9 +233,10 @@ def test_action_args_checked():
         [3, 1, 7] + [0] * 6 + [15, 3] + [0] * 6 + [(1 << 31) | 9] + [0] * 7)
     assert uplinks_args([5, 6], [11, 11])[:4] == [0b11, 2, 5, 6]
     assert len(uplinks_args([5], [11], max_paths=64)) == 2 + 128
-    fb = config.Feedback(enabled=False, tag_frame_max=1534, fresh_us=1, stale_us=2,
-                         unknown_level=4, gap_margin_us=5, gap_unknown_us=6)
-    assert switch_args(Role.SPINE, 7, 1, 100, notice_group=3, feedback=fb) == [
+    fb = Feedback(enabled=False, tag_frame_max=1534, fresh_us=1, stale_us=2,
+                  unknown_level=4, gap_margin_us=5, gap_unknown_us=6)
+    assert switch_args(SwitchTarget.V1MODEL, Role.SPINE, 7, 1,
+                       SwitchSettings(flowlet_gap_us=100, feedback=fb), notice_group=3) == [
         1, 0, 7, 1, 100, 1, 3, 0, 1534, 1, 2, 4, 5, 6]
     with pytest.raises(ValueError, match=r"remote\[1\] = 8 is outside 0..7"):
         profile_args(1, [0, 8], [1])
@@ -205,8 +268,8 @@ def _leaf_with_load(program, gap_us: int, capacity: float = 1000, period_shift: 
     clock = Clock()
     sw = make_switch(program, clock)
     sw.table_set_default("switch_config", "set_switch",
-                         switch_args(Role.LEAF, 0, 0x0200000000F0, 50, LbMode.SGLB, 0,
-                                     feedback=NO_FEEDBACK))
+                         switch_args(SwitchTarget.V1MODEL, Role.LEAF, 0, 0x0200000000F0,
+                                     LEAF_SETTINGS, LbMode.SGLB))
     shift = dre_shift(capacity, period_shift)
     sw.table_set_default("uplinks", "set_uplinks", uplinks_args(UPLINK_PORTS[:2], [shift] * 2))
     sw.table_add("ipv4_route", [Lpm(0x0A010000, 16)], "to_leaf", [1])

@@ -25,8 +25,8 @@ from sglb_harness import (
 )
 
 from sglb.codes import DropReason, Event, LbMode
-from sglb.config import Feedback
 from sglb.headers import FB_NONE, SglbTag
+from sglb.settings import Feedback
 
 FB = Feedback(enabled=True, tag_frame_max=1534, fresh_us=10_000, stale_us=100_000,
               unknown_level=3, gap_margin_us=100, gap_unknown_us=20_000)

@@ -17,7 +17,8 @@ from sglb_harness import (
 )
 
 from sglb.codes import DropReason
-from sglb.config import FB_TIME_SHIFT, Feedback
+from sglb.config import FB_TIME_SHIFT
+from sglb.settings import Feedback
 
 four = st.lists(st.integers(0, 7), min_size=4, max_size=4)
 weights = st.lists(st.integers(0, 15), min_size=4, max_size=4)

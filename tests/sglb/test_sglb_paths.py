@@ -20,7 +20,7 @@ from sglb_harness import (
     udp,
 )
 
-from sglb import config
+from sglb import settings
 from sglb.codes import DropReason, Event
 from sglb.headers import NOTICE_FAIL, PacketOut, SglbNotice, SglbProbe, SglbTag
 
@@ -34,7 +34,7 @@ def test_every_path_of_a_max_paths_leaf_works(n):
     path can be excluded by its spine's notice, gets feedback, carries probes."""
     ports = list(range(101, 101 + n))
     spines = list(range(1000, 1000 + n))
-    fb = config.Feedback(tag_frame_max=1534)
+    fb = settings.Feedback(tag_frame_max=1534)
     leaf = configure_leaf(compiled(n), paths=n, max_paths=n, uplink_ports=ports,
                           spine_ids=spines, feedback=fb, dre_shift=24)
     everything = (1 << n) - 1

@@ -19,8 +19,9 @@ from scapy.layers.l2 import Ether
 from sglb import tofino
 from sglb.codes import DropReason as Drop
 from sglb.codes import LbMode, Neighbour, Role
-from sglb.config import Feedback, level_thresholds
+from sglb.config import level_thresholds
 from sglb.headers import SglbNotice
+from sglb.settings import Feedback, SwitchSettings, SwitchTarget, switch_params
 from sglb.tna_config import (
     DRAW_COLUMNS,
     DRAW_ROWS,
@@ -31,7 +32,6 @@ from sglb.tna_config import (
     level_entries,
     level_planes,
     lowest_entries,
-    switch_params,
     writeback_frame,
 )
 
@@ -206,13 +206,18 @@ def test_writeback_frame_is_a_notice_of_its_kind():
 
 def test_switch_params_are_nanoseconds():
     fb = Feedback(fresh_us=10_000, gap_margin_us=100, gap_unknown_us=200_000)
-    p = dict(switch_params(Role.LEAF, 3, 0x02, 500, LbMode.SGLB, 1, 0, fb))
+    settings = SwitchSettings(flowlet_gap_us=500, feedback=fb)
+    p = dict(switch_params(SwitchTarget.TOFINO2, Role.LEAF, 3, 0x02, settings, LbMode.SGLB))
     assert p["flowlet_gap"] == 500_000 and p["gap_margin"] == 100_000
     assert p["gap_unknown"] == 200_000_000
     assert p["fb_fresh"] == 611            # ceil(10 ms / 16.384 us)
     assert "fb_stale" not in p and "unknown_level" not in p
-    with pytest.raises(ValueError, match="4.29 s"):
-        switch_params(Role.LEAF, 3, 0x02, 5_000_000)
+    too_long = SwitchSettings(flowlet_gap_us=5_000_000)   # 5 s: fits v1model's 32-bit us
+    assert switch_params(SwitchTarget.V1MODEL, Role.LEAF, 3, 0x02, too_long)
+    for target in (SwitchTarget.TOFINO, SwitchTarget.TOFINO2):
+        with pytest.raises(ValueError, match=r"flowlet_gap_us = 5000000 is outside "
+                                             r"0..4294967 on tofino2? \(32-bit ns\)"):
+            switch_params(target, Role.LEAF, 3, 0x02, too_long)
 
 
 # -- resource figures ------------------------------------------------------------------

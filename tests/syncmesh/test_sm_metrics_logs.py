@@ -6,7 +6,8 @@ from syncmesh.core import SyncMeshCore
 from syncmesh.linkstate import PortState, Version
 from syncmesh.logs import LogfmtFormatter, SwitchLog
 from syncmesh.messages import Hello, LinkNotice
-from syncmesh.metrics import CONVERGENCE_BUCKETS, TransportStats, parse, render
+from syncmesh.metrics import CONVERGENCE_BUCKETS, SwitchSnapshot, TransportStats, parse, render
+from syncmesh.switchops import RemoteCongestion
 
 from fabricmodel import leaf_spine
 
@@ -46,6 +47,31 @@ def test_page_is_well_formed_and_histogram_cumulative():
     assert m["syncmesh_convergence_seconds_bucket", frozenset({me, ("le", "+Inf")})] == 3
     assert m["syncmesh_convergence_seconds_count", frozenset({me})] == 3
     assert m["syncmesh_link_up", frozenset({me, ("link", "l2:2-s1:2")})] == 1  # last: up
+
+
+def test_the_switch_side_comes_from_the_snapshot_the_daemon_hands_over():
+    fab = leaf_spine(2, 2, 1, 1)
+    core = SyncMeshCore(fab, "l1", 5)
+    core.start(0.0)
+    me = ("switch", "l1")
+    assert ("syncmesh_switch_ready", frozenset({me})) not in parse(render(core, TransportStats()))
+    ops = sorted((op for op in core.programmed.values() if isinstance(op, RemoteCongestion)),
+                 key=lambda o: o.key)
+    assert ops   # a leaf holds a remote level per destination and path
+    op = ops[0]
+    snap = SwitchSnapshot(ready=True, writes=4,
+                          remote_written={(op.dst_leaf, op.index): (op.level, 12.5)},
+                          congested_since={(op.dst_leaf, op.index): 11.0})
+    m = parse(render(core, TransportStats(), snap))
+    where = frozenset({me, ("dst_leaf", str(op.dst_leaf)), ("path", str(op.index))})
+    assert m["syncmesh_switch_ready", frozenset({me})] == 1
+    assert m["syncmesh_switch_writes_total", frozenset({me})] == 4
+    assert m["syncmesh_remote_level_written_seconds", where] == 12.5
+    assert m["syncmesh_remote_congested_since_seconds", where] == 11.0
+    # a level written before the current one is not reported as the current one's time
+    stale = SwitchSnapshot(True, 4, {(op.dst_leaf, op.index): (op.level + 1, 12.5)})
+    assert ("syncmesh_remote_level_written_seconds", where) not in parse(
+        render(core, TransportStats(), stale))
 
 
 def test_log_lines_are_logfmt_with_the_switch():

@@ -6,11 +6,13 @@ from syncmesh.core import SyncMeshCore
 from syncmesh.linkstate import PortState, Version
 from syncmesh.messages import Hello, LinkNotice
 from syncmesh.sglb_mapping import (
+    SGLB_TABLES,
     Identity,
     MulticastWrite,
     NoticeSeen,
     SwitchBook,
     TableWrite,
+    V1ModelMapping,
     confirmed_writebacks,
     entities,
     entity_key,
@@ -55,7 +57,7 @@ def test_plan_turns_any_drift_into_the_desired_state(desired, data):
     actual = [tweak(e) if i in change else e for i, e in enumerate(desired) if i not in drop]
     extras = data.draw(st.lists(st.sampled_from([FOREIGN, CPU_ROUTE]), unique=True))
     actual += extras
-    plan = reconcile(desired, actual)
+    plan = reconcile(desired, actual, SGLB_TABLES)
     after = apply({entity_key(e): e for e in actual}, plan)
     want = {entity_key(e): e for e in desired}
     if FOREIGN in extras:
@@ -79,7 +81,7 @@ def _profile(plan_or_list, dst: int) -> dict:
 def test_book_writes_changes_only():
     core = SyncMeshCore(FAB, "l1", 1)
     core.start(0.0)
-    book = SwitchBook(Identity(switch_mac(1)))
+    book = SwitchBook(V1ModelMapping(Identity(switch_mac(1))))
     first = book.plan(core.desired())
     assert not first.delete and len(first.insert) + len(first.modify) == len(LEAF)
     book.commit(first)
@@ -108,7 +110,7 @@ def test_book_writes_back_a_notice_epoch_only_once_its_view_includes_it():
     assert FAB.switch("s1").id == S1
     core = SyncMeshCore(FAB, "l1", 1)
     core.start(0.0)
-    book = SwitchBook(Identity(switch_mac(1)))
+    book = SwitchBook(V1ModelMapping(Identity(switch_mac(1))))
     book.commit(book.plan(core.desired()))
     book.note_notice(NoticeSeen(S1, 3, fail=True, epoch=12))
     book.note_notice(NoticeSeen(S1 + 1, 3, fail=True, epoch=40))
@@ -143,7 +145,7 @@ def test_punted_notices_are_decoded_and_anything_else_is_not():
 
 def test_book_adopts_what_a_restarted_switch_holds():
     core = SyncMeshCore(FAB, "l1", 1)
-    book = SwitchBook(Identity(switch_mac(1)))
+    book = SwitchBook(V1ModelMapping(Identity(switch_mac(1))))
     desired = entities(core.desired(), Identity(switch_mac(1)), {(S1, 3): 7, (S1, 2): 5})
     # the switch kept most entries (epochs written back), lost one route, holds a stale one
     lost = next(e for e in desired if isinstance(e, TableWrite) and e.table == "ipv4_route")
@@ -164,7 +166,7 @@ def test_congestion_only_update_keeps_the_written_back_epochs():
 
     core = SyncMeshCore(FAB, "l1", 1)
     core.start(0.0)
-    book = SwitchBook(Identity(switch_mac(1)))
+    book = SwitchBook(V1ModelMapping(Identity(switch_mac(1))))
     book.adopt([])
     book.writebacks = {(S1, 3): 9}
     book.commit(book.plan(core.desired()))

@@ -20,6 +20,7 @@ from syncmesh.sglb_mapping import (
 from syncmesh.switchops import MulticastGroup, PathEntry
 
 from fabricmodel import leaf_spine, load
+from sglb.settings import SwitchSettings
 from softswitch import Exact, Lpm, Switch, compile_file
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -189,7 +190,7 @@ def test_ports_are_bound_to_their_neighbours():
 
 def test_unequal_bundle_split_thresholds_and_notice_copies():
     fab = load(ROOT / "topologies" / "fabrics" / "ls4x2-asym.yaml")
-    ents = entities(SyncMeshCore(fab, "s2", 1).desired(), Identity(1, notice_copies=3))
+    ents = entities(SyncMeshCore(fab, "s2", 1).desired(), Identity(1, SwitchSettings(notice_copies=3)))
     down = {dict(e.match)["meta.dst_leaf"]: dict(e.params) for e in ents
             if isinstance(e, TableWrite) and e.table == "leaf_downlinks"}
     # l3 hangs off s2 by 5 and 10 Mbit/s: a third of the flows on the 5 Mbit/s member
@@ -201,7 +202,7 @@ def test_unequal_bundle_split_thresholds_and_notice_copies():
     (group,) = [e for e in ents if isinstance(e, MulticastWrite)]
     assert group.ports[:3] == (1, (1, 1), (1, 2)) and len(group.ports) == 12
     with pytest.raises(ValueError, match="notice_copies"):
-        Identity(1, notice_copies=0)
+        Identity(1, SwitchSettings(notice_copies=0))
     with pytest.raises(ValueError, match="MAX_PATHS"):
         Identity(1, max_paths=12)
 

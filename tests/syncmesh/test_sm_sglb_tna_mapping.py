@@ -18,14 +18,16 @@ from syncmesh.sglb_mapping import (
     NoticeSeen,
     SwitchBook,
     TableWrite,
+    V1ModelMapping,
     entities,
     switch_mac,
 )
-from syncmesh.sglb_tna_mapping import tna_entities, tna_tables, writeback_frames
+from syncmesh.sglb_programs import mapping_for
+from syncmesh.sglb_tna_mapping import TnaMapping, writeback_frames
 
 from fabricmodel import leaf_spine, load
 from sglb import tofino
-from sglb.config import Feedback
+from sglb.settings import Feedback, SwitchSettings, SwitchTarget
 from sglb.tna_config import level_planes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,8 +78,18 @@ def _tna_entities_of(fabric_file: str, max_paths: int = 8, target: str = "tofino
     fab = load(ROOT / "topologies" / "fabrics" / fabric_file)
     for sw in fab.switches:
         core = SyncMeshCore(fab, sw.name, 1)
-        yield sw, tna_entities(core.desired(), Identity(switch_mac(sw.id), program="tna",
-                                                        max_paths=max_paths, tna_target=target))
+        yield sw, tna_entities(core.desired(), tna_id(switch_mac(sw.id), target,
+                                                   max_paths=max_paths))
+
+
+def tna_id(mac: int = 1, target: str = "tofino2", **settings) -> Identity:
+    """A Tofino-program switch's identity (``settings``: SwitchSettings fields)."""
+    max_paths = settings.pop("max_paths", 8)
+    return Identity(mac, SwitchSettings(**settings), max_paths, SwitchTarget(target))
+
+
+def tna_entities(desired, identity: Identity):
+    return TnaMapping(identity).entities(desired)
 
 
 def _parse(path: Path) -> p4i.P4Info:
@@ -110,7 +122,7 @@ def test_names_match_bf_p4c_p4info(bf_p4c_p4info, fabric_file):
     for _sw, ents in _tna_entities_of(fabric_file, target=target):
         used |= check_against_p4info(info, ents)
     # every table SyncMesh owns is written somewhere
-    assert used == tna_tables(Identity(1, program="tna", tna_target=target))
+    assert used == TnaMapping(tna_id(target=target)).tables
     names = {t.preamble.name for t in info.tables}
     counters = {c.preamble.name for c in info.counters}
     from syncmesh.p4runtime_driver import TX_COUNTER
@@ -123,7 +135,7 @@ def test_names_match_front_end_p4info(front_end_p4info, fabric_file):
     used = set()
     for _sw, ents in _tna_entities_of(fabric_file, target="tofino"):   # as compiled
         used |= check_against_p4info(front_end_p4info, ents)
-    assert used == tna_tables(Identity(1, program="tna", tna_target="tofino"))
+    assert used == TnaMapping(tna_id(target="tofino")).tables
 
 
 def test_leaves_get_band_entries_from_their_tolerance():
@@ -154,7 +166,7 @@ def test_tables_shared_with_v1model_are_the_same_entities():
     for name in ("l1", "s2"):
         desired = SyncMeshCore(fab, name, 1).desired()
         v1 = entities(desired, Identity(1))
-        tna = tna_entities(desired, Identity(1, program="tna"))
+        tna = tna_entities(desired, tna_id())
         for table in ("ipv4_route", "arp_proxy", "leaf_downlinks"):   # bundles ascend here
             assert [e for e in v1 if isinstance(e, TableWrite) and e.table == table] == \
                 [e for e in tna if isinstance(e, TableWrite) and e.table == table]
@@ -173,15 +185,13 @@ def test_profiles_become_planes_and_weight_profiles():
     desired = SyncMeshCore(fab, "l1", 1).desired()
     v1 = {dict(e.match)["meta.dst_leaf"]: dict(e.params) for e in entities(desired, Identity(1))
           if isinstance(e, TableWrite) and e.table == "dst_profile"}
-    ents = tna_entities(desired, Identity(1, program="tna",
-                                          feedback=Feedback(unknown_level=2)))
+    ents = tna_entities(desired, tna_id(feedback=Feedback(unknown_level=2)))
     prof = {dict(e.match)["meta.dst_leaf"]: dict(e.params) for e in ents
             if isinstance(e, TableWrite) and e.table == "dst_profile"}
     assert prof.keys() == v1.keys()
     # for Tofino the same values in two tables: the weight profile in dst_profile,
     # the masks in the egress's dst_masks, both under the destination
-    split = tna_entities(desired, Identity(1, program="tna", tna_target="tofino",
-                                           feedback=Feedback(unknown_level=2)))
+    split = tna_entities(desired, tna_id(target="tofino", feedback=Feedback(unknown_level=2)))
     for dst, p in prof.items():
         (wprof,) = [dict(e.params) for e in split if isinstance(e, TableWrite)
                     and e.table == "dst_profile" and dict(e.match)["meta.dst_leaf"] == dst]
@@ -211,7 +221,7 @@ def test_profiles_become_planes_and_weight_profiles():
 
 def test_spine_members_and_levels_by_range():
     fab = load(ROOT / "topologies" / "fabrics" / "ls4x2-asym.yaml")
-    ents = tna_entities(SyncMeshCore(fab, "s2", 1).desired(), Identity(1, program="tna"))
+    ents = tna_entities(SyncMeshCore(fab, "s2", 1).desired(), tna_id())
     peers = {dict(e.match)["hdr.port_status.port"]: dict(e.params) for e in ents
              if isinstance(e, TableWrite) and e.table == "port_peer"}
     # bundles of two: (1, 2) to l1, (5, 6) to l3 ...
@@ -226,12 +236,12 @@ def test_spine_members_and_levels_by_range():
     from syncmesh.switchops import SpineRoute
     desired = dict(SyncMeshCore(fab, "s2", 1).desired())
     desired[("spine_route", 3)] = SpineRoute(3, (6, 5))
-    swapped = [e for e in tna_entities(desired, Identity(1, program="tna"))
+    swapped = [e for e in tna_entities(desired, tna_id())
                if isinstance(e, TableWrite) and e.table == "leaf_downlinks"
                and dict(e.match)["meta.dst_leaf"] == 3]
     assert [dict(e.params) for e in swapped] == [{"port_a": 5, "port_b": 6, "share_a": 85}]
     single = tna_entities(SyncMeshCore(leaf_spine(2, 1, 1, 1), "s1", 1).desired(),
-                          Identity(1, program="tna"))
+                          tna_id())
     assert {dict(e.params)["member"] for e in single
             if isinstance(e, TableWrite) and e.table == "port_peer"} == {3}
 
@@ -247,7 +257,7 @@ def test_switch_book_plans_the_tofino_program():
     frame), and nothing of the v1model program's ep_i appears."""
     fab = load(ROOT / "topologies" / "fabrics" / "ls4x2.yaml")
     desired = SyncMeshCore(fab, "l1", 1).desired()
-    book = SwitchBook(Identity(1, program="tna"))
+    book = SwitchBook(mapping_for(tna_id()))
     plan = book.plan(desired)
     assert plan.insert and not plan.delete
     assert all(not n.startswith("ep") for e in plan.insert + plan.modify
@@ -260,14 +270,21 @@ def test_switch_book_plans_the_tofino_program():
 
 
 def test_bad_programs_and_limits_are_refused():
-    with pytest.raises(ValueError, match="program"):
-        Identity(1, program="psa")
-    with pytest.raises(ValueError, match="tna_target"):
-        Identity(1, program="tna", tna_target="tofino3")
+    with pytest.raises(ValueError, match="target must be a SwitchTarget"):
+        Identity(1, target="tna")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="tofino3"):
+        tna_id(target="tofino3")
+    with pytest.raises(MappingError, match="runs on Tofino, not v1model"):
+        TnaMapping(Identity(1))
+    with pytest.raises(MappingError, match="runs on v1model, not tofino"):
+        V1ModelMapping(tna_id(target="tofino"))
+    with pytest.raises(ValueError, match="flowlet_gap_us = 5000000 is outside 0..4294967"):
+        tna_id(flowlet_gap_us=5_000_000)   # 32 bits of ns; v1model's 32-bit us take it
+    assert Identity(1, SwitchSettings(flowlet_gap_us=5_000_000))
     fab = leaf_spine(2, 5, 1, 1, links_per_pair=2)   # 10 uplinks > 8 paths
     with pytest.raises(MappingError, match="MAX_PATHS"):
-        tna_entities(SyncMeshCore(fab, "l1", 1).desired(), Identity(1, program="tna"))
+        tna_entities(SyncMeshCore(fab, "l1", 1).desired(), tna_id())
     ents = tna_entities(SyncMeshCore(fab, "l1", 1).desired(),
-                        Identity(1, program="tna", max_paths=64))
+                        tna_id(max_paths=64))
     (uplinks,) = [e for e in ents if isinstance(e, TableWrite) and e.table == "uplinks"]
     assert dict(uplinks.params) == {"path_slots": (1 << 10) - 1, "path_count": 10}

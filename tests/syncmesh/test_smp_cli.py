@@ -82,10 +82,20 @@ def test_a_program_without_the_sglb_tables_is_refused(fabric_file):
     (("--p4runtime", "--switch-budget", "-1"), "--switch-budget: must be >= 0, got -1"),
     (("--pipeline", "p4src/sglb.p4"), "--pipeline needs --p4runtime"),
     (("--p4runtime", "--counter-interval", "0"), "--counter-interval: must be > 0, got 0"),
-    (("--p4runtime", "--flowlet-gap-us", "-5"), "--flowlet-gap-us: must be in 0..2^32-1, got -5"),
+    (("--p4runtime", "--flowlet-gap-us", "-5"),
+     "--flowlet-gap-us: flowlet_gap_us = -5 is not an integer >= 0"),
+    (("--p4runtime", "--flowlet-gap-us", str(1 << 32)),
+     "--flowlet-gap-us: flowlet_gap_us = 4294967296 is outside 0..4294967295 on v1model "
+     "(32-bit us)"),
+    # the same gap, refused by the Tofino target's limit before anything is compiled
+    (("--p4runtime", "--target", "tofino2", "--flowlet-gap-us", "5000000"),
+     "--flowlet-gap-us: flowlet_gap_us = 5000000 is outside 0..4294967 on tofino2 "
+     "(32-bit ns)"),
+    (("--p4runtime", "--tie-tolerance", "256"),
+     "--tie-tolerance: tie_tolerance = 256 is outside 0..255 on v1model"),
     (("--dre-period-shift", "8"), "--dre-period-shift needs --p4runtime"),
-    (("--p4runtime", "--dre-period-shift", "25"), "--dre-period-shift: must be in 0..24, got 25"),
-    (("--p4runtime", "--notice-copies", "0"), "--notice-copies: must be in 1..16, got 0"),
+    (("--p4runtime", "--dre-period-shift", "25"), "--dre-period-shift: dre_period_shift = 25 is outside 0..24"),
+    (("--p4runtime", "--notice-copies", "0"), "--notice-copies: notice_copies = 0 is outside 1..16"),
     (("--p4runtime", "--unknown-level", "8"),
      "--unknown-level: feedback unknown_level = 8 is outside 0..7"),
     (("--p4runtime", "--feedback-fresh-us", "200000"),

@@ -37,6 +37,7 @@ from testsupport import free_port, stop_process, wait_until
 
 from fabricmodel import load
 from sglb.config import dre_period_shift_for
+from sglb.settings import SwitchSettings
 
 pytestmark = pytest.mark.root
 
@@ -173,7 +174,7 @@ def wanted(fabric_path: Path, ports_up: dict[int, bool]) -> list:
     # the daemon compiles sglb.p4 with the DRE period of the fabric's slowest link (10 Mbit/s)
     shift = dre_period_shift_for(min(lk.capacity_mbps for lk in fabric.links))
     assert shift == 13
-    return sorted(entities(core.desired(), Identity(switch_mac(1), dre_period_shift=shift)),
+    return sorted(entities(core.desired(), Identity(switch_mac(1), SwitchSettings(dre_period_shift=shift))),
                   key=repr)
 
 

@@ -3,7 +3,8 @@
 from pathlib import Path
 
 import pytest
-from syncmesh.p4runtime_driver import compile_pipeline
+
+from switchtarget.pipeline import compile_pipeline
 
 REPO = Path(__file__).resolve().parents[2]
 PROGRAM = REPO / "p4src" / "sglb.p4"

@@ -6,6 +6,7 @@ leaves the fabric as it found it. The tests read the daemons only from their
 metrics pages and the switches only with plain P4Runtime Reads.
 """
 
+import dataclasses
 import re
 import time
 from pathlib import Path
@@ -15,7 +16,8 @@ from syncmesh.sglb_mapping import MulticastWrite, TableWrite
 from testsupport import wait_until
 
 from fabricmodel import load
-from sglb.config import Feedback, dre_period_shift_for, level_thresholds
+from sglb.config import dre_period_shift_for, level_thresholds
+from sglb.settings import TESTBED, Feedback
 from topologies.control import ControlOptions, FabricControl, value
 from topologies.mininet_fabric import FabricNet, NetOptions
 
@@ -25,8 +27,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 # feedback and notice copies off their defaults, so that the test below sees them arrive
-OPTIONS = ControlOptions(keepalive=0.2, dead_interval=1.0, intf_prefix="tb", notice_copies=2,
-                         feedback=Feedback(fresh_us=20_000, stale_us=150_000, gap_margin_us=300))
+OPTIONS = ControlOptions(keepalive=0.2, dead_interval=1.0, intf_prefix="tb",
+                         settings=dataclasses.replace(TESTBED, notice_copies=2, feedback=Feedback(
+                             fresh_us=20_000, stale_us=150_000, gap_margin_us=300)))
 
 
 @pytest.fixture(scope="module")

@@ -1,11 +1,11 @@
-"""softswitch/port_status.py: the one builder and parser of the port-status frame
+"""switchtarget/port_status.py: the one builder and parser of the port-status frame
 (docs/softswitch-api.md), checked byte by byte and against the SGLB scapy layer."""
 
 import pytest
 from scapy.layers.l2 import Ether
 
 from sglb.headers import PacketOut, PortStatus, port_status_frame
-from softswitch.port_status import PortStatusError, decode, encode
+from switchtarget.port_status import PortStatusError, decode, encode
 
 
 def test_layout_by_hand():

@@ -1,9 +1,11 @@
 """Helpers shared by the tests and the benchmarks: free loopback ports, waiting for a
 condition, stopping processes.
 
-Tests import it as ``testsupport`` (``tests/`` is on pytest's path through
-``tests/conftest.py``); benchmarks put ``tests/`` on ``sys.path`` first. It
-imports nothing of the project, so any test layer can use it.
+A module at the top of the checkout, not in tests/: tests and benchmarks both
+import it as ``testsupport`` with the checkout on ``sys.path`` (``python -m
+pytest`` from the checkout; the benchmarks put it there), so that no
+benchmark reaches into the tests. It imports nothing of the project, so any
+test layer can use it.
 """
 
 from __future__ import annotations
