@@ -22,7 +22,8 @@ from syncmesh.messages import Message
 from syncmesh.sglb_mapping import Identity, switch_mac
 
 from fabricmodel import Fabric, FabricError
-from sglb.config import MAX_PATHS, Feedback, dre_period_shift_for
+from sglb.config import MAX_PATHS, dre_period_shift_for
+from sglb.settings import DEFAULT, Feedback, SwitchSettings
 
 from . import network
 from .observe import Observer
@@ -62,11 +63,13 @@ def resolve_link(fabric: Fabric, text: str) -> str:
 
 
 _FEEDBACK_FIELDS = {f.name for f in dataclasses.fields(Feedback)}
-_IDENTITY_FIELDS = {"flowlet_gap_us", "tie_tolerance", "notice_copies"}
+_IDENTITY_FIELDS = {f.name for f in dataclasses.fields(SwitchSettings)} - {"feedback",
+                                                                          "dre_period_shift"}
 
 
 def identity_for(fabric: Fabric, name: str, opts: SimOptions, dre_shift: int) -> Identity:
-    """The switch's set_switch constants: SyncMesh's defaults with ``opts.settings``."""
+    """The switch's set_switch constants: the defaults (``sglb.settings.DEFAULT``) with
+    ``opts.settings``."""
     ident: dict[str, Any] = {}
     fb: dict[str, Any] = {}
     for key, value in opts.settings:
@@ -78,8 +81,9 @@ def identity_for(fabric: Fabric, name: str, opts: SimOptions, dre_shift: int) ->
             raise OptionError(f"--set: unknown setting {key!r} (known: "
                               f"{', '.join(sorted(_IDENTITY_FIELDS | _FEEDBACK_FIELDS))})")
     try:
-        return Identity(switch_mac(fabric.switch(name).id), feedback=Feedback(**fb),
-                        max_paths=opts.max_paths, dre_period_shift=dre_shift, **ident)
+        settings = dataclasses.replace(DEFAULT, feedback=dataclasses.replace(DEFAULT.feedback, **fb),
+                                       dre_period_shift=dre_shift, **ident)
+        return Identity(switch_mac(fabric.switch(name).id), settings, max_paths=opts.max_paths)
     except ValueError as e:
         raise OptionError(f"--set: {e}") from None
 

@@ -20,14 +20,16 @@ from finsy.proto import p4r
 from syncmesh.config import CoreConfig
 from syncmesh.core import Action, Disconnect, Event, PortStatusOut, Program, Send, SyncMeshCore
 from syncmesh.messages import Message
-from syncmesh.p4runtime_driver import TX_COUNTER, to_finsy
+from syncmesh.p4runtime_driver import TX_COUNTER
+from syncmesh.p4runtime_entities import plan_updates
 from syncmesh.sglb_mapping import Identity, SwitchBook, punted_notice
+from syncmesh.sglb_programs import mapping_for
 from syncmesh.switchops import OpKey, SwitchOp
 
 from fabricmodel import Fabric
-from softswitch import port_status
 from softswitch.engine import Switch as Engine
 from softswitch.p4runtime.device import Device
+from switchtarget import port_status
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,7 @@ class SimSwitch:
         A = p4r.SetForwardingPipelineConfigRequest
         self.device.set_pipeline(A.VERIFY_AND_COMMIT, pipeline.config)
         self.core = SyncMeshCore(fabric, name, incarnation=1, config=core_config)
-        self.book = SwitchBook(identity)
+        self.book = SwitchBook(mapping_for(identity))
         self.desired: dict[OpKey, SwitchOp] = {}
         self._send = send
         self._out: list[tuple[int, bytes]] = []
@@ -145,11 +147,7 @@ class SimSwitch:
         if plan.empty:
             self.book.commit(plan)
             return
-        U = p4r.Update
-        schema = self.pipeline.schema
-        updates = ([U(type=U.DELETE, entity=to_finsy(e).encode(schema)) for e in plan.delete]
-                   + [U(type=U.INSERT, entity=to_finsy(e).encode(schema)) for e in plan.insert]
-                   + [U(type=U.MODIFY, entity=to_finsy(e).encode(schema)) for e in plan.modify])
+        updates = plan_updates(plan, self.pipeline.schema)
         outcome = self.device.write(updates)
         refused = [r for r in outcome.results if r is not None]
         if refused:

@@ -30,6 +30,8 @@ ALLOWED: dict[str, set[str]] = {
     "syncmesh": {"switchtarget", "fabricmodel", "rtnetlink", "sglb"},
     "reccl": {"rtnetlink"},
     "fabricsim": {"fabricmodel", "sglb"},
+    # the packet simulator runs the switch target and SyncMesh's core; `fabric-sim` is its entry
+    "packetsim": {"switchtarget", "fabricmodel", "sglb", "softswitch", "syncmesh", "fabricsim"},
     "topologies": {"switchtarget", "fabricmodel", "rtnetlink", "sglb", "softswitch", "bmv2",
                    "syncmesh", "reccl"},
 }
