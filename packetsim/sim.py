@@ -22,6 +22,7 @@ from syncmesh.messages import Message
 from syncmesh.sglb_mapping import Identity, switch_mac
 
 from fabricmodel import Fabric, FabricError
+from sglb.codes import Event
 from sglb.config import MAX_PATHS, dre_period_shift_for
 from sglb.settings import DEFAULT, Feedback, SwitchSettings
 
@@ -35,6 +36,7 @@ SGLB_P4 = Path(__file__).resolve().parents[1] / "p4src" / "sglb.p4"
 TICK_S = 0.02          # the daemon's tick_interval
 SPINE_COUNTERS_S = 0.01  # counter_interval
 LEAF_COUNTERS_S = 0.25   # leaf_counter_interval
+_EVENTS = {int(e) for e in Event}
 _TCP_TYPES = {"cubic": "ns3::TcpCubic", "dctcp": "ns3::TcpDctcp", "newreno": "ns3::TcpNewReno"}
 
 
@@ -349,6 +351,9 @@ def _results(fabric: Fabric, opts: SimOptions, flow_list: list[Flow], starts: di
         "links": links,
         "failures": observer.recovery(done_ns),
         "switch_writes": {n: sw.writes for n, sw in sorted(switches.items())},
+        "dataplane_events": {n: {Event(i).name.lower(): c for i, (c, _) in sorted(
+            sw.counter("SglbIngress.events").items()) if c and i in _EVENTS}
+            for n, sw in sorted(switches.items())},
         "control_events": {n: dict(sorted(sw.events.items())) for n, sw in sorted(switches.items())},
         "flows": per_flow,
         "samples": {"links": [n for n, _, _ in link_devs],

@@ -29,7 +29,7 @@ from syncmesh.switchops import OpKey, SwitchOp
 from fabricmodel import Fabric
 from softswitch.engine import Switch as Engine
 from softswitch.p4runtime.device import Device
-from switchtarget import port_status
+from softswitch.runner import port_status_packet
 
 
 @dataclass(frozen=True)
@@ -113,10 +113,15 @@ class SimSwitch:
         return out
 
     def port_changed(self, port: int, up: bool, now_ns: int) -> list[tuple[int, bytes]]:
-        """The port-status packet of a carrier change, through the CPU port (as
-        ``softswitch run`` injects it)."""
+        """The port-status packet of a carrier change, through the CPU port behind the
+        program's packet_out header, as ``softswitch run`` injects it."""
         self.port_seq += 1
-        return self.receive(self.cpu_port, port_status.encode(port, up, self.port_seq), now_ns)
+        p = self.device.pipeline
+        assert p is not None
+        header = p.schema.controller_headers.get("packet_out")
+        widths = [m.bitwidth for m in header.metadata] if header is not None else None
+        return self.receive(self.cpu_port, port_status_packet(widths, port, up, self.port_seq),
+                            now_ns)
 
     def _packet_in(self, msg: p4r.PacketIn) -> None:
         reason = next((int.from_bytes(m.value, "big") for m in msg.metadata
@@ -155,6 +160,15 @@ class SimSwitch:
                                f"{len(updates)} writes, first: {refused[0]}")
         self.writes += len(updates)
         self.book.commit(plan)
+
+    def counter(self, name: str) -> dict[int, tuple[int, int]]:
+        """Every index of a counter of the program, read as a P4Runtime client reads it:
+        {index: (packets, bytes)}."""
+        cid = self.pipeline.schema.counters[name].id
+        request = p4r.Entity(counter_entry=p4r.CounterEntry(counter_id=cid))
+        return {e.counter_entry.index.index: (e.counter_entry.data.packet_count,
+                                              e.counter_entry.data.byte_count)
+                for e in self.device.read([request])}
 
     def tx_bytes(self) -> dict[int, int]:
         """Cumulative bytes sent per fabric port, read as the daemon reads them."""
