@@ -8,6 +8,9 @@ leaf sends to a host, and the frames on links that are cut during the run:
   each transmission told apart by its IPv4 identification); a retransmission
   is a new send, so loss alone does not count;
 * **delivery**: data bytes delivered per flow and time bin (``sample_us``);
+* **the data plane's reaction** to a cut at T (``dataplane_us``): the last time a
+  switch sent a frame into the failure, onto the cut link or from a leaf to a
+  spine left without a link to the frame's destination leaf;
 * **recovery** after a cut at T: the *affected* flows are those with a frame on
   the cut link in the ``AFFECTED_WINDOW_US`` before T or any time after it; a
   flow's ``recovery_us`` is from T to the first delivery of a segment its host
@@ -60,6 +63,11 @@ class Cut:
     link: str
     at_ns: int
     affected: set[int] = field(default_factory=set)
+    dead: frozenset[tuple[str, str]] = frozenset()
+    """(spine, leaf) pairs left without a live link by the cut."""
+    last_into_ns: int = -1
+    """The last time a switch sent a frame into the failure: onto the cut link, or from a
+    leaf to a spine that no longer reaches the frame's destination leaf."""
 
 
 class Observer:
@@ -84,9 +92,11 @@ class Observer:
         self.uplinks: dict[int, dict[str, int]] = {}
         """Flow -> data segments its source leaf sent on each of its uplinks."""
 
-    def watch(self, link: str, at_ns: int, devs: tuple[int, int]) -> None:
-        """Measure recovery from cutting ``link`` (shim devices ``devs``) at ``at_ns``."""
-        cut = Cut(link, at_ns)
+    def watch(self, link: str, at_ns: int, devs: tuple[int, int],
+              dead: frozenset[tuple[str, str]] = frozenset()) -> None:
+        """Measure recovery from cutting ``link`` (shim devices ``devs``) at ``at_ns``;
+        ``dead``: the (spine, leaf) pairs it leaves without a live link."""
+        cut = Cut(link, at_ns, dead=dead)
         self.cuts.append(cut)
         self.first_after.append({})
         self.entered_after.append(set())
@@ -134,9 +144,21 @@ class Observer:
                     and (flow, seg[4]) in self.entered_after[i]):
                 self.first_after[i][flow] = now_ns
 
+    def to_spine(self, leaf_spine: tuple[str, str], frame: bytes, now_ns: int,
+                 leaf_of: dict[bytes, str]) -> None:
+        """A leaf sent ``frame`` to a spine after a cut: note it if that spine no longer
+        reaches the frame's destination leaf (the frame is lost to the failure)."""
+        ip = 34 if frame[12:14] == _ETH_SGLB else 14
+        dst_leaf = leaf_of.get(frame[ip + 16:ip + 20])
+        for cut in self.cuts:
+            if now_ns >= cut.at_ns and (leaf_spine[1], dst_leaf) in cut.dead:
+                cut.last_into_ns = now_ns
+
     def on_link(self, dev: int, frame: bytes, now_ns: int) -> None:
         """A frame sent on a device of a link that is cut during the run."""
         cut = self.watched[dev]
+        if now_ns >= cut.at_ns:
+            cut.last_into_ns = now_ns
         seg = tcp_segment(frame)
         if seg is None:
             return
@@ -171,6 +193,8 @@ class Observer:
                 "unrecovered_flows": unrecovered,
                 "flow_recovery_us": {str(f): v for f, v in per_flow.items()},
                 "throughput_recovered_us": self._throughput_back(cut, set(per_flow)),
+                "dataplane_us": (None if cut.last_into_ns < 0
+                                 else (cut.last_into_ns - cut.at_ns) / 1000),
             })
         return out
 

@@ -166,16 +166,29 @@ def run(fabric_in: Fabric, opts: SimOptions, progress: Callable[[float], None] |
     dev_port = [net.ports[d].port for d in range(ndev)]
     host_dev = [net.ports[d].link not in net.links for d in range(ndev)]
     observer = Observer({f.port: f.id for f in flow_list}, opts.sample_us)
-    for ev in events:
-        if ev.down:
-            lk = net.links[ev.link]
-            observer.watch(ev.link, int(ev.at_s * 1e9),
-                           (net.dev_of[lk.leaf.switch, lk.leaf.port],
-                            net.dev_of[lk.spine.switch, lk.spine.port]))
+    down_links: set[str] = {lk.name for lk in fabric.links if not lk.up}
+    for ev in sorted(events, key=lambda e: e.at_s):
+        if not ev.down:
+            down_links.discard(ev.link)
+            continue
+        down_links.add(ev.link)
+        lk = net.links[ev.link]
+        dead = frozenset(
+            (s.name, leaf.name) for s in fabric.spines for leaf in fabric.leaves
+            if all(x.name in down_links for x in fabric.links_between(leaf.name, s.name)))
+        observer.watch(ev.link, int(ev.at_s * 1e9),
+                       (net.dev_of[lk.leaf.switch, lk.leaf.port],
+                        net.dev_of[lk.spine.switch, lk.spine.port]), dead)
     watched = observer.watched
     hops = [0]
 
     link_of_dev = [net.ports[d].link for d in range(ndev)]
+    # a leaf's uplink device -> (leaf, spine); destination address -> its leaf
+    uplink_of_dev: dict[int, tuple[str, str]] = {
+        net.dev_of[lk.leaf.switch, lk.leaf.port]: (lk.leaf.switch, lk.spine.switch)
+        for lk in fabric.links}
+    leaf_of_ip = {n.ip.packed: n.leaf for h in fabric.hosts for n in h.nics}
+    first_cut_ns = min((c.at_ns for c in observer.cuts), default=None)
 
     def on_frame(dev: int, data: bytes, now_ns: int) -> list[tuple[int, bytes]]:
         hops[0] += 1
@@ -189,6 +202,9 @@ def run(fabric_in: Fabric, opts: SimOptions, progress: Callable[[float], None] |
                     observer.uplink(flow, link_of_dev[d])
                 if d in watched:
                     observer.on_link(d, frame, now_ns)
+                elif (first_cut_ns is not None and now_ns >= first_cut_ns
+                      and d in uplink_of_dev):
+                    observer.to_spine(uplink_of_dev[d], frame, now_ns, leaf_of_ip)
         return outs
 
     psim.SetCallbacks(on_frame, timers.fire)
