@@ -22,7 +22,7 @@ from syncmesh.messages import Message
 from syncmesh.sglb_mapping import Identity, switch_mac
 
 from fabricmodel import Fabric, FabricError
-from sglb.codes import Event
+from sglb.codes import DropReason, Event
 from sglb.config import MAX_PATHS, dre_period_shift_for
 from sglb.settings import DEFAULT, Feedback, SwitchSettings
 
@@ -37,6 +37,7 @@ TICK_S = 0.02          # the daemon's tick_interval
 SPINE_COUNTERS_S = 0.01  # counter_interval
 LEAF_COUNTERS_S = 0.25   # leaf_counter_interval
 _EVENTS = {int(e) for e in Event}
+_DROPS = {int(d) for d in DropReason}
 _TCP_TYPES = {"cubic": "ns3::TcpCubic", "dctcp": "ns3::TcpDctcp", "newreno": "ns3::TcpNewReno"}
 
 
@@ -370,12 +371,24 @@ def _results(fabric: Fabric, opts: SimOptions, flow_list: list[Flow], starts: di
         "dataplane_events": {n: {Event(i).name.lower(): c for i, (c, _) in sorted(
             sw.counter("SglbIngress.events").items()) if c and i in _EVENTS}
             for n, sw in sorted(switches.items())},
+        "dataplane_drops": {n: _drops(sw) for n, sw in sorted(switches.items())},
         "control_events": {n: dict(sorted(sw.events.items())) for n, sw in sorted(switches.items())},
         "flows": per_flow,
         "samples": {"links": [n for n, _, _ in link_devs],
                     "t_s": [round(t, 9) for t, _, _ in samples],
                     "bytes_up": [u for _, u, _ in samples], "bytes_down": [d for _, _, d in samples]},
     }
+
+
+def _drops(sw: SimSwitch) -> dict[str, int]:
+    """Packets the program dropped, by reason (ingress and egress counters added)."""
+    out: dict[str, int] = {}
+    for name in ("SglbIngress.drops", "SglbEgress.egress_drops"):
+        for i, (packets, _) in sw.counter(name).items():
+            if packets and i in _DROPS:
+                key = DropReason(i).name.lower()
+                out[key] = out.get(key, 0) + packets
+    return dict(sorted(out.items()))
 
 
 def _options_json(opts: SimOptions) -> dict[str, Any]:
