@@ -194,6 +194,8 @@ class ActionProfile:
 class Table:
     """One match-action table with its entries and default action."""
 
+    changes = 0  # bumped with every table's `version`: one read tells that nothing changed
+
     def __init__(
         self,
         name: str,
@@ -418,6 +420,7 @@ class Table:
         (the P4Runtime server does so per the spec); saves validating twice per entry.
         Written out in one function: it runs for every entry a controller inserts."""
         self.version += 1
+        Table.changes += 1
         if self.is_const:
             raise SwitchError("PERMISSION_DENIED", f"{self.name}: table has const entries")
         if self.profile is not None:
@@ -454,6 +457,7 @@ class Table:
         """modify() of a direct entry for a caller that validated the action and args
         (see add_canonical); counters are kept."""
         self.version += 1
+        Table.changes += 1
         if self.is_const:
             raise SwitchError("PERMISSION_DENIED", f"{self.name}: table has const entries")
         if self.profile is not None:
@@ -468,6 +472,7 @@ class Table:
 
     def _store(self, entry: Entry, ident: tuple) -> int:
         self.version += 1
+        Table.changes += 1
         entry.handle = self._next_handle
         self._next_handle += 1
         if self.mode == "list":
@@ -553,6 +558,7 @@ class Table:
     def modify(self, handle: int, action: str | None, args=(), *, member=None, group=None) -> None:
         """Change the action (or member/group) of an entry; counters are kept."""
         self.version += 1
+        Table.changes += 1
         if self.is_const:
             raise SwitchError("PERMISSION_DENIED", f"{self.name}: table has const entries")
         entry = self.get(handle)
@@ -569,6 +575,7 @@ class Table:
     def delete(self, handle: int) -> None:
         """Remove an entry."""
         self.version += 1
+        Table.changes += 1
         if self.is_const:
             raise SwitchError("PERMISSION_DENIED", f"{self.name}: table has const entries")
         entry = self.get(handle)
@@ -584,6 +591,7 @@ class Table:
     def clear(self) -> None:
         """Remove every entry (const entries stay)."""
         self.version += 1
+        Table.changes += 1
         if self.is_const:
             raise SwitchError("PERMISSION_DENIED", f"{self.name}: table has const entries")
         self.entries.clear()
@@ -597,6 +605,7 @@ class Table:
     def set_default(self, action: str, args=()) -> None:
         """Change the default action (refused when it is const)."""
         self.version += 1
+        Table.changes += 1
         if self.const_default:
             raise SwitchError("PERMISSION_DENIED", f"{self.name}: default action is const")
         spec = self.resolve_action_name(action)
@@ -609,6 +618,7 @@ class Table:
     def reset_default(self) -> None:
         """Restore the default action the program declares."""
         self.version += 1
+        Table.changes += 1
         self.default_action, self.default_args = self.initial_default
         self.default_fn = self.action_fns.get(self.default_action)
 

@@ -328,6 +328,8 @@ class CGen:
             return f"({{ NEED({w}); rd_bits(p->data, p->len, p->pos, {w}); }})"
         if c.kind is K.TABLE_APPLY:
             raise Unsupported(c, "this use of apply()")
+        if c.kind is K.FUNCTION:
+            raise Unsupported(c, "functions")
         raise Unsupported(c, f"the call {getattr(c.callee, 'member', '') or c.kind} in an expression")
 
     # ------------------------------------------------------------------ statements
@@ -422,17 +424,61 @@ class CGen:
         else:
             self.e(f"{ct} {name}; memset(&{name}, 0, sizeof {name});")
             if d.init is not None:
-                self.assign_agg(name, d.init)
+                self.assign_agg(name, d.init, d.type)
 
-    def assign_agg(self, dst: str, src: A.Expression) -> None:
-        if isinstance(src, A.StructInitExpr | A.ListExpr) or src.const_value is not None:
-            raise Unsupported(src, "aggregate initialisers")
+    def assign_agg(self, dst: str, src: A.Expression, t: T.P4Type | None = None) -> None:
+        """dst = src for headers and structs; list and struct expressions go through a
+        temporary, so that a right side reading dst sees its old value (spec 8.1)."""
+        t = rt(t if t is not None else src.type)
+        if isinstance(src, A.StructInitExpr | A.ListExpr):
+            if not isinstance(t, T.HeaderType | T.StructType):
+                raise Unsupported(src, f"initialisers of {t}")
+            ct = self.ctype(t, src)
+            tmp = self.fresh("_init")
+            self.e(f"{{ {ct} {tmp}; memset(&{tmp}, 0, sizeof {tmp});")
+            self.fill(tmp, src, t)
+            self.e(f"{dst} = {tmp}; }}")
+            return
+        if src.const_value is not None:
+            raise Unsupported(src, "constant aggregates")
         self.e(f"{dst} = {self.lval(src)};")
+
+    def fill(self, dst: str, src: A.Expression, t: T.StructLike) -> None:
+        if isinstance(src, A.StructInitExpr):
+            pairs = [(t.field_named(n), e) for n, e in src.fields]
+        else:
+            assert isinstance(src, A.ListExpr)
+            pairs = list(zip(t.fields, src.items, strict=False))
+        for f, item in pairs:
+            if f is None:
+                raise Unsupported(src, "this initialiser")
+            ft = rt(f.type)
+            if isinstance(ft, T.StructLike):
+                if isinstance(item, A.StructInitExpr | A.ListExpr):
+                    if not isinstance(ft, T.HeaderType | T.StructType):
+                        raise Unsupported(item, f"initialisers of {ft}")
+                    self.fill(f"{dst}.f_{f.name}", item, ft)
+                else:
+                    self.e(f"{dst}.f_{f.name} = {self.lval(item)};")
+            else:
+                self.e(f"{dst}.f_{f.name} = {self.x(item)};")
+        if isinstance(t, T.HeaderType):
+            self.e(f"{dst}.valid = 1;")  # a header built from a list is valid (spec 8.12)
 
     def s_AssignStmt(self, s: A.AssignStmt) -> None:
         t = rt(s.lhs.type)
         if isinstance(t, T.StructLike):
-            self.assign_agg(self.lval(s.lhs), s.rhs)
+            self.assign_agg(self.lval(s.lhs), s.rhs, t)
+            return
+        if isinstance(s.lhs, A.SliceExpr):
+            lhs = s.lhs
+            if lhs.hi_value is None or lhs.lo_value is None:
+                raise Unsupported(lhs, "slices with run-time bounds")
+            m = mask(lhs.hi_value - lhs.lo_value + 1)
+            base = self.lval(lhs.expr)
+            v = self.fresh("_sl")
+            self.e(f"{{ u64 {v} = ({self.x(s.rhs)}) & {m}; "
+                   f"{base} = ({base} & ~({m} << {lhs.lo_value})) | ({v} << {lhs.lo_value}); }}")
             return
         self.e(f"{self.lval(s.lhs)} = {self.x(s.rhs)};")
 
@@ -517,21 +563,42 @@ class CGen:
     def call_action(self, c: A.CallExpr) -> None:
         decl = c.target
         info = self.action_info(decl, c)
-        params = decl.params
-        if any(p.direction for p in params):
-            raise Unsupported(c, "actions with directional parameters")
-        args = [self.x(a) if a is not None else "0" for a in args_of(c)]
         fn = self.action_fn[info.name]
-        if not args:
-            self.e(f"{fn}(p, NULL); {self.exit_check()}")
-            return
-        temps = []
         self.e("{")
-        for a in args:
-            t = self.fresh("_a")
-            self.e(f"u64 {t} = {a};")
-            temps.append(t)
-        self.e(f"u64 _args[] = {{{', '.join(temps)}}}; {fn}(p, _args); {self.exit_check()} }}")
+        data = []
+        for prm, a in zip(decl.params, args_of(c), strict=False):
+            if not prm.direction:
+                t = self.fresh("_a")
+                self.e(f"u64 {t} = {self.x(a) if a is not None else '0'};")
+                data.append(t)
+        if data:
+            self.e(f"u64 _args[] = {{{', '.join(data)}}};")
+        self.call_with_dirs(c, fn, "_args" if data else "NULL")
+        self.e(f"{self.exit_check()} }}")
+
+    def call_with_dirs(self, c: A.CallExpr, fn: str, data: str) -> None:
+        """Call action `fn` with its directional arguments copied in and out (spec 6.8):
+        l-values evaluated left to right, copied into temporaries, copied back in order."""
+        decl = c.target
+        temps, backs = [], []
+        for prm, a in zip(decl.params, args_of(c), strict=False):
+            if not prm.direction:
+                continue
+            ct = self.ctype(prm.type, prm)
+            t = self.fresh("_io")
+            if prm.direction in ("in", "inout"):
+                src = self.x(a) if ct == "u64" else self.lval(a)
+                self.e(f"{ct} {t} = {src};")
+            else:
+                self.e(f"{ct} {t}; memset(&{t}, 0, sizeof {t});")
+                if isinstance(rt(prm.type), T.HeaderType):
+                    self.e(f"{t}.valid = 0;")
+            temps.append(f"&{t}")
+            if prm.direction in ("out", "inout"):
+                backs.append((self.lval(a), t))
+        self.e(f"{fn}(p, {data}{''.join(', ' + t for t in temps)});")
+        for lv, t in backs:
+            self.e(f"{lv} = {t};")
 
     def table_id(self, c: A.CallExpr) -> int:
         tid = self.table_ids.get(id(c.target))
@@ -550,6 +617,11 @@ class CGen:
             self.e(f"{sm}.f_egress_spec = 511; {sm}.f_mcast_grp = 0;")
         elif name in ("static_assert", "log_msg"):
             pass  # static_assert: the front end's; log_msg: the Python engine logs it, not here
+        elif name in ("assert", "assume"):
+            # the packet is dropped and counted, as the Python engine's _Drop
+            self.e(f"if (!({self.x(b[0])})) {{ p->abort = 1; p->exited = 1; return; }}")
+        elif name == "truncate":
+            self.e(f"p->trunc = {self.x(b[0])};")
         elif name == "verify":
             if not self.in_parser:
                 raise Unsupported(c, "verify outside the parser")
@@ -569,13 +641,17 @@ class CGen:
             h = f"alg_{algo}({buf}, {n})"
             self.e(f"{dst} = ({top} ? {base} + ({h}) % {top} : {base}) & {mask(w)};")
             self.e("}")
-        elif name in ("verify_checksum", "update_checksum"):
+        elif name in ("verify_checksum", "update_checksum", "verify_checksum_with_payload",
+                      "update_checksum_with_payload"):
             algo = str(b[3].const_value)
             if algo not in ALGORITHMS:
                 raise Unsupported(c, f"the checksum algorithm {algo}")
             self.e(f"if ({self.x(b[0])}) {{")
             buf, n = self.pack(b[1])
             h = f"alg_{algo}({buf}, {n})"
+            if name.endswith("_with_payload"):
+                h = f"with_payload(p, alg_{algo}, {buf}, {n})"
+                name = name[: -len("_with_payload")]
             if name == "verify_checksum":
                 self.e(f"if (({h}) != {self.x(b[2])}) p->sm.f_checksum_error = 1;")
             else:

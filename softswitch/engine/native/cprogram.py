@@ -131,19 +131,25 @@ class ProgramC(CGen):
         fn = f"A_{len(self.action_fn)}"
         self.action_fn[info.name] = fn
         i = 0
+        extra: list[str] = []
         for prm in decl.params:
             if prm.direction:
-                # callable from the apply block only with arguments; refused at the call
+                # copy-in/copy-out through a temporary the caller owns (spec 6.8)
+                ct = self.ctype(prm.type, prm)
+                name = f"io_{len(extra)}"
+                extra.append(f", {ct} *{name}")
+                self.vars[id(prm)] = f"(*{name})"
                 continue
             w = width(prm.type)
             if not w or w > 64:
                 raise Unsupported(prm, f"action parameters of type {prm.type}")
             self.vars[id(prm)] = f"d[{i}]"
             i += 1
-        self.protos.append(f"static void {fn}(pkt_t *p, const u64 *d);")
+        sig = f"static void {fn}(pkt_t *p, const u64 *d{''.join(extra)})"
+        self.protos.append(sig + ";")
         saved = self.out
         self.out = []
-        self.e(f"static void {fn}(pkt_t *p, const u64 *d) {{ (void)d;")
+        self.e(sig + " { (void)d;")
         self.block(decl.body.stmts)
         self.e("}")
         self.fns.append("\n".join(self.out))
@@ -168,9 +174,12 @@ class ProgramC(CGen):
         tid = len(self.layout.tables)
         self.table_ids[id(d)] = tid
         names = list(table.action_specs)
+        bound = {}  # action name -> the actions list's call with its directional arguments
         for ref in d.actions:
             if any(prm.direction for prm in ref.action.params):
-                raise Unsupported(ref, "table actions with directional parameters")
+                if ref.call is None:
+                    raise Unsupported(ref, "this table action's directional parameters")
+                bound[self.action_info(ref.action, ref).name] = ref.call
         nargs = max((len(s.params) for s in table.action_specs.values()), default=0)
         self.layout.tables.append(_table_layout(info.name, names, len(d.keys), nargs))
         self.table_actions.append(names)
@@ -194,7 +203,12 @@ class ProgramC(CGen):
                     raise Unsupported(d, f"the action {n}")
                 self.compile_action(ainfo.decl)
                 fn = self.action_fn[n]
-            self.e(f"case {i}: {fn}(p, d); break;")
+            if n in bound:
+                self.e(f"case {i}: {{")
+                self.call_with_dirs(bound[n], fn, "d")
+                self.e("} break;")
+            else:
+                self.e(f"case {i}: {fn}(p, d); break;")
         self.e("default: break; }")
         self.e("return (e >= 0 ? 0x10000u : 0u) | a;")
         self.e("}")
@@ -300,7 +314,7 @@ class ProgramC(CGen):
         main = self.program.main
         if main is None:
             raise Unsupported(self.program.ast, "programs without a V1Switch main")
-        self.may_exit = _has_exit(self.program.ast)
+        self.may_exit = True  # exit, assert and assume leave through p->exited
         for d in self.program.ast.decls:
             if isinstance(d, A.ActionDecl):
                 self.compile_action(d)
@@ -355,11 +369,22 @@ typedef struct pkt {{
     sw_t *sw;
     const uint8_t *data;
     uint32_t len, pos, plen, payload;
-    u64 now, perr;
-    int exited;
+    u64 now, perr, trunc;
+    int exited, abort;
     wr_t out;
 {chr(10).join(self.pkt_fields)}
 }} pkt_t;
+/* a checksum over packed fields then the unparsed payload (*_with_payload) */
+static u64 with_payload(pkt_t *p, u64 (*alg)(const uint8_t *, uint32_t), const uint8_t *buf, uint32_t n) {{
+    uint32_t rest = p->len - p->payload;
+    uint8_t *tmp = malloc((size_t)n + rest + 1);
+    if (!tmp) {{ p->abort = 1; return 0; }}
+    memcpy(tmp, buf, n);
+    memcpy(tmp + n, p->data + p->payload, rest);
+    u64 h = alg(tmp, n + rest);
+    free(tmp);
+    return h;
+}}
 #define NEED(w) do {{ if ((u64)p->pos + (u64)(w) > (u64)p->len * 8) goto too_short; }} while (0)
 """)
         parts.append("\n".join(self.protos))
@@ -438,17 +463,21 @@ static void egress_pass(pkt_t *q, uint32_t eport, sink_t *s) {{
     {sm('egress_global_timestamp', f'q->now & {ts48}')} {sm('enq_timestamp', 'q->now & 0xFFFFFFFFULL')}
     {sm('deq_timedelta', '0')} {sm('enq_qdepth', '0')} {sm('deq_qdepth', '0')}
     q->exited = 0; CTL_egress(q);
+    if (q->abort) {{ s->dropped++; return; }}
     if ({'q->sm.f_egress_spec == 511' if 'egress_spec' in sm_fields else '0'}) {{ s->dropped++; return; }}
     q->exited = 0; CTL_compute_checksum(q);
+    if (q->abort) {{ s->dropped++; return; }}
     uint32_t rest = q->len - q->payload;
     if (s->nout >= s->max_outs || s->cap - s->used < rest) {{ s->dropped++; return; }}
     q->out.buf = s->buf + s->used; q->out.nbits = 0; q->out.cap = s->cap - s->used - rest; q->out.overflow = 0;
     q->exited = 0; CTL_deparser(q);
-    if (q->out.overflow) {{ s->dropped++; return; }}
+    if (q->out.overflow || q->abort) {{ s->dropped++; return; }}
     uint32_t hb = wr_bytes(&q->out);
     memcpy(s->buf + s->used + hb, q->data + q->payload, rest);
-    s->outs[s->nout].port = eport; s->outs[s->nout].off = s->used; s->outs[s->nout].len = hb + rest;
-    s->nout++; s->used += hb + rest;
+    uint32_t total = hb + rest;
+    if (q->trunc && q->trunc < total) total = (uint32_t)q->trunc;  /* truncate(): on output */
+    s->outs[s->nout].port = eport; s->outs[s->nout].off = s->used; s->outs[s->nout].len = total;
+    s->nout++; s->used += total;
 }}
 
 static void run_packet(sw_t *sw, uint32_t port, const uint8_t *data, uint32_t len, u64 now, sink_t *s) {{
@@ -459,10 +488,13 @@ static void run_packet(sw_t *sw, uint32_t port, const uint8_t *data, uint32_t le
     {sm('ingress_port', 'port', 'p')} {sm('ingress_global_timestamp', f'now & {ts48}', 'p')}
     {sm('instance_type', '0', 'p')} {sm('packet_length', 'len', 'p')}
     CTL_parser(p);
+    if (p->abort) {{ s->dropped++; return; }}
     p->payload = (p->pos + 7) >> 3;
     if (p->payload > len) p->payload = len;
     p->exited = 0; CTL_verify_checksum(p);
+    if (p->abort) {{ s->dropped++; return; }}
     p->exited = 0; CTL_ingress(p);
+    if (p->abort) {{ s->dropped++; return; }}
     u64 mgid = {'p->sm.f_mcast_grp' if 'mcast_grp' in sm_fields else '0'};
     if (mgid) {{
         mc_t *g = mgid < 65536 ? &sw->mc[mgid] : NULL;
@@ -470,6 +502,7 @@ static void run_packet(sw_t *sw, uint32_t port, const uint8_t *data, uint32_t le
         for (uint32_t r = 0; r < g->n; r++) {{
             pkt_t Q = P;
             pkt_t *q = &Q;
+            q->trunc = 0;  /* a replica is a new packet: ingress's truncate() is not its */
             {sm('packet_length', 'P.plen')} {sm('egress_rid', 'g->rid[r]')} {sm('instance_type', '5')}
             q->plen = len;
             egress_pass(q, g->port[r], s);
@@ -510,23 +543,6 @@ uint64_t ss_process_batch(sw_t *sw, uint32_t n, const uint32_t *ports, const uin
 
 def _table_layout(name: str, actions: list[str], nkeys: int, nargs: int) -> TableLayout:
     return TableLayout(name, actions, nkeys, nargs)
-
-
-def _has_exit(node: Any) -> bool:
-    stack = [node]
-    seen: set[int] = set()
-    while stack:
-        n = stack.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        if isinstance(n, A.ExitStmt):
-            return True
-        if isinstance(n, list):
-            stack.extend(n)
-        elif isinstance(n, A.Statement | A.Declaration | A.P4Program | A.SwitchCase | A.ParserState):
-            stack.extend(v for v in vars(n).values() if isinstance(v, list | A.Node))
-    return False
 
 
 def _instance_args(main: Any) -> list[list[Any]]:

@@ -147,6 +147,7 @@ class NativeEngine:
             (tl, built.tables[tl.name], i) for i, tl in enumerate(layout.tables)]
         self.versions = [-1] * len(self.tables)
         self.pre_version = -1
+        self.changes_seen = -1
         self.mc_max = 0
         self.loaded_groups: set[int] = set()
         for rid, (name, size, width) in enumerate(layout.registers):
@@ -170,6 +171,9 @@ class NativeEngine:
 
     def sync(self) -> None:
         """Load tables and multicast groups changed since the last packet into C."""
+        if Table.changes == self.changes_seen and self.switch.pre.version == self.pre_version:
+            return
+        self.changes_seen = Table.changes
         for i, (tl, table, tid) in enumerate(self.tables):
             if table.version != self.versions[i]:
                 self._load_table(tl, table, tid)
@@ -242,12 +246,11 @@ class NativeEngine:
             self.outs = ffi.new("ss_out_t[]", copies)
         n = self.lib.ss_process(self.state, port, data, len(data), now, self.outs,
                                 max(copies, OUT_SLOTS), self.buf, self.buf_cap, self.dropped)
-        buf = ffi.buffer(self.buf, self.buf_cap)
         outs = []
         for i in range(n):
             o = self.outs[i]
-            outs.append((int(o.port), bytes(buf[o.off:o.off + o.len])))
-        return outs, int(self.dropped[0])
+            outs.append((o.port, ffi.buffer(self.buf + o.off, o.len)[:]))
+        return outs, self.dropped[0]
 
     def batch(self, packets: list[bytes]) -> PacketBatch:
         """Packets laid out for process_batch (one buffer, offsets and lengths)."""
