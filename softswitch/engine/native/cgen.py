@@ -97,6 +97,9 @@ class CGen:
         self.may_exit = False
         self.emit_sizes: list[int] = []
         self.err_members: list[str] = list(program.error_type.members)
+        self.uses_passes = False  # clone, resubmit or recirculate: the job pipeline (cpasses.py)
+        self.digests: list[tuple[str, list[tuple[str, int]]]] = []
+        self.digest_width = 1
 
     # ------------------------------------------------------------------ helpers
 
@@ -620,6 +623,22 @@ class CGen:
         elif name in ("assert", "assume"):
             # the packet is dropped and counted, as the Python engine's _Drop
             self.e(f"if (!({self.x(b[0])})) {{ p->abort = 1; p->exited = 1; return; }}")
+        elif name in ("clone", "clone_preserving_field_list"):
+            ctype = b[0].const_value
+            slot = "ci" if ctype == "I2E" else "ce"
+            sess = self.fresh("_s")
+            self.e(f"{{ u64 {sess} = {self.x(b[1])};")
+            fl = self.x(b[2]) if name == "clone_preserving_field_list" else "~0ULL"
+            self.e(f"p->{slot} = 1; p->{slot}_sess = {sess}; p->{slot}_fl = {fl}; }}")
+            self.uses_passes = True
+        elif name == "resubmit_preserving_field_list":
+            self.e(f"p->resub = 1; p->resub_fl = {self.x(b[0])};")
+            self.uses_passes = True
+        elif name == "recirculate_preserving_field_list":
+            self.e(f"p->recirc = 1; p->recirc_fl = {self.x(b[0])};")
+            self.uses_passes = True
+        elif name == "digest":
+            self.digest(c)
         elif name == "truncate":
             self.e(f"p->trunc = {self.x(b[0])};")
         elif name == "verify":
@@ -659,6 +678,33 @@ class CGen:
             self.e("}")
         else:
             raise Unsupported(c, f"the extern function {name}")
+
+    def digest(self, c: A.CallExpr) -> None:
+        """digest(receiver, data): the last call of a pass is sent (BMv2 keeps one per packet)."""
+        b = args_of(c)
+        t = rt(b[1].type)
+        if not isinstance(t, T.StructType):
+            raise Unsupported(c, "digests of non-struct values")
+        self.e("{")
+        if isinstance(b[1], A.StructInitExpr | A.ListExpr):
+            base = self.fresh("_dg")
+            self.e(f"{self.ctype(t, c)} {base}; memset(&{base}, 0, sizeof {base});")
+            self.assign_agg(base, b[1], t)
+        else:
+            base = self.lval(b[1])
+        items = []
+        for f in t.fields:
+            for code, w, _ in self.flatten_value(f"{base}.f_{f.name}", f.type, None, c):
+                items.append((f.name, w, code))
+        fields = [(n, w) for n, w, _ in items]
+        key = (t.name, fields)
+        if key not in self.digests:
+            self.digests.append(key)
+        self.digest_width = max(self.digest_width, len(items))
+        self.e(f"p->dg = {self.digests.index(key) + 1};")
+        for i, (_, _, code) in enumerate(items):
+            self.e(f"p->dgv[{i}] = {code};")
+        self.e("}")
 
     def pack(self, e: A.Expression) -> tuple[str, str]:
         """Emit a field list packed as BMv2's buffer builder does; (buffer, byte count)."""

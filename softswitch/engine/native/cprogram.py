@@ -20,6 +20,7 @@ from softswitch.frontend import types as T
 from ..codegen.values import rt
 from . import cruntime
 from .cgen import MAX_KEYS, PARSER_STEPS, CGen, Unsupported, mask, width
+from .cpasses import job_driver
 
 ROLES = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
 
@@ -35,8 +36,12 @@ uint64_t *ss_register(sw_t *sw, uint32_t rid);
 uint64_t *ss_counter_packets(sw_t *sw, uint32_t cid);
 uint64_t *ss_counter_bytes(sw_t *sw, uint32_t cid);
 int ss_mc_set(sw_t *sw, uint32_t gid, uint32_t n, const uint16_t *ports, const uint16_t *rids);
+int ss_clone_set(sw_t *sw, uint64_t sid, uint32_t n, const uint16_t *ports, const uint16_t *rids,
+                 uint64_t trunc);
+void ss_clone_clear(sw_t *sw);
 int ss_process(sw_t *sw, uint32_t port, const uint8_t *data, uint32_t len, uint64_t now,
-               ss_out_t *outs, uint32_t max_outs, uint8_t *buf, uint32_t cap, uint32_t *dropped);
+               ss_out_t *outs, uint32_t max_outs, uint8_t *buf, uint32_t cap, uint32_t *dropped,
+               uint32_t *dg_type, uint64_t *dg_vals, uint32_t max_dg, uint32_t *ndg);
 uint64_t ss_process_batch(sw_t *sw, uint32_t n, const uint32_t *ports, const uint8_t *data,
                           const uint32_t *offs, const uint32_t *lens, uint64_t now,
                           uint8_t *scratch, uint32_t cap, uint64_t *out_bytes, uint32_t *dropped);
@@ -61,6 +66,8 @@ class Layout:
     registers: list[tuple[str, int, int]] = field(default_factory=list)  # (name, size, width)
     counters: list[tuple[str, int]] = field(default_factory=list)  # (name, size)
     emit_max: int = 0  # bytes the deparser can emit at most
+    digests: list[tuple[str, list[tuple[str, int]]]] = field(default_factory=list)  # (name, fields)
+    digest_width: int = 1  # values per digest in the C buffer
 
 
 class ProgramC(CGen):
@@ -308,6 +315,29 @@ class ProgramC(CGen):
         self.e("}")
         self.fns.append("\n".join(self.out))
 
+    def field_list_fn(self) -> str:
+        """C copying the metadata fields annotated @field_list(n) (resubmit, recirculate, clone)."""
+        lists: dict[int, list[str]] = {}
+
+        def walk(t: Any, path: str) -> None:
+            t = rt(t)
+            if not isinstance(t, T.StructLike):
+                return
+            for f in t.fields:
+                for ann in f.annotations or []:
+                    if getattr(ann, "name", None) == "field_list":
+                        for arg in ann.args or []:
+                            if isinstance(arg, int):
+                                lists.setdefault(arg, []).append(f"{path}.f_{f.name}")
+                if isinstance(rt(f.type), T.StructLike):
+                    walk(f.type, f"{path}.f_{f.name}")
+
+        walk(self.meta_t, "")
+        cases = "".join(f"    case {i}: " + " ".join(f"dst->{p[1:]} = src->{p[1:]};" for p in paths)
+                        + " break;\n" for i, paths in sorted(lists.items()))
+        return (f"static void field_list(u64 idx, const {self.meta_c} *src, {self.meta_c} *dst) {{\n"
+                f"    (void)src; (void)dst;\n    switch (idx) {{\n{cases}    default: break;\n    }}\n}}\n")
+
     # ---------------------------------------------------------------- program
 
     def source(self) -> str:
@@ -344,6 +374,10 @@ class ProgramC(CGen):
         self.layout.registers = list(self.registers)
         self.layout.counters = list(self.counters)
         self.layout.emit_max = (sum(self.emit_sizes) + 7) // 8
+        self.layout.digests = list(self.digests)
+        self.layout.digest_width = self.digest_width
+        self.meta_c = meta_c
+        self.meta_t = meta_t
         return self.assemble(hdr_c, meta_c, sm_c, sm_fields)
 
     def assemble(self, hdr_c: str, meta_c: str, sm_c: str, sm_fields: set[str]) -> str:
@@ -353,6 +387,10 @@ class ProgramC(CGen):
             return f"{q}->sm.f_{name} = {value};" if name in sm_fields else ""
 
         ts48 = mask(48)
+        if self.uses_passes:
+            driver = job_driver(sm, ts48, self.field_list_fn())
+        else:
+            driver = straight_driver(sm, ts48, sm_fields)
         parts = [cruntime.PRELUDE, "".join(self.type_src), cruntime.TABLES]
         parts.append(f"""
 typedef struct sw {{
@@ -361,6 +399,7 @@ typedef struct sw {{
     u64 *cnt_p[{max(nc, 1)}];
     u64 *cnt_b[{max(nc, 1)}];
     mc_t *mc;  /* 65536 groups */
+    sess_t *sess; uint32_t nsess;  /* clone sessions */
 }} sw_t;
 typedef struct pkt {{
     {hdr_c} hdr;
@@ -371,9 +410,14 @@ typedef struct pkt {{
     uint32_t len, pos, plen, payload;
     u64 now, perr, trunc;
     int exited, abort;
+    int ci, ce, resub, recirc;  /* requests of clone I2E / E2E, resubmit, recirculate */
+    u64 ci_sess, ci_fl, ce_sess, ce_fl, resub_fl, recirc_fl;
+    uint32_t dg;  /* 1 + the digest type of the last digest() of the pass, 0: none */
+    u64 dgv[{self.digest_width}];
     wr_t out;
 {chr(10).join(self.pkt_fields)}
 }} pkt_t;
+void ss_clone_clear(sw_t *sw);
 /* a checksum over packed fields then the unparsed payload (*_with_payload) */
 static u64 with_payload(pkt_t *p, u64 (*alg)(const uint8_t *, uint32_t), const uint8_t *buf, uint32_t n) {{
     uint32_t rest = p->len - p->payload;
@@ -407,6 +451,7 @@ void ss_free(sw_t *sw) {{
     for (int i = 0; i < {nc}; i++) {{ free(sw->cnt_p[i]); free(sw->cnt_b[i]); }}
     if (sw->mc) for (int g = 0; g < 65536; g++) {{ free(sw->mc[g].port); free(sw->mc[g].rid); }}
     free(sw->mc);
+    ss_clone_clear(sw);
     free(sw);
 }}
 
@@ -455,8 +500,74 @@ int ss_mc_set(sw_t *sw, uint32_t gid, uint32_t n, const uint16_t *ports, const u
     return 0;
 }}
 
-typedef struct {{ ss_out_t *outs; uint32_t nout, max_outs; uint8_t *buf; uint32_t used, cap; uint32_t dropped; }} sink_t;
+typedef struct {{
+    ss_out_t *outs; uint32_t nout, max_outs; uint8_t *buf; uint32_t used, cap; uint32_t dropped;
+    uint32_t *dg_type; u64 *dg_vals; uint32_t ndg, max_dg;
+}} sink_t;
 
+static void digest_out(const pkt_t *p, sink_t *s) {{
+    if (!p->dg || s->ndg >= s->max_dg || !s->dg_type) return;
+    s->dg_type[s->ndg] = p->dg - 1;
+    memcpy(s->dg_vals + (size_t)s->ndg * {self.digest_width}, p->dgv, sizeof p->dgv);
+    s->ndg++;
+}}
+
+void ss_clone_clear(sw_t *sw) {{
+    for (uint32_t i = 0; i < sw->nsess; i++) {{ free(sw->sess[i].port); free(sw->sess[i].rid); }}
+    free(sw->sess); sw->sess = NULL; sw->nsess = 0;
+}}
+
+int ss_clone_set(sw_t *sw, uint64_t sid, uint32_t n, const uint16_t *ports, const uint16_t *rids,
+                 uint64_t trunc) {{
+    sess_t *g = realloc(sw->sess, sizeof(sess_t) * (sw->nsess + 1));
+    if (!g) return -1;
+    sw->sess = g;
+    sess_t *x = &g[sw->nsess];
+    x->id = sid; x->n = n; x->trunc = trunc;
+    x->port = malloc(sizeof(uint16_t) * (n ? n : 1)); x->rid = malloc(sizeof(uint16_t) * (n ? n : 1));
+    if (!x->port || !x->rid) {{ free(x->port); free(x->rid); return -1; }}
+    memcpy(x->port, ports, sizeof(uint16_t) * n); memcpy(x->rid, rids, sizeof(uint16_t) * n);
+    sw->nsess++;
+    return 0;
+}}
+
+{driver}
+int ss_process(sw_t *sw, uint32_t port, const uint8_t *data, uint32_t len, uint64_t now,
+               ss_out_t *outs, uint32_t max_outs, uint8_t *buf, uint32_t cap, uint32_t *dropped,
+               uint32_t *dg_type, uint64_t *dg_vals, uint32_t max_dg, uint32_t *ndg) {{
+    sink_t s = {{outs, 0, max_outs, buf, 0, cap, 0, dg_type, dg_vals, 0, max_dg}};
+    run_packet(sw, port, data, len, now, &s);
+    *dropped = s.dropped;
+    *ndg = s.ndg;
+    return (int)s.nout;
+}}
+
+uint64_t ss_process_batch(sw_t *sw, uint32_t n, const uint32_t *ports, const uint8_t *data,
+                          const uint32_t *offs, const uint32_t *lens, uint64_t now,
+                          uint8_t *scratch, uint32_t cap, uint64_t *out_bytes, uint32_t *dropped) {{
+    ss_out_t outs[64];
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < n; i++) {{
+        sink_t s = {{outs, 0, 64, scratch, 0, cap, 0, NULL, NULL, 0, 0}};
+        run_packet(sw, ports[i], data + offs[i], lens[i], now, &s);
+        total += s.nout;
+        for (uint32_t j = 0; j < s.nout; j++) *out_bytes += outs[j].len;
+        *dropped += s.dropped;
+    }}
+    return total;
+}}
+""")
+        return "\n".join(parts)
+
+
+def _table_layout(name: str, actions: list[str], nkeys: int, nargs: int) -> TableLayout:
+    return TableLayout(name, actions, nkeys, nargs)
+
+
+def straight_driver(sm: Any, ts48: str, sm_fields: set[str]) -> str:
+    """C of `run_packet` for programs that neither clone nor resubmit nor recirculate: one
+    ingress pass, one egress pass per copy, the packet state on the stack."""
+    return f"""
 /* one copy through egress, computeChecksum and the deparser (switch.py _egress) */
 static void egress_pass(pkt_t *q, uint32_t eport, sink_t *s) {{
     {sm('egress_port', 'eport')} {sm('egress_spec', '0')}
@@ -495,6 +606,7 @@ static void run_packet(sw_t *sw, uint32_t port, const uint8_t *data, uint32_t le
     if (p->abort) {{ s->dropped++; return; }}
     p->exited = 0; CTL_ingress(p);
     if (p->abort) {{ s->dropped++; return; }}
+    if (p->dg) digest_out(p, s);
     u64 mgid = {'p->sm.f_mcast_grp' if 'mcast_grp' in sm_fields else '0'};
     if (mgid) {{
         mc_t *g = mgid < 65536 ? &sw->mc[mgid] : NULL;
@@ -515,34 +627,7 @@ static void run_packet(sw_t *sw, uint32_t port, const uint8_t *data, uint32_t le
     egress_pass(p, (uint32_t)spec, s);
 }}
 
-int ss_process(sw_t *sw, uint32_t port, const uint8_t *data, uint32_t len, uint64_t now,
-               ss_out_t *outs, uint32_t max_outs, uint8_t *buf, uint32_t cap, uint32_t *dropped) {{
-    sink_t s = {{outs, 0, max_outs, buf, 0, cap, 0}};
-    run_packet(sw, port, data, len, now, &s);
-    *dropped = s.dropped;
-    return (int)s.nout;
-}}
-
-uint64_t ss_process_batch(sw_t *sw, uint32_t n, const uint32_t *ports, const uint8_t *data,
-                          const uint32_t *offs, const uint32_t *lens, uint64_t now,
-                          uint8_t *scratch, uint32_t cap, uint64_t *out_bytes, uint32_t *dropped) {{
-    ss_out_t outs[64];
-    uint64_t total = 0;
-    for (uint32_t i = 0; i < n; i++) {{
-        sink_t s = {{outs, 0, 64, scratch, 0, cap, 0}};
-        run_packet(sw, ports[i], data + offs[i], lens[i], now, &s);
-        total += s.nout;
-        for (uint32_t j = 0; j < s.nout; j++) *out_bytes += outs[j].len;
-        *dropped += s.dropped;
-    }}
-    return total;
-}}
-""")
-        return "\n".join(parts)
-
-
-def _table_layout(name: str, actions: list[str], nkeys: int, nargs: int) -> TableLayout:
-    return TableLayout(name, actions, nkeys, nargs)
+"""
 
 
 def _instance_args(main: Any) -> list[list[Any]]:

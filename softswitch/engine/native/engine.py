@@ -20,7 +20,8 @@ from ..tables import Table
 from . import cbuild
 from .cprogram import CDEF, Layout, TableLayout, program_source
 
-OUT_SLOTS = 64  # output packets one injected packet can make at most (replicas + 1)
+OUT_SLOTS = 64  # output slots made at first (grown to the largest multicast group + 1)
+MAX_DIGESTS = 40  # digests one injected packet can make: one per ingress pass (at most 32)
 
 
 class CellView:
@@ -164,6 +165,9 @@ class NativeEngine:
                 CellView(ffi, lib.ss_counter_bytes(self.state, cid), size))
         self.outs = ffi.new("ss_out_t[]", OUT_SLOTS)
         self.dropped = ffi.new("uint32_t *")
+        self.dg_type = ffi.new("uint32_t[]", MAX_DIGESTS)
+        self.dg_vals = ffi.new("uint64_t[]", MAX_DIGESTS * layout.digest_width)
+        self.ndg = ffi.new("uint32_t *")
         self.buf = ffi.new("uint8_t[]", 1 << 16)
         self.buf_cap = 1 << 16
 
@@ -220,6 +224,12 @@ class NativeEngine:
 
     def _load_groups(self, pre: Any) -> None:
         ffi, lib = self.ffi, self.lib
+        lib.ss_clone_clear(self.state)
+        for sid, sess in pre.sessions.items():
+            ports = ffi.new("uint16_t[]", [p for p, _ in sess.replicas] or [0])
+            rids = ffi.new("uint16_t[]", [r for _, r in sess.replicas] or [0])
+            if lib.ss_clone_set(self.state, sid, len(sess.replicas), ports, rids, sess.truncate) != 0:
+                raise MemoryError("native engine: out of memory loading clone sessions")
         for gid in self.loaded_groups - set(pre.groups):
             lib.ss_mc_set(self.state, gid, 0, ffi.NULL, ffi.NULL)
         self.mc_max = 0
@@ -238,6 +248,8 @@ class NativeEngine:
         self.sync()
         ffi = self.ffi
         copies = self.mc_max + 1
+        if self.layout.digests or self.switch.pre.sessions:  # clones and recirculation make more
+            copies = max(copies, OUT_SLOTS)
         need = copies * (len(data) + self.layout.emit_max)
         if need > self.buf_cap:
             self.buf = ffi.new("uint8_t[]", need)
@@ -245,12 +257,24 @@ class NativeEngine:
         if copies > OUT_SLOTS:
             self.outs = ffi.new("ss_out_t[]", copies)
         n = self.lib.ss_process(self.state, port, data, len(data), now, self.outs,
-                                max(copies, OUT_SLOTS), self.buf, self.buf_cap, self.dropped)
+                                max(copies, OUT_SLOTS), self.buf, self.buf_cap, self.dropped,
+                                self.dg_type, self.dg_vals, MAX_DIGESTS, self.ndg)
+        if self.ndg[0]:
+            self._digests(self.ndg[0])
         outs = []
         for i in range(n):
             o = self.outs[i]
             outs.append((o.port, ffi.buffer(self.buf + o.off, o.len)[:]))
         return outs, self.dropped[0]
+
+    def _digests(self, count: int) -> None:
+        from ..switch import Digest
+
+        width = self.layout.digest_width
+        for i in range(count):
+            name, fields = self.layout.digests[self.dg_type[i]]
+            values = [int(self.dg_vals[i * width + k]) for k in range(len(fields))]
+            self.switch._emit_digest(Digest(name, tuple((f, w, v) for (f, w), v in zip(fields, values, strict=True))))
 
     def batch(self, packets: list[bytes]) -> PacketBatch:
         """Packets laid out for process_batch (one buffer, offsets and lengths)."""
