@@ -31,9 +31,7 @@ pytestmark = pytest.mark.skipif(available() is not None, reason=f"native engine:
 # STF programs the native engine refuses at load time, and the construct its message names.
 # A program that starts to run natively (or a new refusal) fails test_stf_on_both_engines.
 NATIVE_REFUSES = {
-    "arith": "functions",
     "control_flow": "sub-control",
-    "copies": "header stacks",
     "edge_semantics": "wider than 64 bits",
     "evaluation_order": "one control used for two V1Switch blocks",
     "externs": "meter.execute_meter",
@@ -41,11 +39,8 @@ NATIVE_REFUSES = {
     "ipv4_options": "varbit",
     "ipv6": "wider than 64 bits",
     "lookahead_bits": "wider than 64 bits",
-    "parser_counter": "header stacks",
     "parser_ops": "varbit",
-    "stack": "header stacks",
-    "stack_key": "header stacks",
-    "structure": "header stacks",
+    "structure": "sub-control and sub-parser instances",
     "union": "header unions",
     "varbit_copy": "varbit",
     "varbit_error_order": "varbit",

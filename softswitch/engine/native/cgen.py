@@ -99,6 +99,8 @@ class CGen:
         self.err_members: list[str] = list(program.error_type.members)
         self.uses_passes = False  # clone, resubmit or recirculate: the job pipeline (cpasses.py)
         self.digests: list[tuple[str, list[tuple[str, int]]]] = []
+        self.functions: dict[int, str] = {}  # id(FunctionDecl) -> C function
+        self.fn_returns = False  # compiling a function that returns a value
         self.digest_width = 1
 
     # ------------------------------------------------------------------ helpers
@@ -118,7 +120,7 @@ class CGen:
     def ctype(self, t: T.P4Type, node: Any) -> str:
         t0 = T.strip_newtype(t)
         if isinstance(t0, T.HeaderStack):
-            raise Unsupported(node, "header stacks")
+            return self.stack_type(t0, node)
         if isinstance(t0, T.HeaderUnionType):
             raise Unsupported(node, "header unions")
         if isinstance(t0, T.Varbit):
@@ -146,6 +148,26 @@ class CGen:
             body = "    uint8_t empty;\n"
         self.type_src.append(f"typedef struct {{\n{body}}} {name};\n")
         return name
+
+    def stack_type(self, t: T.HeaderStack, node: Any) -> str:
+        """A header stack: its elements and nextIndex `n` (spec 8.18)."""
+        name = self.types.get(id(t))
+        if name is not None:
+            return name
+        elem = rt(t.element)
+        if not isinstance(elem, T.HeaderType):
+            raise Unsupported(node, "stacks of header unions")
+        ect = self.ctype(elem, node)
+        name = f"K{len(self.types)}_{ect}"[:60]
+        self.types[id(t)] = name
+        self.type_src.append(f"typedef struct {{\n    {ect} e[{t.size}];\n    u64 n;\n}} {name};\n")
+        return name
+
+    def stack_of(self, e: A.Expression) -> tuple[str, T.HeaderStack, str]:
+        """(l-value, type, element C type) of a header stack expression."""
+        t = rt(e.type)
+        assert isinstance(t, T.HeaderStack)
+        return self.lval(e), t, self.ctype(t.element, e)
 
     # ------------------------------------------------------------------ expressions
 
@@ -192,16 +214,46 @@ class CGen:
                 raise Unsupported(e, f"the name {e.name} here")
             return name
         if isinstance(e, A.MemberExpr) and e.kind is MK.FIELD:
-            if isinstance(rt(e.expr.type), T.HeaderUnionType | T.HeaderStack):
-                raise Unsupported(e, "header unions and stacks")
+            if isinstance(rt(e.expr.type), T.HeaderUnionType):
+                raise Unsupported(e, "header unions")
             return f"{self.lval(e.expr)}.f_{e.member}"
+        if isinstance(e, A.IndexExpr) and isinstance(rt(e.expr.type), T.HeaderStack):
+            i = e.index.const_value
+            size = rt(e.expr.type).size  # type: ignore[attr-defined]
+            if not isinstance(i, int) or isinstance(i, bool):
+                raise Unsupported(e, "run-time header stack indexes")
+            if not 0 <= i < size:
+                raise Unsupported(e, f"the stack index {i} (size {size})")
+            return f"{self.lval(e.expr)}.e[{i}]"
+        if isinstance(e, A.MemberExpr) and e.kind is MK.STACK_LAST:
+            if not self.in_parser:
+                raise Unsupported(e, "stack.last outside the parser")
+            base, _, _ = self.stack_of(e.expr)
+            oob = self.err_code("StackOutOfBounds")
+            return (f"(*({{ if (!{base}.n) {{ p->perr = {oob}; goto reject; }} "
+                    f"&{base}.e[{base}.n - 1]; }}))")
         if isinstance(e, A.CastExpr) and e.implicit:
             return self.lval(e.expr)
+        if isinstance(e, A.CallExpr) and e.kind is K.PACKET_LOOKAHEAD and self.in_parser:
+            t = rt(e.type)
+            if isinstance(t, T.HeaderType):  # a header read without advancing (spec 13.8.3)
+                tmp = self.fresh("_la")
+                reads = []
+                off = 0
+                for f in t.fields:
+                    w = width(f.type)
+                    reads.append(f"{tmp}.f_{f.name} = rd_bits(p->data, p->len, p->pos + {off}, {w});")
+                    off += w
+                return (f"({{ NEED({t.bit_width()}); {self.ctype(t, e)} {tmp}; "
+                        f"{' '.join(reads)} {tmp}.valid = 1; {tmp}; }})")
         raise Unsupported(e, f"this l-value ({type(e).__name__})")
 
     def x_MemberExpr(self, e: A.MemberExpr) -> str:
-        if e.kind is MK.FIELD:
+        if e.kind is MK.FIELD or e.kind is MK.STACK_LAST:
             return self.lval(e)
+        if e.kind is MK.STACK_LAST_INDEX:
+            base, _, _ = self.stack_of(e.expr)
+            return f"(({base}.n - 1) & 0xffffffffULL)"
         if e.kind in (MK.TABLE_HIT, MK.TABLE_MISS, MK.TABLE_ACTION_RUN):
             call = e.expr
             if not isinstance(call, A.CallExpr) or call.kind is not K.TABLE_APPLY:
@@ -332,8 +384,70 @@ class CGen:
         if c.kind is K.TABLE_APPLY:
             raise Unsupported(c, "this use of apply()")
         if c.kind is K.FUNCTION:
-            raise Unsupported(c, "functions")
+            return self.call_function(c)
         raise Unsupported(c, f"the call {getattr(c.callee, 'member', '') or c.kind} in an expression")
+
+    def function(self, decl: A.FunctionDecl) -> str:
+        """The C function of a P4 function (compiled once): out/inout parameters by pointer."""
+        name = self.functions.get(id(decl))
+        if name is not None:
+            return name
+        name = self.functions[id(decl)] = f"F_{len(self.functions)}"
+        ret_t = rt(decl.type.return_type) if decl.type is not None else T.VOID
+        returns = not isinstance(ret_t, T.VoidType)
+        if returns and self.ctype(ret_t, decl) != "u64":
+            raise Unsupported(decl, "functions returning aggregates")
+        params = []
+        for i, prm in enumerate(decl.params):
+            ct = self.ctype(prm.type, prm)
+            if prm.direction in ("out", "inout"):
+                params.append(f"{ct} *io_{i}")
+                self.vars[id(prm)] = f"(*io_{i})"
+            else:
+                params.append(f"{ct} a_{i}")
+                self.vars[id(prm)] = f"a_{i}"
+        sig = f"static {'u64' if returns else 'void'} {name}(pkt_t *p{''.join(', ' + x for x in params)})"
+        self.protos.append(sig + ";")
+        saved = (self.out, self.fn_returns)
+        self.out, self.fn_returns = [], returns
+        self.e(sig + " { (void)p;")
+        self.block(decl.body.stmts)
+        if returns:
+            self.e("return 0;")
+        self.e("}")
+        self.fns.append("\n".join(self.out))
+        self.out, self.fn_returns = saved
+        return name
+
+    def call_function(self, c: A.CallExpr) -> str:
+        """A call as an expression: arguments copied in left to right, out values copied back
+        after the call, in order (spec 6.8)."""
+        decl = c.target
+        fn = self.function(decl)
+        parts, args, backs = [], [], []
+        for prm, a in zip(decl.params, args_of(c), strict=False):
+            ct = self.ctype(prm.type, prm)
+            t = self.fresh("_fa")
+            if prm.direction == "out":
+                parts.append(f"{ct} {t}; memset(&{t}, 0, sizeof {t});")
+            elif a is None:
+                raise Unsupported(c, "this function argument")
+            else:
+                parts.append(f"{ct} {t} = {self.x(a) if ct == 'u64' else self.lval(a)};")
+            if prm.direction in ("out", "inout"):
+                args.append(f"&{t}")
+                backs.append((self.lval(a), t))
+            else:
+                args.append(t)
+        call = f"{fn}(p{''.join(', ' + x for x in args)})"
+        ret_t = rt(decl.type.return_type) if decl.type is not None else T.VOID
+        r = self.fresh("_fr")
+        if isinstance(ret_t, T.VoidType):
+            parts.append(f"{call}; u64 {r} = 0;")
+        else:
+            parts.append(f"u64 {r} = {call};")
+        parts.extend(f"{lv} = {t};" for lv, t in backs)
+        return f"({{ {' '.join(parts)} {r}; }})"
 
     # ------------------------------------------------------------------ statements
 
@@ -405,12 +519,15 @@ class CGen:
         return "if (p->exited) return;" if self.may_exit else ""
 
     def s_ExitStmt(self, s: A.ExitStmt) -> None:
-        self.e("p->exited = 1; return;")
+        self.e("p->exited = 1; return" + (" 0;" if self.fn_returns else ";"))
 
     def s_ReturnStmt(self, s: A.ReturnStmt) -> None:
         if s.value is not None:
-            raise Unsupported(s, "functions")
-        self.e("return;")
+            if not self.fn_returns:
+                raise Unsupported(s, "this return")
+            self.e(f"return {self.x(s.value)};")
+            return
+        self.e("return" + (" 0;" if self.fn_returns else ";"))
 
     def s_DeclStmt(self, s: A.DeclStmt) -> None:
         d = s.decl
@@ -530,6 +647,8 @@ class CGen:
             self.e(f"(void){self.table_apply(c)}; {self.exit_check()}")
         elif k is K.ACTION:
             self.call_action(c)
+        elif k is K.FUNCTION:
+            self.e(f"(void){self.call_function(c)};")
         elif k in (K.HEADER_SET_VALID, K.HEADER_SET_INVALID):
             recv = receiver_of(c)
             ht = rt(recv.type)
@@ -541,6 +660,18 @@ class CGen:
                 self.e(f"if (!{h}.valid) {{ memset(&{h}, 0, sizeof {h}); {h}.valid = 1; p->plen += {size}; }}")
             else:
                 self.e(f"if ({h}.valid) {{ {h}.valid = 0; p->plen -= {size}; }}")
+        elif k in (K.STACK_PUSH_FRONT, K.STACK_POP_FRONT):
+            base, t, ect = self.stack_of(receiver_of(c))
+            n, size = self.fresh("_k"), t.size
+            self.e(f"{{ u64 {n} = {self.x(args_of(c)[0])}; if ({n} > {size}) {n} = {size};")
+            if k is K.STACK_PUSH_FRONT:
+                self.e(f"if ({n}) {{ memmove(&{base}.e[{n}], &{base}.e[0], sizeof({ect}) * ({size} - {n})); "
+                       f"memset(&{base}.e[0], 0, sizeof({ect}) * {n}); "
+                       f"{base}.n = {base}.n + {n} > {size} ? {size} : {base}.n + {n}; }} }}")
+            else:
+                self.e(f"if ({n}) {{ memmove(&{base}.e[0], &{base}.e[{n}], sizeof({ect}) * ({size} - {n})); "
+                       f"memset(&{base}.e[{size} - {n}], 0, sizeof({ect}) * {n}); "
+                       f"{base}.n = {base}.n > {n} ? {base}.n - {n} : 0; }} }}")
         elif k is K.EXTERN_FUNCTION:
             self.extern_function(c)
         elif k is K.EXTERN_METHOD:
@@ -725,7 +856,7 @@ class CGen:
         if isinstance(e, A.StructInitExpr):
             return [x for _, it in e.fields for x in self.flatten(it)]
         t = rt(e.type)
-        if isinstance(t, T.StructLike):
+        if isinstance(t, T.StructLike | T.HeaderStack):
             return self.flatten_value(self.lval(e), t, None, e)
         valid = None
         if isinstance(e, A.MemberExpr) and e.kind is MK.FIELD and isinstance(rt(e.expr.type), T.HeaderType):
@@ -734,6 +865,8 @@ class CGen:
 
     def flatten_value(self, base: str, t: T.P4Type, valid: str | None, node: Any) -> list[tuple[str, int, str | None]]:
         t = rt(t)
+        if isinstance(t, T.HeaderStack):
+            return [x for i in range(t.size) for x in self.flatten_value(f"{base}.e[{i}]", t.element, valid, node)]
         if isinstance(t, T.StructLike):
             if isinstance(t, T.HeaderUnionType):
                 raise Unsupported(node, "header unions")
@@ -796,7 +929,13 @@ class CGen:
         t = rt(target.type)
         if not isinstance(t, T.HeaderType):
             raise Unsupported(c, "extract into this type")
-        h = self.lval(target)
+        nxt = None
+        if isinstance(target, A.MemberExpr) and target.kind is MK.STACK_NEXT:
+            nxt, st, _ = self.stack_of(target.expr)
+            self.e(f"if ({nxt}.n >= {st.size}) {{ p->perr = {self.err_code('StackOutOfBounds')}; goto reject; }}")
+            h = f"{nxt}.e[{nxt}.n]"
+        else:
+            h = self.lval(target)
         total = t.bit_width()
         self.e(f"NEED({total});")
         off = 0
@@ -805,6 +944,8 @@ class CGen:
             self.e(f"{h}.f_{f.name} = rd_bits(p->data, p->len, p->pos + {off}, {w});")
             off += w
         self.e(f"p->pos += {total}; {h}.valid = 1;")
+        if nxt is not None:
+            self.e(f"{nxt}.n++;")
 
     def emit(self, c: A.CallExpr) -> None:
         arg = args_of(c)[0]
@@ -820,5 +961,8 @@ class CGen:
         elif isinstance(t, T.StructType):
             for f in t.fields:
                 self.emit_value(f"{base}.f_{f.name}", rt(f.type), node)
+        elif isinstance(t, T.HeaderStack):
+            for i in range(t.size):
+                self.emit_value(f"{base}.e[{i}]", rt(t.element), node)
         else:
             raise Unsupported(node, f"emit of {t}")
