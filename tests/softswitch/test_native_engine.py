@@ -296,3 +296,23 @@ def test_p4runtime_writes_and_reads_sglb_the_same_on_both_engines(engine: str, m
     finally:
         client.close()
         srv.stop(0)
+
+
+def test_multicast_groups_empty_missing_and_changed_agree() -> None:
+    """An empty group sends nothing and drops nothing, a missing one drops, a changed or
+    deleted one takes effect at the next packet: on both engines alike."""
+    prog = compile_file(str(STF_DIR / "multicast.p4"))
+    sws = [Switch(prog, engine=e) for e in ("python", "native")]
+    frames = [bytes([g, 0, 0, 0, 0]) + b"\xca\xfe" for g in (1, 3, 9)]
+    results = []
+    for sw in sws:
+        sw.mc_group_set(1, [(2, 10), (3, 10)])
+        sw.mc_group_set(3, [])
+        got = [sw.process_packet(0, f) for f in frames]
+        sw.mc_group_set(1, [(4, 20)])
+        sw.mc_group_delete(3)
+        got += [sw.process_packet(0, f) for f in frames]
+        results.append((got, sw.stats))
+    assert results[0] == results[1]
+    got, stats = results[1]
+    assert [len(g) for g in got] == [2, 0, 0, 1, 0, 0] and stats["dropped"] == {0: 3}

@@ -117,8 +117,8 @@ static int do_ingress(sw_t *sw, job_t *j, u64 now, jobs_t *J, sink_t *s) {{
     }}
     u64 mgid = {mgid};
     if (mgid) {{
-        mc_t *g = mgid < 65536 ? &sw->mc[mgid] : NULL;
-        if (!g || !g->port) {{ s->dropped++; free(p); return 0; }}
+        mc_t *g = mc_find(sw, mgid);
+        if (!g) {{ s->dropped++; free(p); return 0; }}
         for (uint32_t r = 0; r < g->n; r++) {{
             pkt_t *q = copy_new(p);
             if (!q) {{ free(p); return -1; }}

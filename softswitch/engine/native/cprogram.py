@@ -36,6 +36,7 @@ uint64_t *ss_register(sw_t *sw, uint32_t rid);
 uint64_t *ss_counter_packets(sw_t *sw, uint32_t cid);
 uint64_t *ss_counter_bytes(sw_t *sw, uint32_t cid);
 int ss_mc_set(sw_t *sw, uint32_t gid, uint32_t n, const uint16_t *ports, const uint16_t *rids);
+void ss_mc_del(sw_t *sw, uint32_t gid);
 int ss_clone_set(sw_t *sw, uint64_t sid, uint32_t n, const uint16_t *ports, const uint16_t *rids,
                  uint64_t trunc);
 void ss_clone_clear(sw_t *sw);
@@ -398,7 +399,7 @@ typedef struct sw {{
     u64 *reg[{max(nr, 1)}];
     u64 *cnt_p[{max(nc, 1)}];
     u64 *cnt_b[{max(nc, 1)}];
-    mc_t *mc;  /* 65536 groups */
+    mc_t *mc; uint32_t nmc;  /* multicast groups (a switch has few: searched in order) */
     sess_t *sess; uint32_t nsess;  /* clone sessions */
 }} sw_t;
 typedef struct pkt {{
@@ -449,7 +450,7 @@ void ss_free(sw_t *sw) {{
     for (int i = 0; i < {nt}; i++) {{ tbl_free(&sw->tbl[i]); free(sw->tbl[i].def_args); }}
     for (int i = 0; i < {nr}; i++) free(sw->reg[i]);
     for (int i = 0; i < {nc}; i++) {{ free(sw->cnt_p[i]); free(sw->cnt_b[i]); }}
-    if (sw->mc) for (int g = 0; g < 65536; g++) {{ free(sw->mc[g].port); free(sw->mc[g].rid); }}
+    for (uint32_t g = 0; g < sw->nmc; g++) {{ free(sw->mc[g].port); free(sw->mc[g].rid); }}
     free(sw->mc);
     ss_clone_clear(sw);
     free(sw);
@@ -471,8 +472,6 @@ sw_t *ss_new(void) {{
         sw->cnt_b[i] = calloc(CNT_SIZE[i] ? CNT_SIZE[i] : 1, sizeof(u64));
         ok &= sw->cnt_p[i] != NULL && sw->cnt_b[i] != NULL;
     }}
-    sw->mc = calloc(65536, sizeof(mc_t));
-    ok &= sw->mc != NULL;
     if (!ok) {{ ss_free(sw); return NULL; }}
     return sw;
 }}
@@ -487,16 +486,32 @@ uint64_t *ss_register(sw_t *sw, uint32_t rid) {{ return rid < {nr} ? sw->reg[rid
 uint64_t *ss_counter_packets(sw_t *sw, uint32_t cid) {{ return cid < {nc} ? sw->cnt_p[cid] : NULL; }}
 uint64_t *ss_counter_bytes(sw_t *sw, uint32_t cid) {{ return cid < {nc} ? sw->cnt_b[cid] : NULL; }}
 
-int ss_mc_set(sw_t *sw, uint32_t gid, uint32_t n, const uint16_t *ports, const uint16_t *rids) {{
-    if (gid >= 65536) return -1;
-    mc_t *g = &sw->mc[gid];
+static mc_t *mc_find(sw_t *sw, u64 gid) {{
+    for (uint32_t i = 0; i < sw->nmc; i++) if (sw->mc[i].gid == gid) return &sw->mc[i];
+    return NULL;
+}}
+
+void ss_mc_del(sw_t *sw, uint32_t gid) {{
+    mc_t *g = mc_find(sw, gid);
+    if (!g) return;
     free(g->port); free(g->rid);
-    g->port = NULL; g->rid = NULL; g->n = 0;
-    if (!n) return 0;
-    g->port = malloc(sizeof(uint16_t) * n); g->rid = malloc(sizeof(uint16_t) * n);
-    if (!g->port || !g->rid) {{ free(g->port); free(g->rid); g->port = NULL; g->rid = NULL; return -1; }}
-    memcpy(g->port, ports, sizeof(uint16_t) * n); memcpy(g->rid, rids, sizeof(uint16_t) * n);
-    g->n = n;
+    *g = sw->mc[--sw->nmc];
+}}
+
+int ss_mc_set(sw_t *sw, uint32_t gid, uint32_t n, const uint16_t *ports, const uint16_t *rids) {{
+    uint16_t *pp = malloc(sizeof(uint16_t) * (n ? n : 1)), *rr = malloc(sizeof(uint16_t) * (n ? n : 1));
+    if (!pp || !rr) {{ free(pp); free(rr); return -1; }}
+    memcpy(pp, ports, sizeof(uint16_t) * n); memcpy(rr, rids, sizeof(uint16_t) * n);
+    mc_t *g = mc_find(sw, gid);
+    if (!g) {{
+        mc_t *m = realloc(sw->mc, sizeof(mc_t) * (sw->nmc + 1));
+        if (!m) {{ free(pp); free(rr); return -1; }}
+        sw->mc = m;
+        g = &m[sw->nmc++];
+        g->port = g->rid = NULL;
+    }}
+    free(g->port); free(g->rid);
+    g->gid = gid; g->n = n; g->port = pp; g->rid = rr;
     return 0;
 }}
 
@@ -609,8 +624,8 @@ static void run_packet(sw_t *sw, uint32_t port, const uint8_t *data, uint32_t le
     if (p->dg) digest_out(p, s);
     u64 mgid = {'p->sm.f_mcast_grp' if 'mcast_grp' in sm_fields else '0'};
     if (mgid) {{
-        mc_t *g = mgid < 65536 ? &sw->mc[mgid] : NULL;
-        if (!g || !g->port) {{ s->dropped++; return; }}
+        mc_t *g = mc_find(sw, mgid);
+        if (!g) {{ s->dropped++; return; }}  /* no such group; an empty one sends nothing */
         for (uint32_t r = 0; r < g->n; r++) {{
             pkt_t Q = P;
             pkt_t *q = &Q;

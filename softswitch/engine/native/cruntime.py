@@ -246,7 +246,7 @@ static inline int32_t tbl_lookup(const tbl_t *t, const u64 *k) {
 typedef struct { uint32_t port; uint32_t off; uint32_t len; } ss_out_t;
 
 /* multicast groups: replicas (port, rid) */
-typedef struct { uint32_t n; uint16_t *port; uint16_t *rid; } mc_t;
+typedef struct { uint32_t gid, n; uint16_t *port; uint16_t *rid; } mc_t;
 /* clone sessions: replicas and the truncation of their clones */
 typedef struct { u64 id; uint32_t n; uint16_t *port; uint16_t *rid; u64 trunc; } sess_t;
 """

@@ -231,7 +231,7 @@ class NativeEngine:
             if lib.ss_clone_set(self.state, sid, len(sess.replicas), ports, rids, sess.truncate) != 0:
                 raise MemoryError("native engine: out of memory loading clone sessions")
         for gid in self.loaded_groups - set(pre.groups):
-            lib.ss_mc_set(self.state, gid, 0, ffi.NULL, ffi.NULL)
+            lib.ss_mc_del(self.state, gid)
         self.mc_max = 0
         for gid, replicas in pre.groups.items():
             ports = ffi.new("uint16_t[]", [p for p, _ in replicas] or [0])
