@@ -91,6 +91,8 @@ class CGen:
         self.reg_ids: dict[int, int] = {}
         self.counters: list[tuple[str, int]] = []
         self.ctr_ids: dict[int, int] = {}
+        self.meters: list[tuple[str, int, str]] = []  # (name, size, unit)
+        self.met_ids: dict[int, int] = {}
         self.in_action: A.ActionDecl | None = None
         self.in_parser = False
         self.hdr_t: T.P4Type | None = None
@@ -770,6 +772,14 @@ class CGen:
             self.uses_passes = True
         elif name == "digest":
             self.digest(c)
+        elif name == "random":
+            # uniform in [lo, hi] (lo when hi <= lo) from the switch's own generator; its
+            # values are not the Python engine's (neither engine's are reproducible by BMv2)
+            lo, hi, r = self.fresh("_lo"), self.fresh("_hi"), self.fresh("_r")
+            self.e(f"{{ u64 {lo} = {self.x(b[1])}; u64 {hi} = {self.x(b[2])}; u64 {r} = {lo};")
+            self.e(f"if ({hi} > {lo}) {{ u64 x = rng_next(p->sw); "
+                   f"{r} = {hi} - {lo} == ~0ULL ? x : {lo} + x % ({hi} - {lo} + 1); }}")
+            self.e(f"{self.lval(b[0])} = {r} & {mask(width(b[0].type))}; }}")
         elif name == "truncate":
             self.e(f"p->trunc = {self.x(b[0])};")
         elif name == "verify":
@@ -899,7 +909,21 @@ class CGen:
             self.e(f"{{ u64 {i} = {self.x(b[0])}; if ({i} < {size}) {{ p->sw->cnt_p[{cid}][{i}]++; "
                    f"p->sw->cnt_b[{cid}][{i}] += p->len; }} }}")
             return
+        if tn == "meter" and meth == "execute_meter" and size is not None:
+            mid = self.meter_id(info)
+            i = self.fresh("_i")
+            amount = "1" if str(info.args[1]) == "packets" else "p->len"
+            self.e(f"{{ u64 {i} = {self.x(b[0])}; if ({i} < {size}) {self.lval(b[1])} = "
+                   f"meter_exec(&p->sw->met[{mid}][{i}], {amount}, p->now) & {mask(width(b[1].type))}; }}")
+            return
         raise Unsupported(c, f"the extern method {tn}.{meth}")
+
+    def meter_id(self, info: Any) -> int:
+        mid = self.met_ids.get(id(info))
+        if mid is None:
+            mid = self.met_ids[id(info)] = len(self.meters)
+            self.meters.append((info.name, int(info.args[0]), str(info.args[1])))
+        return mid
 
     def register_id(self, info: Any) -> int:
         rid = self.reg_ids.get(id(info))

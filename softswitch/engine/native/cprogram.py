@@ -35,6 +35,9 @@ int ss_table_load(sw_t *sw, uint32_t tid, uint32_t linear, uint32_t n, const uin
 uint64_t *ss_register(sw_t *sw, uint32_t rid);
 uint64_t *ss_counter_packets(sw_t *sw, uint32_t cid);
 uint64_t *ss_counter_bytes(sw_t *sw, uint32_t cid);
+int ss_meter_set(sw_t *sw, uint32_t mid, uint32_t index, uint64_t cir, uint64_t cburst, uint64_t pir,
+                 uint64_t pburst);
+int ss_meter_get(sw_t *sw, uint32_t mid, uint32_t index, uint64_t *config);
 int ss_mc_set(sw_t *sw, uint32_t gid, uint32_t n, const uint16_t *ports, const uint16_t *rids);
 void ss_mc_del(sw_t *sw, uint32_t gid);
 int ss_clone_set(sw_t *sw, uint64_t sid, uint32_t n, const uint16_t *ports, const uint16_t *rids,
@@ -66,6 +69,7 @@ class Layout:
     tables: list[TableLayout] = field(default_factory=list)
     registers: list[tuple[str, int, int]] = field(default_factory=list)  # (name, size, width)
     counters: list[tuple[str, int]] = field(default_factory=list)  # (name, size)
+    meters: list[tuple[str, int, str]] = field(default_factory=list)  # (name, size, unit)
     emit_max: int = 0  # bytes the deparser can emit at most
     digests: list[tuple[str, list[tuple[str, int]]]] = field(default_factory=list)  # (name, fields)
     digest_width: int = 1  # values per digest in the C buffer
@@ -354,6 +358,8 @@ class ProgramC(CGen):
                 self.register_id(info)
             elif info.type_name == "counter":
                 self.counter_id(info)
+            elif info.type_name == "meter":
+                self.meter_id(info)
         decls = {role: getattr(main, role) for role in ROLES}
         if len({id(d) for d in decls.values()}) != len(ROLES):
             raise Unsupported(getattr(main, "instantiation", None) or main,
@@ -374,6 +380,7 @@ class ProgramC(CGen):
         self.compile_deparser(decls["deparser"])
         self.layout.registers = list(self.registers)
         self.layout.counters = list(self.counters)
+        self.layout.meters = list(self.meters)
         self.layout.emit_max = (sum(self.emit_sizes) + 7) // 8
         self.layout.digests = list(self.digests)
         self.layout.digest_width = self.digest_width
@@ -383,6 +390,7 @@ class ProgramC(CGen):
 
     def assemble(self, hdr_c: str, meta_c: str, sm_c: str, sm_fields: set[str]) -> str:
         nt, nr, nc = len(self.layout.tables), len(self.registers), len(self.counters)
+        nm = len(self.meters)
 
         def sm(name: str, value: str, q: str = "q") -> str:
             return f"{q}->sm.f_{name} = {value};" if name in sm_fields else ""
@@ -399,6 +407,8 @@ typedef struct sw {{
     u64 *reg[{max(nr, 1)}];
     u64 *cnt_p[{max(nc, 1)}];
     u64 *cnt_b[{max(nc, 1)}];
+    meter_t *met[{max(nm, 1)}];
+    u64 rng;  /* random(): splitmix64 state */
     mc_t *mc; uint32_t nmc;  /* multicast groups (a switch has few: searched in order) */
     sess_t *sess; uint32_t nsess;  /* clone sessions */
 }} sw_t;
@@ -419,6 +429,12 @@ typedef struct pkt {{
 {chr(10).join(self.pkt_fields)}
 }} pkt_t;
 void ss_clone_clear(sw_t *sw);
+static inline u64 rng_next(sw_t *sw) {{
+    u64 z = (sw->rng += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}}
 /* a checksum over packed fields then the unparsed payload (*_with_payload) */
 static u64 with_payload(pkt_t *p, u64 (*alg)(const uint8_t *, uint32_t), const uint8_t *buf, uint32_t n) {{
     uint32_t rest = p->len - p->payload;
@@ -441,6 +457,7 @@ static u64 with_payload(pkt_t *p, u64 (*alg)(const uint8_t *, uint32_t), const u
         parts.append(f"""
 static const uint32_t REG_SIZE[] = {{{sizes_r}}};
 static const uint32_t CNT_SIZE[] = {{{sizes_c}}};
+static const uint32_t MET_SIZE[] = {{{", ".join(str(m[1]) for m in self.meters) or "0"}}};
 static const uint32_t TBL_NARGS[] = {{{nargs}}};
 static const uint32_t TBL_NKEYS[] = {{{nkeys}}};
 static int crc_ready = 0;
@@ -450,6 +467,7 @@ void ss_free(sw_t *sw) {{
     for (int i = 0; i < {nt}; i++) {{ tbl_free(&sw->tbl[i]); free(sw->tbl[i].def_args); }}
     for (int i = 0; i < {nr}; i++) free(sw->reg[i]);
     for (int i = 0; i < {nc}; i++) {{ free(sw->cnt_p[i]); free(sw->cnt_b[i]); }}
+    for (int i = 0; i < {nm}; i++) free(sw->met[i]);
     for (uint32_t g = 0; g < sw->nmc; g++) {{ free(sw->mc[g].port); free(sw->mc[g].rid); }}
     free(sw->mc);
     ss_clone_clear(sw);
@@ -472,6 +490,7 @@ sw_t *ss_new(void) {{
         sw->cnt_b[i] = calloc(CNT_SIZE[i] ? CNT_SIZE[i] : 1, sizeof(u64));
         ok &= sw->cnt_p[i] != NULL && sw->cnt_b[i] != NULL;
     }}
+    for (int i = 0; i < {nm}; i++) {{ sw->met[i] = calloc(MET_SIZE[i] ? MET_SIZE[i] : 1, sizeof(meter_t)); ok &= sw->met[i] != NULL; }}
     if (!ok) {{ ss_free(sw); return NULL; }}
     return sw;
 }}
@@ -485,6 +504,22 @@ int ss_table_load(sw_t *sw, uint32_t tid, uint32_t linear, uint32_t n, const uin
 uint64_t *ss_register(sw_t *sw, uint32_t rid) {{ return rid < {nr} ? sw->reg[rid] : NULL; }}
 uint64_t *ss_counter_packets(sw_t *sw, uint32_t cid) {{ return cid < {nc} ? sw->cnt_p[cid] : NULL; }}
 uint64_t *ss_counter_bytes(sw_t *sw, uint32_t cid) {{ return cid < {nc} ? sw->cnt_b[cid] : NULL; }}
+
+int ss_meter_set(sw_t *sw, uint32_t mid, uint32_t index, uint64_t cir, uint64_t cburst, uint64_t pir,
+                 uint64_t pburst) {{
+    if (mid >= {nm} || index >= MET_SIZE[mid]) return -1;
+    meter_t *m = &sw->met[mid][index];
+    m->cir = cir; m->cburst = cburst; m->pir = pir; m->pburst = pburst;
+    m->tc = (double)cburst; m->tp = (double)pburst; m->has_last = 0; m->configured = 1;
+    return 0;
+}}
+
+int ss_meter_get(sw_t *sw, uint32_t mid, uint32_t index, uint64_t *config) {{
+    if (mid >= {nm} || index >= MET_SIZE[mid]) return -1;
+    meter_t *m = &sw->met[mid][index];
+    config[0] = m->cir; config[1] = m->cburst; config[2] = m->pir; config[3] = m->pburst;
+    return m->configured;
+}}
 
 static mc_t *mc_find(sw_t *sw, u64 gid) {{
     for (uint32_t i = 0; i < sw->nmc; i++) if (sw->mc[i].gid == gid) return &sw->mc[i];

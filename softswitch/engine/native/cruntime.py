@@ -242,6 +242,24 @@ static inline int32_t tbl_lookup(const tbl_t *t, const u64 *k) {
     return -1;
 }
 
+/* a two-rate three-colour marker (RFC 2698, colour-blind) as externs.py's MeterCell, in the
+ * same double arithmetic, so that both engines colour alike */
+typedef struct { int configured, has_last; u64 cir, cburst, pir, pburst, last_us; double tc, tp; } meter_t;
+static u64 meter_exec(meter_t *m, u64 amount, u64 now) {
+    if (!m->configured) return 0;
+    if (m->has_last && now > m->last_us) {
+        double dt = (double)(now - m->last_us) / 1e6;
+        double tc = m->tc + (double)m->cir * dt, tp = m->tp + (double)m->pir * dt;
+        m->tc = tc < (double)m->cburst ? tc : (double)m->cburst;
+        m->tp = tp < (double)m->pburst ? tp : (double)m->pburst;
+    }
+    m->last_us = now; m->has_last = 1;
+    if (m->tp < (double)amount) return 2;
+    if (m->tc < (double)amount) { m->tp -= (double)amount; return 1; }
+    m->tp -= (double)amount; m->tc -= (double)amount;
+    return 0;
+}
+
 /* one packet the switch sends: port and bytes at off in the caller's buffer */
 typedef struct { uint32_t port; uint32_t off; uint32_t len; } ss_out_t;
 

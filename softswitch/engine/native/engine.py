@@ -128,6 +128,38 @@ class NativeCounter:
         self.bytes[index] = nbytes
 
 
+class NativeMeter:
+    """`MeterArray`'s control-plane interface over a C meter (its cells run in C)."""
+
+    def __init__(self, py: Any, engine: NativeEngine, mid: int) -> None:
+        self.name, self.size, self.unit = py.name, py.size, py.unit
+        self._engine, self._mid = engine, mid
+
+    def _check(self, index: int) -> None:
+        if not isinstance(index, int) or not 0 <= index < self.size:
+            raise SwitchError("OUT_OF_RANGE", f"{self.name}: index {index} not in 0..{self.size - 1}")
+
+    def set(self, index: int, cir: int, cburst: int, pir: int, pburst: int) -> None:
+        """Configure one cell (both buckets full, as MeterCell.configure)."""
+        from ..externs import check_meter_config
+
+        self._check(index)
+        check_meter_config(self.name, cir, cburst, pir, pburst)
+        if max(cir, cburst, pir, pburst) >> 64:
+            raise SwitchError("INVALID_ARGUMENT", f"{self.name}: rate or burst above 2^64")
+        e = self._engine
+        e.lib.ss_meter_set(e.state, self._mid, index, cir, cburst, pir, pburst)
+
+    def get(self, index: int) -> tuple[int, int, int, int] | None:
+        """(cir, cburst, pir, pburst) of a cell, None when unconfigured."""
+        self._check(index)
+        e = self._engine
+        out = e.ffi.new("uint64_t[4]")
+        if not e.lib.ss_meter_get(e.state, self._mid, index, out):
+            return None
+        return int(out[0]), int(out[1]), int(out[2]), int(out[3])
+
+
 class NativeEngine:
     """Runs packets of one `Switch` in its compiled C program."""
 
@@ -163,6 +195,8 @@ class NativeEngine:
             built.counters[name] = NativeCounter(
                 py, CellView(ffi, lib.ss_counter_packets(self.state, cid), size),
                 CellView(ffi, lib.ss_counter_bytes(self.state, cid), size))
+        for mid, (name, _size, _unit) in enumerate(layout.meters):
+            built.meters[name] = NativeMeter(built.meters[name], self, mid)
         self.outs = ffi.new("ss_out_t[]", OUT_SLOTS)
         self.dropped = ffi.new("uint32_t *")
         self.dg_type = ffi.new("uint32_t[]", MAX_DIGESTS)
