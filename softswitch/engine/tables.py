@@ -101,6 +101,13 @@ class ActionProfile:
         self.handles: dict[int, int] = {}
         self.tables: list[Table] = []
 
+    def _changed(self) -> None:
+        """Members and groups are part of the tables that use the profile (the native engine
+        reloads a changed table)."""
+        for table in self.tables:
+            table.version += 1
+        Table.changes += 1
+
     def _action_spec(self, action: str) -> ActionSpec:
         for table in self.tables:
             spec = table.action_specs.get(action)
@@ -118,6 +125,7 @@ class ActionProfile:
 
     def member_add(self, member_id: int, action: str, args=()) -> None:
         """Add a member; ALREADY_EXISTS if the id is taken."""
+        self._changed()
         if member_id in self.members:
             raise SwitchError("ALREADY_EXISTS", f"{self.name}: member {member_id} exists")
         if self.size and len(self.members) >= self.size:
@@ -128,12 +136,14 @@ class ActionProfile:
 
     def member_modify(self, member_id: int, action: str, args=()) -> None:
         """Change a member's action and args."""
+        self._changed()
         if member_id not in self.members:
             raise SwitchError("NOT_FOUND", f"{self.name}: no member {member_id}")
         self.members[member_id] = self._resolve(action, args)
 
     def member_delete(self, member_id: int) -> None:
         """Delete a member that no group or entry refers to."""
+        self._changed()
         if member_id not in self.members:
             raise SwitchError("NOT_FOUND", f"{self.name}: no member {member_id}")
         if any(member_id in g for g in self.groups.values()):
@@ -164,18 +174,21 @@ class ActionProfile:
 
     def group_add(self, group_id: int, members: Sequence[int] = ()) -> None:
         """Create a selector group."""
+        self._changed()
         if group_id in self.groups:
             raise SwitchError("ALREADY_EXISTS", f"{self.name}: group {group_id} exists")
         self.groups[group_id] = self._check_group(group_id, members)
 
     def group_modify(self, group_id: int, members: Sequence[int]) -> None:
         """Replace a group's members."""
+        self._changed()
         if group_id not in self.groups:
             raise SwitchError("NOT_FOUND", f"{self.name}: no group {group_id}")
         self.groups[group_id] = self._check_group(group_id, members)
 
     def group_delete(self, group_id: int) -> None:
         """Delete a group no entry refers to."""
+        self._changed()
         if group_id not in self.groups:
             raise SwitchError("NOT_FOUND", f"{self.name}: no group {group_id}")
         for table in self.tables:

@@ -92,6 +92,7 @@ class CGen:
         self.counters: list[tuple[str, int]] = []
         self.ctr_ids: dict[int, int] = {}
         self.meters: list[tuple[str, int, str]] = []  # (name, size, unit)
+        self.direct_meter_of: dict[int, bool] = {}
         self.met_ids: dict[int, int] = {}
         self.in_action: A.ActionDecl | None = None
         self.in_parser = False
@@ -908,6 +909,11 @@ class CGen:
             i = self.fresh("_i")
             self.e(f"{{ u64 {i} = {self.x(b[0])}; if ({i} < {size}) {{ p->sw->cnt_p[{cid}][{i}]++; "
                    f"p->sw->cnt_b[{cid}][{i}] += p->len; }} }}")
+            return
+        if tn == "direct_counter" and meth == "count":
+            return  # every hit of the table counts (BMv2), in its apply function
+        if tn == "direct_meter" and meth == "read":
+            self.e(f"{self.lval(b[0])} = p->dm & {mask(width(b[0].type))};")
             return
         if tn == "meter" and meth == "execute_meter" and size is not None:
             mid = self.meter_id(info)

@@ -69,7 +69,7 @@ static pkt_t *copy_new(const pkt_t *p) {{
     pkt_t *c = malloc(sizeof(pkt_t));
     if (!c) return NULL;
     *c = *p;
-    c->trunc = 0; c->ci = c->ce = c->resub = c->recirc = 0; c->dg = 0;
+    c->trunc = 0; c->ci = c->ce = c->resub = c->recirc = 0; c->dg = 0; c->dm = 0;
     c->exited = 0; c->abort = 0; c->plen = c->len;
     return c;
 }}

@@ -19,7 +19,7 @@ from softswitch.frontend import types as T
 
 from ..codegen.values import rt
 from . import cruntime
-from .cgen import MAX_KEYS, PARSER_STEPS, CGen, Unsupported, mask, width
+from .cgen import ALGORITHMS, MAX_KEYS, PARSER_STEPS, CGen, Unsupported, mask, width
 from .cpasses import job_driver
 
 ROLES = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
@@ -43,6 +43,10 @@ void ss_mc_del(sw_t *sw, uint32_t gid);
 int ss_clone_set(sw_t *sw, uint64_t sid, uint32_t n, const uint16_t *ports, const uint16_t *rids,
                  uint64_t trunc);
 void ss_clone_clear(sw_t *sw);
+int ss_direct_counter(sw_t *sw, uint32_t tid, uint32_t pos, int write, uint64_t *cells);
+int ss_table_groups(sw_t *sw, uint32_t tid, uint32_t ngrp, const uint32_t *grp_len, uint32_t nmem,
+                    const uint32_t *mem_action, const uint64_t *mem_args);
+int ss_direct_meter(sw_t *sw, uint32_t tid, uint32_t pos, int write, uint64_t *cfg, double *buckets);
 int ss_process(sw_t *sw, uint32_t port, const uint8_t *data, uint32_t len, uint64_t now,
                ss_out_t *outs, uint32_t max_outs, uint8_t *buf, uint32_t cap, uint32_t *dropped,
                uint32_t *dg_type, uint64_t *dg_vals, uint32_t max_dg, uint32_t *ndg);
@@ -60,6 +64,8 @@ class TableLayout:
     actions: list[str]  # action names; an entry's action is its index here
     nkeys: int
     nargs: int
+    direct_counter: bool = False
+    direct_meter: bool = False
 
 
 @dataclass
@@ -172,12 +178,20 @@ class ProgramC(CGen):
         if len(hits) != 1:
             raise Unsupported(d, "a table of a control instantiated more than once")
         info = hits[0]
+        algo = ""
         if info.profile:
-            raise Unsupported(d, "action profiles and selectors")
-        if info.direct_counter or info.direct_meter:
-            raise Unsupported(d, "direct counters and meters")
+            profile = self.built.ns[info.profile]
+            if profile.with_selector:
+                algo = profile.algorithm
+                if algo not in ALGORITHMS:
+                    raise Unsupported(d, f"the selector algorithm {algo}")
+        dm_unit = ""
+        if info.direct_meter:
+            spec = self.built.ns[info.direct_meter]
+            dm_unit = spec.unit
         table = self.built.tables[info.name]
-        if len(d.keys) > MAX_KEYS:
+        match_keys = [k for k in d.keys if k.match_kind != "selector"]
+        if len(match_keys) > MAX_KEYS:
             raise Unsupported(d, f"tables with more than {MAX_KEYS} key fields")
         for k in d.keys:
             w = width(k.expr.type)
@@ -193,19 +207,52 @@ class ProgramC(CGen):
                     raise Unsupported(ref, "this table action's directional parameters")
                 bound[self.action_info(ref.action, ref).name] = ref.call
         nargs = max((len(s.params) for s in table.action_specs.values()), default=0)
-        self.layout.tables.append(_table_layout(info.name, names, len(d.keys), nargs))
+        self.layout.tables.append(TableLayout(info.name, names, len(match_keys), nargs,
+                                              bool(info.direct_counter), bool(info.direct_meter)))
+        if info.direct_meter:
+            self.direct_meter_of[id(self.built.ns[info.direct_meter])] = True
         self.table_actions.append(names)
         saved = self.out
         self.out = []
         self.protos.append(f"static uint32_t TA_{tid}(pkt_t *p);")
         self.e(f"static uint32_t TA_{tid}(pkt_t *p) {{")
-        self.e(f"u64 k[{max(len(d.keys), 1)}] = {{0}};")
-        for i, k in enumerate(d.keys):
-            self.e(f"k[{i}] = {self.x(k.expr)};")
-        self.e(f"const tbl_t *t = &p->sw->tbl[{tid}];")
+        self.e(f"u64 k[{max(len(match_keys), 1)}] = {{0}};")
+        sel_vals = []
+        for k in d.keys:  # evaluated in order, match and selector keys alike (spec 14.2.1.1)
+            if k.match_kind == "selector":
+                v = self.fresh("_sk")
+                self.e(f"u64 {v} = {self.x(k.expr)};")
+                sel_vals.append((v, width(k.expr.type)))
+            else:
+                self.e(f"k[{match_keys.index(k)}] = {self.x(k.expr)};")
+        self.e(f"tbl_t *t = &p->sw->tbl[{tid}];")
         self.e("int32_t e = tbl_lookup(t, k);")
+        if info.direct_counter:  # every hit counts (BMv2), whatever the action does
+            self.e("if (e >= 0) { t->dc_p[e]++; t->dc_b[e] += p->len; }")
+        if info.direct_meter:  # every hit runs the meter before the action (BMv2)
+            amount = "1" if dm_unit == "packets" else "p->len"
+            self.e(f"if (e >= 0) {{ p->dm = meter_exec(&t->dm[e], {amount}, p->now);")
+            for dest in self.gen.direct_meter_targets(info):
+                self.e(f"{self.lval(dest)} = p->dm & {mask(width(dest.type))};")
+            self.e("}")
+        self.e("int hit = e >= 0;")
         self.e("uint32_t a = e < 0 ? t->def_action : t->action[e];")
         self.e(f"const u64 *d = e < 0 ? t->def_args : t->args + (size_t)e * {nargs};")
+        if info.profile:
+            # an entry naming a selector group: a member picked by the hash of the selector
+            # keys (BMv2: members in handle order); an empty group runs the default, a miss
+            self.e("if (hit && (a & 0x80000000u)) {")
+            self.e("uint32_t g = a & 0x7fffffffu, n = t->grp_len[g];")
+            self.e("if (!n) { hit = 0; a = t->def_action; d = t->def_args; }")
+            self.e("else {")
+            total = sum(w for _, w in sel_vals)
+            cap = (total + 7) // 8 + 1
+            self.e(f"uint8_t sb[{cap}]; wr_t sw_ = {{sb, 0, {cap}, 0}};")
+            for v, w in sel_vals:
+                self.e(f"wr_bits(&sw_, {v}, {w});")
+            h = f"alg_{algo}(sb, wr_bytes(&sw_))" if algo else "0"
+            self.e(f"uint32_t m = t->grp_off[g] + (uint32_t)(({h}) % n);")
+            self.e(f"a = t->mem_action[m]; d = t->mem_args + (size_t)m * {nargs}; }} }}")
         self.e("(void)d; switch (a) {")
         for i, n in enumerate(names):
             fn = self.action_fn.get(n)
@@ -222,7 +269,7 @@ class ProgramC(CGen):
             else:
                 self.e(f"case {i}: {fn}(p, d); break;")
         self.e("default: break; }")
-        self.e("return (e >= 0 ? 0x10000u : 0u) | a;")
+        self.e("return (hit ? 0x10000u : 0u) | a;")
         self.e("}")
         self.fns.append("\n".join(self.out))
         self.out = saved
@@ -419,7 +466,7 @@ typedef struct pkt {{
     sw_t *sw;
     const uint8_t *data;
     uint32_t len, pos, plen, payload;
-    u64 now, perr, trunc;
+    u64 now, perr, trunc, dm;
     int exited, abort;
     int ci, ce, resub, recirc;  /* requests of clone I2E / E2E, resubmit, recirculate */
     u64 ci_sess, ci_fl, ce_sess, ce_fl, resub_fl, recirc_fl;
@@ -460,6 +507,8 @@ static const uint32_t CNT_SIZE[] = {{{sizes_c}}};
 static const uint32_t MET_SIZE[] = {{{", ".join(str(m[1]) for m in self.meters) or "0"}}};
 static const uint32_t TBL_NARGS[] = {{{nargs}}};
 static const uint32_t TBL_NKEYS[] = {{{nkeys}}};
+static const int TBL_DC[] = {{{", ".join(str(int(t.direct_counter)) for t in self.layout.tables) or "0"}}};
+static const int TBL_DM[] = {{{", ".join(str(int(t.direct_meter)) for t in self.layout.tables) or "0"}}};
 static int crc_ready = 0;
 
 void ss_free(sw_t *sw) {{
@@ -481,6 +530,7 @@ sw_t *ss_new(void) {{
     int ok = 1;
     for (int i = 0; i < {nt}; i++) {{
         sw->tbl[i].nk = TBL_NKEYS[i]; sw->tbl[i].nargs = TBL_NARGS[i];
+        sw->tbl[i].has_dc = TBL_DC[i]; sw->tbl[i].has_dm = TBL_DM[i];
         sw->tbl[i].def_args = calloc(TBL_NARGS[i] ? TBL_NARGS[i] : 1, sizeof(u64));
         ok &= sw->tbl[i].def_args != NULL;
     }}
@@ -493,6 +543,38 @@ sw_t *ss_new(void) {{
     for (int i = 0; i < {nm}; i++) {{ sw->met[i] = calloc(MET_SIZE[i] ? MET_SIZE[i] : 1, sizeof(meter_t)); ok &= sw->met[i] != NULL; }}
     if (!ok) {{ ss_free(sw); return NULL; }}
     return sw;
+}}
+
+/* the selector groups of a table's entries: group g's members are mem_*[off(g) .. off(g) + len(g)) */
+int ss_table_groups(sw_t *sw, uint32_t tid, uint32_t ngrp, const uint32_t *grp_len, uint32_t nmem,
+                    const uint32_t *mem_action, const uint64_t *mem_args) {{
+    if (tid >= {nt}) return -1;
+    return tbl_groups(&sw->tbl[tid], ngrp, grp_len, nmem, mem_action, mem_args);
+}}
+
+/* an entry's direct counter (packets, bytes) / meter (configured, cir, cburst, pir, pburst,
+ * has_last, last_us; buckets tc, tp): read, or written (write != 0) */
+int ss_direct_counter(sw_t *sw, uint32_t tid, uint32_t pos, int write, uint64_t *cells) {{
+    if (tid >= {nt} || pos >= sw->tbl[tid].n || !sw->tbl[tid].dc_p) return -1;
+    tbl_t *t = &sw->tbl[tid];
+    if (write) {{ t->dc_p[pos] = cells[0]; t->dc_b[pos] = cells[1]; }}
+    else {{ cells[0] = t->dc_p[pos]; cells[1] = t->dc_b[pos]; }}
+    return 0;
+}}
+
+int ss_direct_meter(sw_t *sw, uint32_t tid, uint32_t pos, int write, uint64_t *cfg, double *buckets) {{
+    if (tid >= {nt} || pos >= sw->tbl[tid].n || !sw->tbl[tid].dm) return -1;
+    meter_t *m = &sw->tbl[tid].dm[pos];
+    if (write) {{
+        m->configured = (int)cfg[0]; m->cir = cfg[1]; m->cburst = cfg[2]; m->pir = cfg[3];
+        m->pburst = cfg[4]; m->has_last = (int)cfg[5]; m->last_us = cfg[6];
+        m->tc = buckets[0]; m->tp = buckets[1];
+    }} else {{
+        cfg[0] = (u64)m->configured; cfg[1] = m->cir; cfg[2] = m->cburst; cfg[3] = m->pir;
+        cfg[4] = m->pburst; cfg[5] = (u64)m->has_last; cfg[6] = m->last_us;
+        buckets[0] = m->tc; buckets[1] = m->tp;
+    }}
+    return 0;
 }}
 
 int ss_table_load(sw_t *sw, uint32_t tid, uint32_t linear, uint32_t n, const uint64_t *a,
@@ -610,10 +692,6 @@ uint64_t ss_process_batch(sw_t *sw, uint32_t n, const uint32_t *ports, const uin
         return "\n".join(parts)
 
 
-def _table_layout(name: str, actions: list[str], nkeys: int, nargs: int) -> TableLayout:
-    return TableLayout(name, actions, nkeys, nargs)
-
-
 def straight_driver(sm: Any, ts48: str, sm_fields: set[str]) -> str:
     """C of `run_packet` for programs that neither clone nor resubmit nor recirculate: one
     ingress pass, one egress pass per copy, the packet state on the stack."""
@@ -664,7 +742,7 @@ static void run_packet(sw_t *sw, uint32_t port, const uint8_t *data, uint32_t le
         for (uint32_t r = 0; r < g->n; r++) {{
             pkt_t Q = P;
             pkt_t *q = &Q;
-            q->trunc = 0;  /* a replica is a new packet: ingress's truncate() is not its */
+            q->trunc = 0; q->dm = 0;  /* a replica is a new packet: ingress's requests are not its */
             {sm('packet_length', 'P.plen')} {sm('egress_rid', 'g->rid[r]')} {sm('instance_type', '5')}
             q->plen = len;
             egress_pass(q, g->port[r], s);

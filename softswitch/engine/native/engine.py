@@ -179,6 +179,8 @@ class NativeEngine:
         self.tables: list[tuple[TableLayout, Table, int]] = [
             (tl, built.tables[tl.name], i) for i, tl in enumerate(layout.tables)]
         self.versions = [-1] * len(self.tables)
+        self.loaded: list[list[Any]] = [[] for _ in self.tables]  # entries in C order
+        self.pulled: set[int] = set()  # tables whose direct cells were copied back since the last packet
         self.pre_version = -1
         self.changes_seen = -1
         self.mc_max = 0
@@ -221,8 +223,49 @@ class NativeEngine:
             self._load_groups(pre)
             self.pre_version = pre.version
 
+    def pull_direct(self, tid: int) -> None:
+        """Copy the C cells of a table's direct counter / meter back into its Entry objects."""
+        tl = self.layout.tables[tid]
+        if not (tl.direct_counter or tl.direct_meter) or tid in self.pulled:
+            return
+        self.pulled.add(tid)  # until the next packet, the entries hold what C holds
+        ffi, lib = self.ffi, self.lib
+        cells, cfg, buckets = ffi.new("uint64_t[2]"), ffi.new("uint64_t[7]"), ffi.new("double[2]")
+        for pos, e in enumerate(self.loaded[tid]):
+            if tl.direct_counter and lib.ss_direct_counter(self.state, tid, pos, 0, cells) == 0:
+                e.packets, e.bytes = int(cells[0]), int(cells[1])
+            if tl.direct_meter and e.meter is not None and \
+                    lib.ss_direct_meter(self.state, tid, pos, 0, cfg, buckets) == 0:
+                e.meter.tc, e.meter.tp = float(buckets[0]), float(buckets[1])
+                e.meter.last_us = int(cfg[6]) if cfg[5] else None
+
+    def push_direct(self, tid: int, entry: Any) -> None:
+        """Write an Entry's direct counter / meter into its C cells (when it is loaded)."""
+        tl = self.layout.tables[tid]
+        try:
+            pos = next(i for i, e in enumerate(self.loaded[tid]) if e is entry)
+        except StopIteration:
+            return  # not loaded yet: the next load pushes it
+        ffi, lib = self.ffi, self.lib
+        if tl.direct_counter:
+            lib.ss_direct_counter(self.state, tid, pos, 1, ffi.new("uint64_t[2]", [entry.packets, entry.bytes]))
+        if tl.direct_meter:
+            m = entry.meter
+            if m is None:
+                cfg, b = [0] * 7, [0.0, 0.0]
+            else:
+                cfg = [int(m.configured), m.cir, m.cburst, m.pir, m.pburst,
+                       int(m.last_us is not None), m.last_us or 0]
+                b = [m.tc, m.tp]
+            lib.ss_direct_meter(self.state, tid, pos, 1, ffi.new("uint64_t[7]", cfg), ffi.new("double[2]", b))
+
+    def table_id(self, table: Table) -> int | None:
+        """Index of a table in the C program."""
+        return next((tid for _, t, tid in self.tables if t is table), None)
+
     def _load_table(self, tl: TableLayout, table: Table, tid: int) -> None:
         nk, na = tl.nkeys, tl.nargs
+        self.pull_direct(tid)  # the cells counted since the last load stay with their entries
         index = {name: i for i, name in enumerate(tl.actions)}
         if table.mode == "list":
             entries = list(table._list)  # priority order (tables.py keeps it)
@@ -234,14 +277,23 @@ class NativeEngine:
         kind = bytearray()
         act = array("I")
         args = array("Q")
+        prof = table.profile
+        group_index: dict[int, int] = {}
         for e in entries:
             for (k, x, y) in _tests(table, e):
                 kind.append(k)
                 a.append(x)
                 b.append(y)
-            act.append(index[str(e.action)])
-            args.extend(e.args)
-            args.extend([0] * (na - len(e.args)))
+            if prof is None:
+                name, eargs = str(e.action), e.args
+            elif e.member is not None:
+                name, eargs, _fn = prof.members[e.member]
+            else:  # a selector group: members resolved by ss_table_groups
+                name, eargs = "", ()
+                gi = group_index.setdefault(int(e.group or 0), len(group_index))
+            act.append(index[name] if name else 0x80000000 | gi)
+            args.extend(eargs)
+            args.extend([0] * (na - len(eargs)))
         d_args = list(table.default_args) + [0] * (na - len(table.default_args))
         ffi = self.ffi
         rc = self.lib.ss_table_load(
@@ -254,6 +306,26 @@ class NativeEngine:
             index[table.default_action], ffi.new("uint64_t[]", d_args or [0]))
         if rc != 0:
             raise MemoryError(f"native engine: out of memory loading {table.name}")
+        if prof is not None:
+            lens, mact, margs = array("I"), array("I"), array("Q")
+            for gid in group_index:  # in the order the entries first name them
+                members = prof.groups[gid]
+                lens.append(len(members))
+                for m in members:
+                    name, margs_m, _fn = prof.members[m]
+                    mact.append(index[name])
+                    margs.extend(margs_m)
+                    margs.extend([0] * (na - len(margs_m)))
+            rc = self.lib.ss_table_groups(
+                self.state, tid, len(lens), ffi.from_buffer("uint32_t[]", lens) if lens else ffi.NULL,
+                len(mact), ffi.from_buffer("uint32_t[]", mact) if mact else ffi.NULL,
+                ffi.from_buffer("uint64_t[]", margs) if margs else ffi.NULL)
+            if rc != 0:
+                raise MemoryError(f"native engine: out of memory loading {table.name}'s groups")
+        self.loaded[tid] = entries
+        if tl.direct_counter or tl.direct_meter:
+            for e in entries:
+                self.push_direct(tid, e)
         _ = nk
 
     def _load_groups(self, pre: Any) -> None:
@@ -280,6 +352,8 @@ class NativeEngine:
     def process(self, port: int, data: bytes, now: int) -> tuple[list[tuple[int, bytes]], int]:
         """Run one packet: (outputs as (port, bytes), copies dropped)."""
         self.sync()
+        if self.pulled:
+            self.pulled.clear()
         ffi = self.ffi
         copies = self.mc_max + 1
         if self.layout.digests or self.switch.pre.sessions:  # clones and recirculation make more
@@ -317,6 +391,7 @@ class NativeEngine:
     def process_batch(self, port: int, batch: PacketBatch, now: int) -> tuple[int, int, int]:
         """Run a batch without returning its packets (benchmarks): (outputs, bytes, dropped)."""
         self.sync()
+        self.pulled.clear()
         ffi = self.ffi
         cap = OUT_SLOTS * (batch.max_len + self.layout.emit_max) + 64
         if cap > self.buf_cap:
