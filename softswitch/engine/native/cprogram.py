@@ -79,6 +79,7 @@ class Layout:
     emit_max: int = 0  # bytes the deparser can emit at most
     digests: list[tuple[str, list[tuple[str, int]]]] = field(default_factory=list)  # (name, fields)
     digest_width: int = 1  # values per digest in the C buffer
+    uses_passes: bool = False  # clone, resubmit or recirculate (the job pipeline)
 
 
 class ProgramC(CGen):
@@ -431,6 +432,7 @@ class ProgramC(CGen):
         self.layout.emit_max = (sum(self.emit_sizes) + 7) // 8
         self.layout.digests = list(self.digests)
         self.layout.digest_width = self.digest_width
+        self.layout.uses_passes = self.uses_passes
         self.meta_c = meta_c
         self.meta_t = meta_t
         return self.assemble(hdr_c, meta_c, sm_c, sm_fields)

@@ -356,9 +356,10 @@ class NativeEngine:
             self.pulled.clear()
         ffi = self.ffi
         copies = self.mc_max + 1
-        if self.layout.digests or self.switch.pre.sessions:  # clones and recirculation make more
-            copies = max(copies, OUT_SLOTS)
         need = copies * (len(data) + self.layout.emit_max)
+        if self.layout.uses_passes:  # clones; each of 32 passes may add the program's headers
+            copies = max(copies, OUT_SLOTS)
+            need = copies * (len(data) + 33 * self.layout.emit_max)
         if need > self.buf_cap:
             self.buf = ffi.new("uint8_t[]", need)
             self.buf_cap = need
