@@ -31,6 +31,8 @@ MK = A.MemberKind
 MAX_KEYS = 16  # key fields per table (tbl_lookup's buffer)
 PARSER_STEPS = 10000  # state transitions per packet, as the Python engine
 ALGORITHMS = ("crc16", "crc32", "crcCCITT", "csum16", "xor16", "identity")
+LOG_VALUES = 8  # values one log_msg can carry
+MAX_LOGS = 64  # log_msg records one injected packet can leave (more are not logged)
 
 
 class Unsupported(CompileError):
@@ -103,6 +105,7 @@ class CGen:
         self.uses_passes = False  # clone, resubmit or recirculate: the job pipeline (cpasses.py)
         self.digests: list[tuple[str, list[tuple[str, int]]]] = []
         self.functions: dict[int, str] = {}  # id(FunctionDecl) -> C function
+        self.log_texts: list[str] = []  # log_msg messages, by number
         self.fn_returns = False  # compiling a function that returns a value
         self.digest_width = 1
 
@@ -752,8 +755,10 @@ class CGen:
         if name == "mark_to_drop":
             sm = self.lval(b[0]) if b and b[0] is not None else "p->sm"
             self.e(f"{sm}.f_egress_spec = 511; {sm}.f_mcast_grp = 0;")
-        elif name in ("static_assert", "log_msg"):
-            pass  # static_assert: the front end's; log_msg: the Python engine logs it, not here
+        elif name == "static_assert":
+            pass  # the front end's
+        elif name == "log_msg":
+            self.log_msg(c)
         elif name in ("assert", "assume"):
             # the packet is dropped and counted, as the Python engine's _Drop
             self.e(f"if (!({self.x(b[0])})) {{ p->abort = 1; p->exited = 1; return; }}")
@@ -820,6 +825,23 @@ class CGen:
             self.e("}")
         else:
             raise Unsupported(c, f"the extern function {name}")
+
+    def log_msg(self, c: A.CallExpr) -> None:
+        """log_msg(text[, values]): recorded in C, logged by engine.py as the Python engine does."""
+        b = args_of(c)
+        text = b[0].const_value
+        if not isinstance(text, str):
+            raise Unsupported(c, "log_msg with a run-time message")
+        items = []
+        if len(b) > 1 and b[1] is not None:  # every scalar of the list, no validity (as flatten)
+            items = [code for code, _w, _v in self.flatten(b[1])]
+        if len(items) > LOG_VALUES:
+            raise Unsupported(c, f"log_msg with more than {LOG_VALUES} values")
+        if text not in self.log_texts:
+            self.log_texts.append(text)
+        v = self.fresh("_lv")
+        vals = ", ".join(items) or "0"
+        self.e(f"{{ u64 {v}[] = {{{vals}}}; log_out(p, {self.log_texts.index(text)}, {len(items)}, {v}); }}")
 
     def digest(self, c: A.CallExpr) -> None:
         """digest(receiver, data): the last call of a pass is sent (BMv2 keeps one per packet)."""

@@ -19,7 +19,17 @@ from softswitch.frontend import types as T
 
 from ..codegen.values import rt
 from . import cruntime
-from .cgen import ALGORITHMS, MAX_KEYS, PARSER_STEPS, CGen, Unsupported, mask, width
+from .cgen import (
+    ALGORITHMS,
+    LOG_VALUES,
+    MAX_KEYS,
+    MAX_LOGS,
+    PARSER_STEPS,
+    CGen,
+    Unsupported,
+    mask,
+    width,
+)
 from .cpasses import job_driver
 
 ROLES = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
@@ -50,6 +60,7 @@ int ss_direct_meter(sw_t *sw, uint32_t tid, uint32_t pos, int write, uint64_t *c
 int ss_process(sw_t *sw, uint32_t port, const uint8_t *data, uint32_t len, uint64_t now,
                ss_out_t *outs, uint32_t max_outs, uint8_t *buf, uint32_t cap, uint32_t *dropped,
                uint32_t *dg_type, uint64_t *dg_vals, uint32_t max_dg, uint32_t *ndg);
+uint32_t ss_logs(sw_t *sw, uint32_t *ids, uint32_t *counts, uint64_t *values);
 uint64_t ss_process_batch(sw_t *sw, uint32_t n, const uint32_t *ports, const uint8_t *data,
                           const uint32_t *offs, const uint32_t *lens, uint64_t now,
                           uint8_t *scratch, uint32_t cap, uint64_t *out_bytes, uint32_t *dropped);
@@ -80,6 +91,7 @@ class Layout:
     digests: list[tuple[str, list[tuple[str, int]]]] = field(default_factory=list)  # (name, fields)
     digest_width: int = 1  # values per digest in the C buffer
     uses_passes: bool = False  # clone, resubmit or recirculate (the job pipeline)
+    log_texts: list[str] = field(default_factory=list)  # log_msg messages, by number
 
 
 class ProgramC(CGen):
@@ -433,6 +445,7 @@ class ProgramC(CGen):
         self.layout.digests = list(self.digests)
         self.layout.digest_width = self.digest_width
         self.layout.uses_passes = self.uses_passes
+        self.layout.log_texts = list(self.log_texts)
         self.meta_c = meta_c
         self.meta_t = meta_t
         return self.assemble(hdr_c, meta_c, sm_c, sm_fields)
@@ -458,6 +471,7 @@ typedef struct sw {{
     u64 *cnt_b[{max(nc, 1)}];
     meter_t *met[{max(nm, 1)}];
     u64 rng;  /* random(): splitmix64 state */
+    uint32_t nlog, log_id[{MAX_LOGS}], log_n[{MAX_LOGS}]; u64 log_v[{MAX_LOGS}][{LOG_VALUES}];
     mc_t *mc; uint32_t nmc;  /* multicast groups (a switch has few: searched in order) */
     sess_t *sess; uint32_t nsess;  /* clone sessions */
 }} sw_t;
@@ -478,6 +492,23 @@ typedef struct pkt {{
 {chr(10).join(self.pkt_fields)}
 }} pkt_t;
 void ss_clone_clear(sw_t *sw);
+/* log_msg: kept until engine.py logs them after the packet (ss_logs) */
+static void log_out(pkt_t *p, uint32_t id, uint32_t n, const u64 *v) {{
+    sw_t *sw = p->sw;
+    if (sw->nlog >= {MAX_LOGS}) return;
+    sw->log_id[sw->nlog] = id; sw->log_n[sw->nlog] = n;
+    memcpy(sw->log_v[sw->nlog], v, sizeof(u64) * n);
+    sw->nlog++;
+}}
+uint32_t ss_logs(sw_t *sw, uint32_t *ids, uint32_t *counts, uint64_t *values) {{
+    uint32_t n = sw->nlog;
+    for (uint32_t i = 0; i < n; i++) {{
+        ids[i] = sw->log_id[i]; counts[i] = sw->log_n[i];
+        memcpy(values + (size_t)i * {LOG_VALUES}, sw->log_v[i], sizeof(u64) * {LOG_VALUES});
+    }}
+    sw->nlog = 0;
+    return n;
+}}
 static inline u64 rng_next(sw_t *sw) {{
     u64 z = (sw->rng += 0x9E3779B97F4A7C15ULL);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;

@@ -370,11 +370,24 @@ class NativeEngine:
                                 self.dg_type, self.dg_vals, MAX_DIGESTS, self.ndg)
         if self.ndg[0]:
             self._digests(self.ndg[0])
+        if self.layout.log_texts:
+            self._logs()
         outs = []
         for i in range(n):
             o = self.outs[i]
             outs.append((o.port, ffi.buffer(self.buf + o.off, o.len)[:]))
         return outs, self.dropped[0]
+
+    def _logs(self) -> None:
+        from ..runtime import log_msg
+        from .cgen import LOG_VALUES, MAX_LOGS
+
+        ffi = self.ffi
+        ids, counts = ffi.new("uint32_t[]", MAX_LOGS), ffi.new("uint32_t[]", MAX_LOGS)
+        values = ffi.new("uint64_t[]", MAX_LOGS * LOG_VALUES)
+        for i in range(self.lib.ss_logs(self.state, ids, counts, values)):
+            vals = tuple(int(values[i * LOG_VALUES + k]) for k in range(counts[i]))
+            log_msg(self.layout.log_texts[ids[i]], vals)
 
     def _digests(self, count: int) -> None:
         from ..switch import Digest
@@ -403,6 +416,8 @@ class NativeEngine:
         dropped = ffi.new("uint32_t *")
         n = self.lib.ss_process_batch(self.state, batch.count, ports, batch.data, batch.offs,
                                       batch.lens, now, self.buf, self.buf_cap, out_bytes, dropped)
+        if self.layout.log_texts:
+            self._logs()  # those the batch left (at most the last 64)
         return int(n), int(out_bytes[0]), int(dropped[0])
 
 
