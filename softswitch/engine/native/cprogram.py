@@ -421,9 +421,15 @@ class ProgramC(CGen):
             elif info.type_name == "meter":
                 self.meter_id(info)
         decls = {role: getattr(main, role) for role in ROLES}
-        if len({id(d) for d in decls.values()}) != len(ROLES):
-            raise Unsupported(getattr(main, "instantiation", None) or main,
-                              "one control used for two V1Switch blocks")
+        for role, d in decls.items():
+            # a control serving two blocks (an empty checksum control, say) is compiled once per
+            # block; its actions, tables and variables would be shared between them
+            shared = [r for r, o in decls.items() if o is d]
+            if len(shared) > 1 and any(isinstance(x, A.ActionDecl | A.TableDecl | A.VariableDecl)
+                                       for x in getattr(d, "locals", [])):
+                raise Unsupported(getattr(main, "instantiation", None) or main,
+                                  f"one control with actions, tables or variables used for "
+                                  f"two V1Switch blocks ({role})")
         params = main.parser.params
         self.hdr_t, meta_t, sm_t = rt(params[1].type), rt(params[2].type), rt(params[3].type)
         hdr_c = self.ctype(self.hdr_t, params[1])
