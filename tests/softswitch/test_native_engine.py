@@ -33,7 +33,6 @@ pytestmark = pytest.mark.skipif(available() is not None, reason=f"native engine:
 NATIVE_REFUSES = {
     "control_flow": "sub-control",
     "edge_semantics": "wider than 64 bits",
-    "evaluation_order": "used for two V1Switch blocks",
     "hash": "crc16_custom",
     "ipv4_options": "varbit",
     "ipv6": "wider than 64 bits",
