@@ -172,7 +172,7 @@ class ReplicationEngine:
         self.port_limit = 1 << port_width
         self.groups: dict[int, tuple[tuple[int, int], ...]] = {}
         self.sessions: dict[int, CloneSession] = {}
-        self.version = 0  # bumped by every change of the groups (the native engine reloads them)
+        self.version = 0  # bumped by every change of groups and sessions (the native engine reloads them)
 
     def _check_replicas(self, what: str, replicas) -> tuple[tuple[int, int], ...]:
         out = []
@@ -206,6 +206,7 @@ class ReplicationEngine:
 
     def clone_session_set(self, session_id: int, replicas, truncate: int = 0) -> None:
         """Create or replace a clone session."""
+        self.version += 1
         if not isinstance(session_id, int) or not 0 <= session_id < 1 << 32:
             raise SwitchError("INVALID_ARGUMENT", f"clone session id {session_id!r} out of range")
         if not isinstance(truncate, int) or truncate < 0:
@@ -215,6 +216,7 @@ class ReplicationEngine:
 
     def clone_session_delete(self, session_id: int) -> None:
         """Delete a clone session."""
+        self.version += 1
         if session_id not in self.sessions:
             raise SwitchError("NOT_FOUND", f"no clone session {session_id}")
         del self.sessions[session_id]

@@ -564,7 +564,20 @@ class Switch:
             raise SwitchError("FAILED_PRECONDITION", f"{t.name} has no direct counter")
         if kind == "meter" and not t.with_meter:
             raise SwitchError("FAILED_PRECONDITION", f"{t.name} has no direct meter")
-        return t, t.get(handle)
+        entry = t.get(handle)
+        if self._native is not None:  # the cells count in C: bring them into the entry first
+            self._native.sync()
+            tid = self._native.table_id(t)
+            if tid is not None:
+                self._native.pull_direct(tid)
+        return t, entry
+
+    def _direct_written(self, t: Table, entry: Entry) -> None:
+        """A direct counter or meter written by the control plane: into C as well."""
+        if self._native is not None:
+            tid = self._native.table_id(t)
+            if tid is not None:
+                self._native.push_direct(tid, entry)
 
     @_refuse_malformed
     def direct_counter_read(self, table: str, handle: int) -> tuple[int, int]:
@@ -575,19 +588,25 @@ class Switch:
     @_refuse_malformed
     def direct_counter_write(self, table: str, handle: int, packets: int, nbytes: int) -> None:
         """Set an entry's direct counter."""
-        _, e = self._direct_entry(table, handle, "counter")
+        t, e = self._direct_entry(table, handle, "counter")
         if not isinstance(packets, int) or not isinstance(nbytes, int) or packets < 0 or nbytes < 0:
             raise SwitchError("INVALID_ARGUMENT", f"{table}: counter values must be non-negative integers")
+        if self._native is not None and (packets >> 64 or nbytes >> 64):
+            raise SwitchError("INVALID_ARGUMENT", f"{table}: counter values must fit in 64 bits")
         e.packets, e.bytes = packets, nbytes
+        self._direct_written(t, e)
 
     @_refuse_malformed
     def direct_meter_set(self, table: str, handle: int, cir: int, cburst: int, pir: int, pburst: int) -> None:
         """Configure an entry's direct meter (rates per second)."""
         t, e = self._direct_entry(table, handle, "meter")
         check_meter_config(t.name, cir, cburst, pir, pburst)
+        if self._native is not None and max(cir, cburst, pir, pburst) >> 64:
+            raise SwitchError("INVALID_ARGUMENT", f"{t.name}: rate or burst above 2^64")
         cell = MeterCell()
         cell.configure(cir, cburst, pir, pburst)
         e.meter = cell
+        self._direct_written(t, e)
 
     @_refuse_malformed
     def direct_meter_get(self, table: str, handle: int) -> tuple[int, int, int, int] | None:

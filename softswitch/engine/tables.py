@@ -101,6 +101,13 @@ class ActionProfile:
         self.handles: dict[int, int] = {}
         self.tables: list[Table] = []
 
+    def _changed(self) -> None:
+        """Members and groups are part of the tables that use the profile (the native engine
+        reloads a changed table)."""
+        for table in self.tables:
+            table.version += 1
+        Table.changes += 1
+
     def _action_spec(self, action: str) -> ActionSpec:
         for table in self.tables:
             spec = table.action_specs.get(action)
@@ -118,6 +125,7 @@ class ActionProfile:
 
     def member_add(self, member_id: int, action: str, args=()) -> None:
         """Add a member; ALREADY_EXISTS if the id is taken."""
+        self._changed()
         if member_id in self.members:
             raise SwitchError("ALREADY_EXISTS", f"{self.name}: member {member_id} exists")
         if self.size and len(self.members) >= self.size:
@@ -128,12 +136,14 @@ class ActionProfile:
 
     def member_modify(self, member_id: int, action: str, args=()) -> None:
         """Change a member's action and args."""
+        self._changed()
         if member_id not in self.members:
             raise SwitchError("NOT_FOUND", f"{self.name}: no member {member_id}")
         self.members[member_id] = self._resolve(action, args)
 
     def member_delete(self, member_id: int) -> None:
         """Delete a member that no group or entry refers to."""
+        self._changed()
         if member_id not in self.members:
             raise SwitchError("NOT_FOUND", f"{self.name}: no member {member_id}")
         if any(member_id in g for g in self.groups.values()):
@@ -164,18 +174,21 @@ class ActionProfile:
 
     def group_add(self, group_id: int, members: Sequence[int] = ()) -> None:
         """Create a selector group."""
+        self._changed()
         if group_id in self.groups:
             raise SwitchError("ALREADY_EXISTS", f"{self.name}: group {group_id} exists")
         self.groups[group_id] = self._check_group(group_id, members)
 
     def group_modify(self, group_id: int, members: Sequence[int]) -> None:
         """Replace a group's members."""
+        self._changed()
         if group_id not in self.groups:
             raise SwitchError("NOT_FOUND", f"{self.name}: no group {group_id}")
         self.groups[group_id] = self._check_group(group_id, members)
 
     def group_delete(self, group_id: int) -> None:
         """Delete a group no entry refers to."""
+        self._changed()
         if group_id not in self.groups:
             raise SwitchError("NOT_FOUND", f"{self.name}: no group {group_id}")
         for table in self.tables:
@@ -193,6 +206,8 @@ class ActionProfile:
 
 class Table:
     """One match-action table with its entries and default action."""
+
+    changes = 0  # bumped with every table's `version`: one read tells that nothing changed
 
     def __init__(
         self,
@@ -418,6 +433,7 @@ class Table:
         (the P4Runtime server does so per the spec); saves validating twice per entry.
         Written out in one function: it runs for every entry a controller inserts."""
         self.version += 1
+        Table.changes += 1
         if self.is_const:
             raise SwitchError("PERMISSION_DENIED", f"{self.name}: table has const entries")
         if self.profile is not None:
@@ -454,6 +470,7 @@ class Table:
         """modify() of a direct entry for a caller that validated the action and args
         (see add_canonical); counters are kept."""
         self.version += 1
+        Table.changes += 1
         if self.is_const:
             raise SwitchError("PERMISSION_DENIED", f"{self.name}: table has const entries")
         if self.profile is not None:
@@ -468,6 +485,7 @@ class Table:
 
     def _store(self, entry: Entry, ident: tuple) -> int:
         self.version += 1
+        Table.changes += 1
         entry.handle = self._next_handle
         self._next_handle += 1
         if self.mode == "list":
@@ -553,6 +571,7 @@ class Table:
     def modify(self, handle: int, action: str | None, args=(), *, member=None, group=None) -> None:
         """Change the action (or member/group) of an entry; counters are kept."""
         self.version += 1
+        Table.changes += 1
         if self.is_const:
             raise SwitchError("PERMISSION_DENIED", f"{self.name}: table has const entries")
         entry = self.get(handle)
@@ -569,6 +588,7 @@ class Table:
     def delete(self, handle: int) -> None:
         """Remove an entry."""
         self.version += 1
+        Table.changes += 1
         if self.is_const:
             raise SwitchError("PERMISSION_DENIED", f"{self.name}: table has const entries")
         entry = self.get(handle)
@@ -584,6 +604,7 @@ class Table:
     def clear(self) -> None:
         """Remove every entry (const entries stay)."""
         self.version += 1
+        Table.changes += 1
         if self.is_const:
             raise SwitchError("PERMISSION_DENIED", f"{self.name}: table has const entries")
         self.entries.clear()
@@ -597,6 +618,7 @@ class Table:
     def set_default(self, action: str, args=()) -> None:
         """Change the default action (refused when it is const)."""
         self.version += 1
+        Table.changes += 1
         if self.const_default:
             raise SwitchError("PERMISSION_DENIED", f"{self.name}: default action is const")
         spec = self.resolve_action_name(action)
@@ -609,6 +631,7 @@ class Table:
     def reset_default(self) -> None:
         """Restore the default action the program declares."""
         self.version += 1
+        Table.changes += 1
         self.default_action, self.default_args = self.initial_default
         self.default_fn = self.action_fns.get(self.default_action)
 

@@ -31,6 +31,8 @@ MK = A.MemberKind
 MAX_KEYS = 16  # key fields per table (tbl_lookup's buffer)
 PARSER_STEPS = 10000  # state transitions per packet, as the Python engine
 ALGORITHMS = ("crc16", "crc32", "crcCCITT", "csum16", "xor16", "identity")
+LOG_VALUES = 8  # values one log_msg can carry
+MAX_LOGS = 64  # log_msg records one injected packet can leave (more are not logged)
 
 
 class Unsupported(CompileError):
@@ -91,12 +93,21 @@ class CGen:
         self.reg_ids: dict[int, int] = {}
         self.counters: list[tuple[str, int]] = []
         self.ctr_ids: dict[int, int] = {}
+        self.meters: list[tuple[str, int, str]] = []  # (name, size, unit)
+        self.direct_meter_of: dict[int, bool] = {}
+        self.met_ids: dict[int, int] = {}
         self.in_action: A.ActionDecl | None = None
         self.in_parser = False
         self.hdr_t: T.P4Type | None = None
         self.may_exit = False
         self.emit_sizes: list[int] = []
         self.err_members: list[str] = list(program.error_type.members)
+        self.uses_passes = False  # clone, resubmit or recirculate: the job pipeline (cpasses.py)
+        self.digests: list[tuple[str, list[tuple[str, int]]]] = []
+        self.functions: dict[int, str] = {}  # id(FunctionDecl) -> C function
+        self.log_texts: list[str] = []  # log_msg messages, by number
+        self.fn_returns = False  # compiling a function that returns a value
+        self.digest_width = 1
 
     # ------------------------------------------------------------------ helpers
 
@@ -115,7 +126,7 @@ class CGen:
     def ctype(self, t: T.P4Type, node: Any) -> str:
         t0 = T.strip_newtype(t)
         if isinstance(t0, T.HeaderStack):
-            raise Unsupported(node, "header stacks")
+            return self.stack_type(t0, node)
         if isinstance(t0, T.HeaderUnionType):
             raise Unsupported(node, "header unions")
         if isinstance(t0, T.Varbit):
@@ -143,6 +154,26 @@ class CGen:
             body = "    uint8_t empty;\n"
         self.type_src.append(f"typedef struct {{\n{body}}} {name};\n")
         return name
+
+    def stack_type(self, t: T.HeaderStack, node: Any) -> str:
+        """A header stack: its elements and nextIndex `n` (spec 8.18)."""
+        name = self.types.get(id(t))
+        if name is not None:
+            return name
+        elem = rt(t.element)
+        if not isinstance(elem, T.HeaderType):
+            raise Unsupported(node, "stacks of header unions")
+        ect = self.ctype(elem, node)
+        name = f"K{len(self.types)}_{ect}"[:60]
+        self.types[id(t)] = name
+        self.type_src.append(f"typedef struct {{\n    {ect} e[{t.size}];\n    u64 n;\n}} {name};\n")
+        return name
+
+    def stack_of(self, e: A.Expression) -> tuple[str, T.HeaderStack, str]:
+        """(l-value, type, element C type) of a header stack expression."""
+        t = rt(e.type)
+        assert isinstance(t, T.HeaderStack)
+        return self.lval(e), t, self.ctype(t.element, e)
 
     # ------------------------------------------------------------------ expressions
 
@@ -189,16 +220,46 @@ class CGen:
                 raise Unsupported(e, f"the name {e.name} here")
             return name
         if isinstance(e, A.MemberExpr) and e.kind is MK.FIELD:
-            if isinstance(rt(e.expr.type), T.HeaderUnionType | T.HeaderStack):
-                raise Unsupported(e, "header unions and stacks")
+            if isinstance(rt(e.expr.type), T.HeaderUnionType):
+                raise Unsupported(e, "header unions")
             return f"{self.lval(e.expr)}.f_{e.member}"
+        if isinstance(e, A.IndexExpr) and isinstance(rt(e.expr.type), T.HeaderStack):
+            i = e.index.const_value
+            size = rt(e.expr.type).size  # type: ignore[attr-defined]
+            if not isinstance(i, int) or isinstance(i, bool):
+                raise Unsupported(e, "run-time header stack indexes")
+            if not 0 <= i < size:
+                raise Unsupported(e, f"the stack index {i} (size {size})")
+            return f"{self.lval(e.expr)}.e[{i}]"
+        if isinstance(e, A.MemberExpr) and e.kind is MK.STACK_LAST:
+            if not self.in_parser:
+                raise Unsupported(e, "stack.last outside the parser")
+            base, _, _ = self.stack_of(e.expr)
+            oob = self.err_code("StackOutOfBounds")
+            return (f"(*({{ if (!{base}.n) {{ p->perr = {oob}; goto reject; }} "
+                    f"&{base}.e[{base}.n - 1]; }}))")
         if isinstance(e, A.CastExpr) and e.implicit:
             return self.lval(e.expr)
+        if isinstance(e, A.CallExpr) and e.kind is K.PACKET_LOOKAHEAD and self.in_parser:
+            t = rt(e.type)
+            if isinstance(t, T.HeaderType):  # a header read without advancing (spec 13.8.3)
+                tmp = self.fresh("_la")
+                reads = []
+                off = 0
+                for f in t.fields:
+                    w = width(f.type)
+                    reads.append(f"{tmp}.f_{f.name} = rd_bits(p->data, p->len, p->pos + {off}, {w});")
+                    off += w
+                return (f"({{ NEED({t.bit_width()}); {self.ctype(t, e)} {tmp}; "
+                        f"{' '.join(reads)} {tmp}.valid = 1; {tmp}; }})")
         raise Unsupported(e, f"this l-value ({type(e).__name__})")
 
     def x_MemberExpr(self, e: A.MemberExpr) -> str:
-        if e.kind is MK.FIELD:
+        if e.kind is MK.FIELD or e.kind is MK.STACK_LAST:
             return self.lval(e)
+        if e.kind is MK.STACK_LAST_INDEX:
+            base, _, _ = self.stack_of(e.expr)
+            return f"(({base}.n - 1) & 0xffffffffULL)"
         if e.kind in (MK.TABLE_HIT, MK.TABLE_MISS, MK.TABLE_ACTION_RUN):
             call = e.expr
             if not isinstance(call, A.CallExpr) or call.kind is not K.TABLE_APPLY:
@@ -328,7 +389,71 @@ class CGen:
             return f"({{ NEED({w}); rd_bits(p->data, p->len, p->pos, {w}); }})"
         if c.kind is K.TABLE_APPLY:
             raise Unsupported(c, "this use of apply()")
+        if c.kind is K.FUNCTION:
+            return self.call_function(c)
         raise Unsupported(c, f"the call {getattr(c.callee, 'member', '') or c.kind} in an expression")
+
+    def function(self, decl: A.FunctionDecl) -> str:
+        """The C function of a P4 function (compiled once): out/inout parameters by pointer."""
+        name = self.functions.get(id(decl))
+        if name is not None:
+            return name
+        name = self.functions[id(decl)] = f"F_{len(self.functions)}"
+        ret_t = rt(decl.type.return_type) if decl.type is not None else T.VOID
+        returns = not isinstance(ret_t, T.VoidType)
+        if returns and self.ctype(ret_t, decl) != "u64":
+            raise Unsupported(decl, "functions returning aggregates")
+        params = []
+        for i, prm in enumerate(decl.params):
+            ct = self.ctype(prm.type, prm)
+            if prm.direction in ("out", "inout"):
+                params.append(f"{ct} *io_{i}")
+                self.vars[id(prm)] = f"(*io_{i})"
+            else:
+                params.append(f"{ct} a_{i}")
+                self.vars[id(prm)] = f"a_{i}"
+        sig = f"static {'u64' if returns else 'void'} {name}(pkt_t *p{''.join(', ' + x for x in params)})"
+        self.protos.append(sig + ";")
+        saved = (self.out, self.fn_returns)
+        self.out, self.fn_returns = [], returns
+        self.e(sig + " { (void)p;")
+        self.block(decl.body.stmts)
+        if returns:
+            self.e("return 0;")
+        self.e("}")
+        self.fns.append("\n".join(self.out))
+        self.out, self.fn_returns = saved
+        return name
+
+    def call_function(self, c: A.CallExpr) -> str:
+        """A call as an expression: arguments copied in left to right, out values copied back
+        after the call, in order (spec 6.8)."""
+        decl = c.target
+        fn = self.function(decl)
+        parts, args, backs = [], [], []
+        for prm, a in zip(decl.params, args_of(c), strict=False):
+            ct = self.ctype(prm.type, prm)
+            t = self.fresh("_fa")
+            if prm.direction == "out":
+                parts.append(f"{ct} {t}; memset(&{t}, 0, sizeof {t});")
+            elif a is None:
+                raise Unsupported(c, "this function argument")
+            else:
+                parts.append(f"{ct} {t} = {self.x(a) if ct == 'u64' else self.lval(a)};")
+            if prm.direction in ("out", "inout"):
+                args.append(f"&{t}")
+                backs.append((self.lval(a), t))
+            else:
+                args.append(t)
+        call = f"{fn}(p{''.join(', ' + x for x in args)})"
+        ret_t = rt(decl.type.return_type) if decl.type is not None else T.VOID
+        r = self.fresh("_fr")
+        if isinstance(ret_t, T.VoidType):
+            parts.append(f"{call}; u64 {r} = 0;")
+        else:
+            parts.append(f"u64 {r} = {call};")
+        parts.extend(f"{lv} = {t};" for lv, t in backs)
+        return f"({{ {' '.join(parts)} {r}; }})"
 
     # ------------------------------------------------------------------ statements
 
@@ -400,12 +525,15 @@ class CGen:
         return "if (p->exited) return;" if self.may_exit else ""
 
     def s_ExitStmt(self, s: A.ExitStmt) -> None:
-        self.e("p->exited = 1; return;")
+        self.e("p->exited = 1; return" + (" 0;" if self.fn_returns else ";"))
 
     def s_ReturnStmt(self, s: A.ReturnStmt) -> None:
         if s.value is not None:
-            raise Unsupported(s, "functions")
-        self.e("return;")
+            if not self.fn_returns:
+                raise Unsupported(s, "this return")
+            self.e(f"return {self.x(s.value)};")
+            return
+        self.e("return" + (" 0;" if self.fn_returns else ";"))
 
     def s_DeclStmt(self, s: A.DeclStmt) -> None:
         d = s.decl
@@ -422,17 +550,61 @@ class CGen:
         else:
             self.e(f"{ct} {name}; memset(&{name}, 0, sizeof {name});")
             if d.init is not None:
-                self.assign_agg(name, d.init)
+                self.assign_agg(name, d.init, d.type)
 
-    def assign_agg(self, dst: str, src: A.Expression) -> None:
-        if isinstance(src, A.StructInitExpr | A.ListExpr) or src.const_value is not None:
-            raise Unsupported(src, "aggregate initialisers")
+    def assign_agg(self, dst: str, src: A.Expression, t: T.P4Type | None = None) -> None:
+        """dst = src for headers and structs; list and struct expressions go through a
+        temporary, so that a right side reading dst sees its old value (spec 8.1)."""
+        t = rt(t if t is not None else src.type)
+        if isinstance(src, A.StructInitExpr | A.ListExpr):
+            if not isinstance(t, T.HeaderType | T.StructType):
+                raise Unsupported(src, f"initialisers of {t}")
+            ct = self.ctype(t, src)
+            tmp = self.fresh("_init")
+            self.e(f"{{ {ct} {tmp}; memset(&{tmp}, 0, sizeof {tmp});")
+            self.fill(tmp, src, t)
+            self.e(f"{dst} = {tmp}; }}")
+            return
+        if src.const_value is not None:
+            raise Unsupported(src, "constant aggregates")
         self.e(f"{dst} = {self.lval(src)};")
+
+    def fill(self, dst: str, src: A.Expression, t: T.StructLike) -> None:
+        if isinstance(src, A.StructInitExpr):
+            pairs = [(t.field_named(n), e) for n, e in src.fields]
+        else:
+            assert isinstance(src, A.ListExpr)
+            pairs = list(zip(t.fields, src.items, strict=False))
+        for f, item in pairs:
+            if f is None:
+                raise Unsupported(src, "this initialiser")
+            ft = rt(f.type)
+            if isinstance(ft, T.StructLike):
+                if isinstance(item, A.StructInitExpr | A.ListExpr):
+                    if not isinstance(ft, T.HeaderType | T.StructType):
+                        raise Unsupported(item, f"initialisers of {ft}")
+                    self.fill(f"{dst}.f_{f.name}", item, ft)
+                else:
+                    self.e(f"{dst}.f_{f.name} = {self.lval(item)};")
+            else:
+                self.e(f"{dst}.f_{f.name} = {self.x(item)};")
+        if isinstance(t, T.HeaderType):
+            self.e(f"{dst}.valid = 1;")  # a header built from a list is valid (spec 8.12)
 
     def s_AssignStmt(self, s: A.AssignStmt) -> None:
         t = rt(s.lhs.type)
         if isinstance(t, T.StructLike):
-            self.assign_agg(self.lval(s.lhs), s.rhs)
+            self.assign_agg(self.lval(s.lhs), s.rhs, t)
+            return
+        if isinstance(s.lhs, A.SliceExpr):
+            lhs = s.lhs
+            if lhs.hi_value is None or lhs.lo_value is None:
+                raise Unsupported(lhs, "slices with run-time bounds")
+            m = mask(lhs.hi_value - lhs.lo_value + 1)
+            base = self.lval(lhs.expr)
+            v = self.fresh("_sl")
+            self.e(f"{{ u64 {v} = ({self.x(s.rhs)}) & {m}; "
+                   f"{base} = ({base} & ~({m} << {lhs.lo_value})) | ({v} << {lhs.lo_value}); }}")
             return
         self.e(f"{self.lval(s.lhs)} = {self.x(s.rhs)};")
 
@@ -481,6 +653,8 @@ class CGen:
             self.e(f"(void){self.table_apply(c)}; {self.exit_check()}")
         elif k is K.ACTION:
             self.call_action(c)
+        elif k is K.FUNCTION:
+            self.e(f"(void){self.call_function(c)};")
         elif k in (K.HEADER_SET_VALID, K.HEADER_SET_INVALID):
             recv = receiver_of(c)
             ht = rt(recv.type)
@@ -492,6 +666,18 @@ class CGen:
                 self.e(f"if (!{h}.valid) {{ memset(&{h}, 0, sizeof {h}); {h}.valid = 1; p->plen += {size}; }}")
             else:
                 self.e(f"if ({h}.valid) {{ {h}.valid = 0; p->plen -= {size}; }}")
+        elif k in (K.STACK_PUSH_FRONT, K.STACK_POP_FRONT):
+            base, t, ect = self.stack_of(receiver_of(c))
+            n, size = self.fresh("_k"), t.size
+            self.e(f"{{ u64 {n} = {self.x(args_of(c)[0])}; if ({n} > {size}) {n} = {size};")
+            if k is K.STACK_PUSH_FRONT:
+                self.e(f"if ({n}) {{ memmove(&{base}.e[{n}], &{base}.e[0], sizeof({ect}) * ({size} - {n})); "
+                       f"memset(&{base}.e[0], 0, sizeof({ect}) * {n}); "
+                       f"{base}.n = {base}.n + {n} > {size} ? {size} : {base}.n + {n}; }} }}")
+            else:
+                self.e(f"if ({n}) {{ memmove(&{base}.e[0], &{base}.e[{n}], sizeof({ect}) * ({size} - {n})); "
+                       f"memset(&{base}.e[{size} - {n}], 0, sizeof({ect}) * {n}); "
+                       f"{base}.n = {base}.n > {n} ? {base}.n - {n} : 0; }} }}")
         elif k is K.EXTERN_FUNCTION:
             self.extern_function(c)
         elif k is K.EXTERN_METHOD:
@@ -517,21 +703,42 @@ class CGen:
     def call_action(self, c: A.CallExpr) -> None:
         decl = c.target
         info = self.action_info(decl, c)
-        params = decl.params
-        if any(p.direction for p in params):
-            raise Unsupported(c, "actions with directional parameters")
-        args = [self.x(a) if a is not None else "0" for a in args_of(c)]
         fn = self.action_fn[info.name]
-        if not args:
-            self.e(f"{fn}(p, NULL); {self.exit_check()}")
-            return
-        temps = []
         self.e("{")
-        for a in args:
-            t = self.fresh("_a")
-            self.e(f"u64 {t} = {a};")
-            temps.append(t)
-        self.e(f"u64 _args[] = {{{', '.join(temps)}}}; {fn}(p, _args); {self.exit_check()} }}")
+        data = []
+        for prm, a in zip(decl.params, args_of(c), strict=False):
+            if not prm.direction:
+                t = self.fresh("_a")
+                self.e(f"u64 {t} = {self.x(a) if a is not None else '0'};")
+                data.append(t)
+        if data:
+            self.e(f"u64 _args[] = {{{', '.join(data)}}};")
+        self.call_with_dirs(c, fn, "_args" if data else "NULL")
+        self.e(f"{self.exit_check()} }}")
+
+    def call_with_dirs(self, c: A.CallExpr, fn: str, data: str) -> None:
+        """Call action `fn` with its directional arguments copied in and out (spec 6.8):
+        l-values evaluated left to right, copied into temporaries, copied back in order."""
+        decl = c.target
+        temps, backs = [], []
+        for prm, a in zip(decl.params, args_of(c), strict=False):
+            if not prm.direction:
+                continue
+            ct = self.ctype(prm.type, prm)
+            t = self.fresh("_io")
+            if prm.direction in ("in", "inout"):
+                src = self.x(a) if ct == "u64" else self.lval(a)
+                self.e(f"{ct} {t} = {src};")
+            else:
+                self.e(f"{ct} {t}; memset(&{t}, 0, sizeof {t});")
+                if isinstance(rt(prm.type), T.HeaderType):
+                    self.e(f"{t}.valid = 0;")
+            temps.append(f"&{t}")
+            if prm.direction in ("out", "inout"):
+                backs.append((self.lval(a), t))
+        self.e(f"{fn}(p, {data}{''.join(', ' + t for t in temps)});")
+        for lv, t in backs:
+            self.e(f"{lv} = {t};")
 
     def table_id(self, c: A.CallExpr) -> int:
         tid = self.table_ids.get(id(c.target))
@@ -548,8 +755,39 @@ class CGen:
         if name == "mark_to_drop":
             sm = self.lval(b[0]) if b and b[0] is not None else "p->sm"
             self.e(f"{sm}.f_egress_spec = 511; {sm}.f_mcast_grp = 0;")
-        elif name in ("static_assert", "log_msg"):
-            pass  # static_assert: the front end's; log_msg: the Python engine logs it, not here
+        elif name == "static_assert":
+            pass  # the front end's
+        elif name == "log_msg":
+            self.log_msg(c)
+        elif name in ("assert", "assume"):
+            # the packet is dropped and counted, as the Python engine's _Drop
+            self.e(f"if (!({self.x(b[0])})) {{ p->abort = 1; p->exited = 1; return; }}")
+        elif name in ("clone", "clone_preserving_field_list"):
+            ctype = b[0].const_value
+            slot = "ci" if ctype == "I2E" else "ce"
+            sess = self.fresh("_s")
+            self.e(f"{{ u64 {sess} = {self.x(b[1])};")
+            fl = self.x(b[2]) if name == "clone_preserving_field_list" else "~0ULL"
+            self.e(f"p->{slot} = 1; p->{slot}_sess = {sess}; p->{slot}_fl = {fl}; }}")
+            self.uses_passes = True
+        elif name == "resubmit_preserving_field_list":
+            self.e(f"p->resub = 1; p->resub_fl = {self.x(b[0])};")
+            self.uses_passes = True
+        elif name == "recirculate_preserving_field_list":
+            self.e(f"p->recirc = 1; p->recirc_fl = {self.x(b[0])};")
+            self.uses_passes = True
+        elif name == "digest":
+            self.digest(c)
+        elif name == "random":
+            # uniform in [lo, hi] (lo when hi <= lo) from the switch's own generator; its
+            # values are not the Python engine's (neither engine's are reproducible by BMv2)
+            lo, hi, r = self.fresh("_lo"), self.fresh("_hi"), self.fresh("_r")
+            self.e(f"{{ u64 {lo} = {self.x(b[1])}; u64 {hi} = {self.x(b[2])}; u64 {r} = {lo};")
+            self.e(f"if ({hi} > {lo}) {{ u64 x = rng_next(p->sw); "
+                   f"{r} = {hi} - {lo} == ~0ULL ? x : {lo} + x % ({hi} - {lo} + 1); }}")
+            self.e(f"{self.lval(b[0])} = {r} & {mask(width(b[0].type))}; }}")
+        elif name == "truncate":
+            self.e(f"p->trunc = {self.x(b[0])};")
         elif name == "verify":
             if not self.in_parser:
                 raise Unsupported(c, "verify outside the parser")
@@ -569,13 +807,17 @@ class CGen:
             h = f"alg_{algo}({buf}, {n})"
             self.e(f"{dst} = ({top} ? {base} + ({h}) % {top} : {base}) & {mask(w)};")
             self.e("}")
-        elif name in ("verify_checksum", "update_checksum"):
+        elif name in ("verify_checksum", "update_checksum", "verify_checksum_with_payload",
+                      "update_checksum_with_payload"):
             algo = str(b[3].const_value)
             if algo not in ALGORITHMS:
                 raise Unsupported(c, f"the checksum algorithm {algo}")
             self.e(f"if ({self.x(b[0])}) {{")
             buf, n = self.pack(b[1])
             h = f"alg_{algo}({buf}, {n})"
+            if name.endswith("_with_payload"):
+                h = f"with_payload(p, alg_{algo}, {buf}, {n})"
+                name = name[: -len("_with_payload")]
             if name == "verify_checksum":
                 self.e(f"if (({h}) != {self.x(b[2])}) p->sm.f_checksum_error = 1;")
             else:
@@ -583,6 +825,50 @@ class CGen:
             self.e("}")
         else:
             raise Unsupported(c, f"the extern function {name}")
+
+    def log_msg(self, c: A.CallExpr) -> None:
+        """log_msg(text[, values]): recorded in C, logged by engine.py as the Python engine does."""
+        b = args_of(c)
+        text = b[0].const_value
+        if not isinstance(text, str):
+            raise Unsupported(c, "log_msg with a run-time message")
+        items = []
+        if len(b) > 1 and b[1] is not None:  # every scalar of the list, no validity (as flatten)
+            items = [code for code, _w, _v in self.flatten(b[1])]
+        if len(items) > LOG_VALUES:
+            raise Unsupported(c, f"log_msg with more than {LOG_VALUES} values")
+        if text not in self.log_texts:
+            self.log_texts.append(text)
+        v = self.fresh("_lv")
+        vals = ", ".join(items) or "0"
+        self.e(f"{{ u64 {v}[] = {{{vals}}}; log_out(p, {self.log_texts.index(text)}, {len(items)}, {v}); }}")
+
+    def digest(self, c: A.CallExpr) -> None:
+        """digest(receiver, data): the last call of a pass is sent (BMv2 keeps one per packet)."""
+        b = args_of(c)
+        t = rt(b[1].type)
+        if not isinstance(t, T.StructType):
+            raise Unsupported(c, "digests of non-struct values")
+        self.e("{")
+        if isinstance(b[1], A.StructInitExpr | A.ListExpr):
+            base = self.fresh("_dg")
+            self.e(f"{self.ctype(t, c)} {base}; memset(&{base}, 0, sizeof {base});")
+            self.assign_agg(base, b[1], t)
+        else:
+            base = self.lval(b[1])
+        items = []
+        for f in t.fields:
+            for code, w, _ in self.flatten_value(f"{base}.f_{f.name}", f.type, None, c):
+                items.append((f.name, w, code))
+        fields = [(n, w) for n, w, _ in items]
+        key = (t.name, fields)
+        if key not in self.digests:
+            self.digests.append(key)
+        self.digest_width = max(self.digest_width, len(items))
+        self.e(f"p->dg = {self.digests.index(key) + 1};")
+        for i, (_, _, code) in enumerate(items):
+            self.e(f"p->dgv[{i}] = {code};")
+        self.e("}")
 
     def pack(self, e: A.Expression) -> tuple[str, str]:
         """Emit a field list packed as BMv2's buffer builder does; (buffer, byte count)."""
@@ -603,7 +889,7 @@ class CGen:
         if isinstance(e, A.StructInitExpr):
             return [x for _, it in e.fields for x in self.flatten(it)]
         t = rt(e.type)
-        if isinstance(t, T.StructLike):
+        if isinstance(t, T.StructLike | T.HeaderStack):
             return self.flatten_value(self.lval(e), t, None, e)
         valid = None
         if isinstance(e, A.MemberExpr) and e.kind is MK.FIELD and isinstance(rt(e.expr.type), T.HeaderType):
@@ -612,6 +898,8 @@ class CGen:
 
     def flatten_value(self, base: str, t: T.P4Type, valid: str | None, node: Any) -> list[tuple[str, int, str | None]]:
         t = rt(t)
+        if isinstance(t, T.HeaderStack):
+            return [x for i in range(t.size) for x in self.flatten_value(f"{base}.e[{i}]", t.element, valid, node)]
         if isinstance(t, T.StructLike):
             if isinstance(t, T.HeaderUnionType):
                 raise Unsupported(node, "header unions")
@@ -644,7 +932,26 @@ class CGen:
             self.e(f"{{ u64 {i} = {self.x(b[0])}; if ({i} < {size}) {{ p->sw->cnt_p[{cid}][{i}]++; "
                    f"p->sw->cnt_b[{cid}][{i}] += p->len; }} }}")
             return
+        if tn == "direct_counter" and meth == "count":
+            return  # every hit of the table counts (BMv2), in its apply function
+        if tn == "direct_meter" and meth == "read":
+            self.e(f"{self.lval(b[0])} = p->dm & {mask(width(b[0].type))};")
+            return
+        if tn == "meter" and meth == "execute_meter" and size is not None:
+            mid = self.meter_id(info)
+            i = self.fresh("_i")
+            amount = "1" if str(info.args[1]) == "packets" else "p->len"
+            self.e(f"{{ u64 {i} = {self.x(b[0])}; if ({i} < {size}) {self.lval(b[1])} = "
+                   f"meter_exec(&p->sw->met[{mid}][{i}], {amount}, p->now) & {mask(width(b[1].type))}; }}")
+            return
         raise Unsupported(c, f"the extern method {tn}.{meth}")
+
+    def meter_id(self, info: Any) -> int:
+        mid = self.met_ids.get(id(info))
+        if mid is None:
+            mid = self.met_ids[id(info)] = len(self.meters)
+            self.meters.append((info.name, int(info.args[0]), str(info.args[1])))
+        return mid
 
     def register_id(self, info: Any) -> int:
         rid = self.reg_ids.get(id(info))
@@ -674,7 +981,13 @@ class CGen:
         t = rt(target.type)
         if not isinstance(t, T.HeaderType):
             raise Unsupported(c, "extract into this type")
-        h = self.lval(target)
+        nxt = None
+        if isinstance(target, A.MemberExpr) and target.kind is MK.STACK_NEXT:
+            nxt, st, _ = self.stack_of(target.expr)
+            self.e(f"if ({nxt}.n >= {st.size}) {{ p->perr = {self.err_code('StackOutOfBounds')}; goto reject; }}")
+            h = f"{nxt}.e[{nxt}.n]"
+        else:
+            h = self.lval(target)
         total = t.bit_width()
         self.e(f"NEED({total});")
         off = 0
@@ -683,6 +996,8 @@ class CGen:
             self.e(f"{h}.f_{f.name} = rd_bits(p->data, p->len, p->pos + {off}, {w});")
             off += w
         self.e(f"p->pos += {total}; {h}.valid = 1;")
+        if nxt is not None:
+            self.e(f"{nxt}.n++;")
 
     def emit(self, c: A.CallExpr) -> None:
         arg = args_of(c)[0]
@@ -698,5 +1013,8 @@ class CGen:
         elif isinstance(t, T.StructType):
             for f in t.fields:
                 self.emit_value(f"{base}.f_{f.name}", rt(f.type), node)
+        elif isinstance(t, T.HeaderStack):
+            for i in range(t.size):
+                self.emit_value(f"{base}.e[{i}]", rt(t.element), node)
         else:
             raise Unsupported(node, f"emit of {t}")

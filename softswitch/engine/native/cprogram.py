@@ -19,7 +19,18 @@ from softswitch.frontend import types as T
 
 from ..codegen.values import rt
 from . import cruntime
-from .cgen import MAX_KEYS, PARSER_STEPS, CGen, Unsupported, mask, width
+from .cgen import (
+    ALGORITHMS,
+    LOG_VALUES,
+    MAX_KEYS,
+    MAX_LOGS,
+    PARSER_STEPS,
+    CGen,
+    Unsupported,
+    mask,
+    width,
+)
+from .cpasses import job_driver
 
 ROLES = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
 
@@ -34,9 +45,22 @@ int ss_table_load(sw_t *sw, uint32_t tid, uint32_t linear, uint32_t n, const uin
 uint64_t *ss_register(sw_t *sw, uint32_t rid);
 uint64_t *ss_counter_packets(sw_t *sw, uint32_t cid);
 uint64_t *ss_counter_bytes(sw_t *sw, uint32_t cid);
+int ss_meter_set(sw_t *sw, uint32_t mid, uint32_t index, uint64_t cir, uint64_t cburst, uint64_t pir,
+                 uint64_t pburst);
+int ss_meter_get(sw_t *sw, uint32_t mid, uint32_t index, uint64_t *config);
 int ss_mc_set(sw_t *sw, uint32_t gid, uint32_t n, const uint16_t *ports, const uint16_t *rids);
+void ss_mc_del(sw_t *sw, uint32_t gid);
+int ss_clone_set(sw_t *sw, uint64_t sid, uint32_t n, const uint16_t *ports, const uint16_t *rids,
+                 uint64_t trunc);
+void ss_clone_clear(sw_t *sw);
+int ss_direct_counter(sw_t *sw, uint32_t tid, uint32_t pos, int write, uint64_t *cells);
+int ss_table_groups(sw_t *sw, uint32_t tid, uint32_t ngrp, const uint32_t *grp_len, uint32_t nmem,
+                    const uint32_t *mem_action, const uint64_t *mem_args);
+int ss_direct_meter(sw_t *sw, uint32_t tid, uint32_t pos, int write, uint64_t *cfg, double *buckets);
 int ss_process(sw_t *sw, uint32_t port, const uint8_t *data, uint32_t len, uint64_t now,
-               ss_out_t *outs, uint32_t max_outs, uint8_t *buf, uint32_t cap, uint32_t *dropped);
+               ss_out_t *outs, uint32_t max_outs, uint8_t *buf, uint32_t cap, uint32_t *dropped,
+               uint32_t *dg_type, uint64_t *dg_vals, uint32_t max_dg, uint32_t *ndg);
+uint32_t ss_logs(sw_t *sw, uint32_t *ids, uint32_t *counts, uint64_t *values);
 uint64_t ss_process_batch(sw_t *sw, uint32_t n, const uint32_t *ports, const uint8_t *data,
                           const uint32_t *offs, const uint32_t *lens, uint64_t now,
                           uint8_t *scratch, uint32_t cap, uint64_t *out_bytes, uint32_t *dropped);
@@ -51,6 +75,8 @@ class TableLayout:
     actions: list[str]  # action names; an entry's action is its index here
     nkeys: int
     nargs: int
+    direct_counter: bool = False
+    direct_meter: bool = False
 
 
 @dataclass
@@ -60,7 +86,12 @@ class Layout:
     tables: list[TableLayout] = field(default_factory=list)
     registers: list[tuple[str, int, int]] = field(default_factory=list)  # (name, size, width)
     counters: list[tuple[str, int]] = field(default_factory=list)  # (name, size)
+    meters: list[tuple[str, int, str]] = field(default_factory=list)  # (name, size, unit)
     emit_max: int = 0  # bytes the deparser can emit at most
+    digests: list[tuple[str, list[tuple[str, int]]]] = field(default_factory=list)  # (name, fields)
+    digest_width: int = 1  # values per digest in the C buffer
+    uses_passes: bool = False  # clone, resubmit or recirculate (the job pipeline)
+    log_texts: list[str] = field(default_factory=list)  # log_msg messages, by number
 
 
 class ProgramC(CGen):
@@ -131,19 +162,25 @@ class ProgramC(CGen):
         fn = f"A_{len(self.action_fn)}"
         self.action_fn[info.name] = fn
         i = 0
+        extra: list[str] = []
         for prm in decl.params:
             if prm.direction:
-                # callable from the apply block only with arguments; refused at the call
+                # copy-in/copy-out through a temporary the caller owns (spec 6.8)
+                ct = self.ctype(prm.type, prm)
+                name = f"io_{len(extra)}"
+                extra.append(f", {ct} *{name}")
+                self.vars[id(prm)] = f"(*{name})"
                 continue
             w = width(prm.type)
             if not w or w > 64:
                 raise Unsupported(prm, f"action parameters of type {prm.type}")
             self.vars[id(prm)] = f"d[{i}]"
             i += 1
-        self.protos.append(f"static void {fn}(pkt_t *p, const u64 *d);")
+        sig = f"static void {fn}(pkt_t *p, const u64 *d{''.join(extra)})"
+        self.protos.append(sig + ";")
         saved = self.out
         self.out = []
-        self.e(f"static void {fn}(pkt_t *p, const u64 *d) {{ (void)d;")
+        self.e(sig + " { (void)d;")
         self.block(decl.body.stmts)
         self.e("}")
         self.fns.append("\n".join(self.out))
@@ -154,12 +191,20 @@ class ProgramC(CGen):
         if len(hits) != 1:
             raise Unsupported(d, "a table of a control instantiated more than once")
         info = hits[0]
+        algo = ""
         if info.profile:
-            raise Unsupported(d, "action profiles and selectors")
-        if info.direct_counter or info.direct_meter:
-            raise Unsupported(d, "direct counters and meters")
+            profile = self.built.ns[info.profile]
+            if profile.with_selector:
+                algo = profile.algorithm
+                if algo not in ALGORITHMS:
+                    raise Unsupported(d, f"the selector algorithm {algo}")
+        dm_unit = ""
+        if info.direct_meter:
+            spec = self.built.ns[info.direct_meter]
+            dm_unit = spec.unit
         table = self.built.tables[info.name]
-        if len(d.keys) > MAX_KEYS:
+        match_keys = [k for k in d.keys if k.match_kind != "selector"]
+        if len(match_keys) > MAX_KEYS:
             raise Unsupported(d, f"tables with more than {MAX_KEYS} key fields")
         for k in d.keys:
             w = width(k.expr.type)
@@ -168,23 +213,59 @@ class ProgramC(CGen):
         tid = len(self.layout.tables)
         self.table_ids[id(d)] = tid
         names = list(table.action_specs)
+        bound = {}  # action name -> the actions list's call with its directional arguments
         for ref in d.actions:
             if any(prm.direction for prm in ref.action.params):
-                raise Unsupported(ref, "table actions with directional parameters")
+                if ref.call is None:
+                    raise Unsupported(ref, "this table action's directional parameters")
+                bound[self.action_info(ref.action, ref).name] = ref.call
         nargs = max((len(s.params) for s in table.action_specs.values()), default=0)
-        self.layout.tables.append(_table_layout(info.name, names, len(d.keys), nargs))
+        self.layout.tables.append(TableLayout(info.name, names, len(match_keys), nargs,
+                                              bool(info.direct_counter), bool(info.direct_meter)))
+        if info.direct_meter:
+            self.direct_meter_of[id(self.built.ns[info.direct_meter])] = True
         self.table_actions.append(names)
         saved = self.out
         self.out = []
         self.protos.append(f"static uint32_t TA_{tid}(pkt_t *p);")
         self.e(f"static uint32_t TA_{tid}(pkt_t *p) {{")
-        self.e(f"u64 k[{max(len(d.keys), 1)}] = {{0}};")
-        for i, k in enumerate(d.keys):
-            self.e(f"k[{i}] = {self.x(k.expr)};")
-        self.e(f"const tbl_t *t = &p->sw->tbl[{tid}];")
+        self.e(f"u64 k[{max(len(match_keys), 1)}] = {{0}};")
+        sel_vals = []
+        for k in d.keys:  # evaluated in order, match and selector keys alike (spec 14.2.1.1)
+            if k.match_kind == "selector":
+                v = self.fresh("_sk")
+                self.e(f"u64 {v} = {self.x(k.expr)};")
+                sel_vals.append((v, width(k.expr.type)))
+            else:
+                self.e(f"k[{match_keys.index(k)}] = {self.x(k.expr)};")
+        self.e(f"tbl_t *t = &p->sw->tbl[{tid}];")
         self.e("int32_t e = tbl_lookup(t, k);")
+        if info.direct_counter:  # every hit counts (BMv2), whatever the action does
+            self.e("if (e >= 0) { t->dc_p[e]++; t->dc_b[e] += p->len; }")
+        if info.direct_meter:  # every hit runs the meter before the action (BMv2)
+            amount = "1" if dm_unit == "packets" else "p->len"
+            self.e(f"if (e >= 0) {{ p->dm = meter_exec(&t->dm[e], {amount}, p->now);")
+            for dest in self.gen.direct_meter_targets(info):
+                self.e(f"{self.lval(dest)} = p->dm & {mask(width(dest.type))};")
+            self.e("}")
+        self.e("int hit = e >= 0;")
         self.e("uint32_t a = e < 0 ? t->def_action : t->action[e];")
         self.e(f"const u64 *d = e < 0 ? t->def_args : t->args + (size_t)e * {nargs};")
+        if info.profile:
+            # an entry naming a selector group: a member picked by the hash of the selector
+            # keys (BMv2: members in handle order); an empty group runs the default, a miss
+            self.e("if (hit && (a & 0x80000000u)) {")
+            self.e("uint32_t g = a & 0x7fffffffu, n = t->grp_len[g];")
+            self.e("if (!n) { hit = 0; a = t->def_action; d = t->def_args; }")
+            self.e("else {")
+            total = sum(w for _, w in sel_vals)
+            cap = (total + 7) // 8 + 1
+            self.e(f"uint8_t sb[{cap}]; wr_t sw_ = {{sb, 0, {cap}, 0}};")
+            for v, w in sel_vals:
+                self.e(f"wr_bits(&sw_, {v}, {w});")
+            h = f"alg_{algo}(sb, wr_bytes(&sw_))" if algo else "0"
+            self.e(f"uint32_t m = t->grp_off[g] + (uint32_t)(({h}) % n);")
+            self.e(f"a = t->mem_action[m]; d = t->mem_args + (size_t)m * {nargs}; }} }}")
         self.e("(void)d; switch (a) {")
         for i, n in enumerate(names):
             fn = self.action_fn.get(n)
@@ -194,9 +275,14 @@ class ProgramC(CGen):
                     raise Unsupported(d, f"the action {n}")
                 self.compile_action(ainfo.decl)
                 fn = self.action_fn[n]
-            self.e(f"case {i}: {fn}(p, d); break;")
+            if n in bound:
+                self.e(f"case {i}: {{")
+                self.call_with_dirs(bound[n], fn, "d")
+                self.e("} break;")
+            else:
+                self.e(f"case {i}: {fn}(p, d); break;")
         self.e("default: break; }")
-        self.e("return (e >= 0 ? 0x10000u : 0u) | a;")
+        self.e("return (hit ? 0x10000u : 0u) | a;")
         self.e("}")
         self.fns.append("\n".join(self.out))
         self.out = saved
@@ -294,13 +380,36 @@ class ProgramC(CGen):
         self.e("}")
         self.fns.append("\n".join(self.out))
 
+    def field_list_fn(self) -> str:
+        """C copying the metadata fields annotated @field_list(n) (resubmit, recirculate, clone)."""
+        lists: dict[int, list[str]] = {}
+
+        def walk(t: Any, path: str) -> None:
+            t = rt(t)
+            if not isinstance(t, T.StructLike):
+                return
+            for f in t.fields:
+                for ann in f.annotations or []:
+                    if getattr(ann, "name", None) == "field_list":
+                        for arg in ann.args or []:
+                            if isinstance(arg, int):
+                                lists.setdefault(arg, []).append(f"{path}.f_{f.name}")
+                if isinstance(rt(f.type), T.StructLike):
+                    walk(f.type, f"{path}.f_{f.name}")
+
+        walk(self.meta_t, "")
+        cases = "".join(f"    case {i}: " + " ".join(f"dst->{p[1:]} = src->{p[1:]};" for p in paths)
+                        + " break;\n" for i, paths in sorted(lists.items()))
+        return (f"static void field_list(u64 idx, const {self.meta_c} *src, {self.meta_c} *dst) {{\n"
+                f"    (void)src; (void)dst;\n    switch (idx) {{\n{cases}    default: break;\n    }}\n}}\n")
+
     # ---------------------------------------------------------------- program
 
     def source(self) -> str:
         main = self.program.main
         if main is None:
             raise Unsupported(self.program.ast, "programs without a V1Switch main")
-        self.may_exit = _has_exit(self.program.ast)
+        self.may_exit = True  # exit, assert and assume leave through p->exited
         for d in self.program.ast.decls:
             if isinstance(d, A.ActionDecl):
                 self.compile_action(d)
@@ -309,10 +418,18 @@ class ProgramC(CGen):
                 self.register_id(info)
             elif info.type_name == "counter":
                 self.counter_id(info)
+            elif info.type_name == "meter":
+                self.meter_id(info)
         decls = {role: getattr(main, role) for role in ROLES}
-        if len({id(d) for d in decls.values()}) != len(ROLES):
-            raise Unsupported(getattr(main, "instantiation", None) or main,
-                              "one control used for two V1Switch blocks")
+        for role, d in decls.items():
+            # a control serving two blocks (an empty checksum control, say) is compiled once per
+            # block; its actions, tables and variables would be shared between them
+            shared = [r for r, o in decls.items() if o is d]
+            if len(shared) > 1 and any(isinstance(x, A.ActionDecl | A.TableDecl | A.VariableDecl)
+                                       for x in getattr(d, "locals", [])):
+                raise Unsupported(getattr(main, "instantiation", None) or main,
+                                  f"one control with actions, tables or variables used for "
+                                  f"two V1Switch blocks ({role})")
         params = main.parser.params
         self.hdr_t, meta_t, sm_t = rt(params[1].type), rt(params[2].type), rt(params[3].type)
         hdr_c = self.ctype(self.hdr_t, params[1])
@@ -329,16 +446,28 @@ class ProgramC(CGen):
         self.compile_deparser(decls["deparser"])
         self.layout.registers = list(self.registers)
         self.layout.counters = list(self.counters)
+        self.layout.meters = list(self.meters)
         self.layout.emit_max = (sum(self.emit_sizes) + 7) // 8
+        self.layout.digests = list(self.digests)
+        self.layout.digest_width = self.digest_width
+        self.layout.uses_passes = self.uses_passes
+        self.layout.log_texts = list(self.log_texts)
+        self.meta_c = meta_c
+        self.meta_t = meta_t
         return self.assemble(hdr_c, meta_c, sm_c, sm_fields)
 
     def assemble(self, hdr_c: str, meta_c: str, sm_c: str, sm_fields: set[str]) -> str:
         nt, nr, nc = len(self.layout.tables), len(self.registers), len(self.counters)
+        nm = len(self.meters)
 
         def sm(name: str, value: str, q: str = "q") -> str:
             return f"{q}->sm.f_{name} = {value};" if name in sm_fields else ""
 
         ts48 = mask(48)
+        if self.uses_passes:
+            driver = job_driver(sm, ts48, self.field_list_fn())
+        else:
+            driver = straight_driver(sm, ts48, sm_fields)
         parts = [cruntime.PRELUDE, "".join(self.type_src), cruntime.TABLES]
         parts.append(f"""
 typedef struct sw {{
@@ -346,7 +475,11 @@ typedef struct sw {{
     u64 *reg[{max(nr, 1)}];
     u64 *cnt_p[{max(nc, 1)}];
     u64 *cnt_b[{max(nc, 1)}];
-    mc_t *mc;  /* 65536 groups */
+    meter_t *met[{max(nm, 1)}];
+    u64 rng;  /* random(): splitmix64 state */
+    uint32_t nlog, log_id[{MAX_LOGS}], log_n[{MAX_LOGS}]; u64 log_v[{MAX_LOGS}][{LOG_VALUES}];
+    mc_t *mc; uint32_t nmc;  /* multicast groups (a switch has few: searched in order) */
+    sess_t *sess; uint32_t nsess;  /* clone sessions */
 }} sw_t;
 typedef struct pkt {{
     {hdr_c} hdr;
@@ -355,11 +488,50 @@ typedef struct pkt {{
     sw_t *sw;
     const uint8_t *data;
     uint32_t len, pos, plen, payload;
-    u64 now, perr;
-    int exited;
+    u64 now, perr, trunc, dm;
+    int exited, abort;
+    int ci, ce, resub, recirc;  /* requests of clone I2E / E2E, resubmit, recirculate */
+    u64 ci_sess, ci_fl, ce_sess, ce_fl, resub_fl, recirc_fl;
+    uint32_t dg;  /* 1 + the digest type of the last digest() of the pass, 0: none */
+    u64 dgv[{self.digest_width}];
     wr_t out;
 {chr(10).join(self.pkt_fields)}
 }} pkt_t;
+void ss_clone_clear(sw_t *sw);
+/* log_msg: kept until engine.py logs them after the packet (ss_logs) */
+static void log_out(pkt_t *p, uint32_t id, uint32_t n, const u64 *v) {{
+    sw_t *sw = p->sw;
+    if (sw->nlog >= {MAX_LOGS}) return;
+    sw->log_id[sw->nlog] = id; sw->log_n[sw->nlog] = n;
+    memcpy(sw->log_v[sw->nlog], v, sizeof(u64) * n);
+    sw->nlog++;
+}}
+uint32_t ss_logs(sw_t *sw, uint32_t *ids, uint32_t *counts, uint64_t *values) {{
+    uint32_t n = sw->nlog;
+    for (uint32_t i = 0; i < n; i++) {{
+        ids[i] = sw->log_id[i]; counts[i] = sw->log_n[i];
+        memcpy(values + (size_t)i * {LOG_VALUES}, sw->log_v[i], sizeof(u64) * {LOG_VALUES});
+    }}
+    sw->nlog = 0;
+    return n;
+}}
+static inline u64 rng_next(sw_t *sw) {{
+    u64 z = (sw->rng += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}}
+/* a checksum over packed fields then the unparsed payload (*_with_payload) */
+static u64 with_payload(pkt_t *p, u64 (*alg)(const uint8_t *, uint32_t), const uint8_t *buf, uint32_t n) {{
+    uint32_t rest = p->len - p->payload;
+    uint8_t *tmp = malloc((size_t)n + rest + 1);
+    if (!tmp) {{ p->abort = 1; return 0; }}
+    memcpy(tmp, buf, n);
+    memcpy(tmp + n, p->data + p->payload, rest);
+    u64 h = alg(tmp, n + rest);
+    free(tmp);
+    return h;
+}}
 #define NEED(w) do {{ if ((u64)p->pos + (u64)(w) > (u64)p->len * 8) goto too_short; }} while (0)
 """)
         parts.append("\n".join(self.protos))
@@ -371,8 +543,11 @@ typedef struct pkt {{
         parts.append(f"""
 static const uint32_t REG_SIZE[] = {{{sizes_r}}};
 static const uint32_t CNT_SIZE[] = {{{sizes_c}}};
+static const uint32_t MET_SIZE[] = {{{", ".join(str(m[1]) for m in self.meters) or "0"}}};
 static const uint32_t TBL_NARGS[] = {{{nargs}}};
 static const uint32_t TBL_NKEYS[] = {{{nkeys}}};
+static const int TBL_DC[] = {{{", ".join(str(int(t.direct_counter)) for t in self.layout.tables) or "0"}}};
+static const int TBL_DM[] = {{{", ".join(str(int(t.direct_meter)) for t in self.layout.tables) or "0"}}};
 static int crc_ready = 0;
 
 void ss_free(sw_t *sw) {{
@@ -380,8 +555,10 @@ void ss_free(sw_t *sw) {{
     for (int i = 0; i < {nt}; i++) {{ tbl_free(&sw->tbl[i]); free(sw->tbl[i].def_args); }}
     for (int i = 0; i < {nr}; i++) free(sw->reg[i]);
     for (int i = 0; i < {nc}; i++) {{ free(sw->cnt_p[i]); free(sw->cnt_b[i]); }}
-    if (sw->mc) for (int g = 0; g < 65536; g++) {{ free(sw->mc[g].port); free(sw->mc[g].rid); }}
+    for (int i = 0; i < {nm}; i++) free(sw->met[i]);
+    for (uint32_t g = 0; g < sw->nmc; g++) {{ free(sw->mc[g].port); free(sw->mc[g].rid); }}
     free(sw->mc);
+    ss_clone_clear(sw);
     free(sw);
 }}
 
@@ -392,6 +569,7 @@ sw_t *ss_new(void) {{
     int ok = 1;
     for (int i = 0; i < {nt}; i++) {{
         sw->tbl[i].nk = TBL_NKEYS[i]; sw->tbl[i].nargs = TBL_NARGS[i];
+        sw->tbl[i].has_dc = TBL_DC[i]; sw->tbl[i].has_dm = TBL_DM[i];
         sw->tbl[i].def_args = calloc(TBL_NARGS[i] ? TBL_NARGS[i] : 1, sizeof(u64));
         ok &= sw->tbl[i].def_args != NULL;
     }}
@@ -401,10 +579,41 @@ sw_t *ss_new(void) {{
         sw->cnt_b[i] = calloc(CNT_SIZE[i] ? CNT_SIZE[i] : 1, sizeof(u64));
         ok &= sw->cnt_p[i] != NULL && sw->cnt_b[i] != NULL;
     }}
-    sw->mc = calloc(65536, sizeof(mc_t));
-    ok &= sw->mc != NULL;
+    for (int i = 0; i < {nm}; i++) {{ sw->met[i] = calloc(MET_SIZE[i] ? MET_SIZE[i] : 1, sizeof(meter_t)); ok &= sw->met[i] != NULL; }}
     if (!ok) {{ ss_free(sw); return NULL; }}
     return sw;
+}}
+
+/* the selector groups of a table's entries: group g's members are mem_*[off(g) .. off(g) + len(g)) */
+int ss_table_groups(sw_t *sw, uint32_t tid, uint32_t ngrp, const uint32_t *grp_len, uint32_t nmem,
+                    const uint32_t *mem_action, const uint64_t *mem_args) {{
+    if (tid >= {nt}) return -1;
+    return tbl_groups(&sw->tbl[tid], ngrp, grp_len, nmem, mem_action, mem_args);
+}}
+
+/* an entry's direct counter (packets, bytes) / meter (configured, cir, cburst, pir, pburst,
+ * has_last, last_us; buckets tc, tp): read, or written (write != 0) */
+int ss_direct_counter(sw_t *sw, uint32_t tid, uint32_t pos, int write, uint64_t *cells) {{
+    if (tid >= {nt} || pos >= sw->tbl[tid].n || !sw->tbl[tid].dc_p) return -1;
+    tbl_t *t = &sw->tbl[tid];
+    if (write) {{ t->dc_p[pos] = cells[0]; t->dc_b[pos] = cells[1]; }}
+    else {{ cells[0] = t->dc_p[pos]; cells[1] = t->dc_b[pos]; }}
+    return 0;
+}}
+
+int ss_direct_meter(sw_t *sw, uint32_t tid, uint32_t pos, int write, uint64_t *cfg, double *buckets) {{
+    if (tid >= {nt} || pos >= sw->tbl[tid].n || !sw->tbl[tid].dm) return -1;
+    meter_t *m = &sw->tbl[tid].dm[pos];
+    if (write) {{
+        m->configured = (int)cfg[0]; m->cir = cfg[1]; m->cburst = cfg[2]; m->pir = cfg[3];
+        m->pburst = cfg[4]; m->has_last = (int)cfg[5]; m->last_us = cfg[6];
+        m->tc = buckets[0]; m->tp = buckets[1];
+    }} else {{
+        cfg[0] = (u64)m->configured; cfg[1] = m->cir; cfg[2] = m->cburst; cfg[3] = m->pir;
+        cfg[4] = m->pburst; cfg[5] = (u64)m->has_last; cfg[6] = m->last_us;
+        buckets[0] = m->tc; buckets[1] = m->tp;
+    }}
+    return 0;
 }}
 
 int ss_table_load(sw_t *sw, uint32_t tid, uint32_t linear, uint32_t n, const uint64_t *a,
@@ -417,38 +626,136 @@ uint64_t *ss_register(sw_t *sw, uint32_t rid) {{ return rid < {nr} ? sw->reg[rid
 uint64_t *ss_counter_packets(sw_t *sw, uint32_t cid) {{ return cid < {nc} ? sw->cnt_p[cid] : NULL; }}
 uint64_t *ss_counter_bytes(sw_t *sw, uint32_t cid) {{ return cid < {nc} ? sw->cnt_b[cid] : NULL; }}
 
-int ss_mc_set(sw_t *sw, uint32_t gid, uint32_t n, const uint16_t *ports, const uint16_t *rids) {{
-    if (gid >= 65536) return -1;
-    mc_t *g = &sw->mc[gid];
-    free(g->port); free(g->rid);
-    g->port = NULL; g->rid = NULL; g->n = 0;
-    if (!n) return 0;
-    g->port = malloc(sizeof(uint16_t) * n); g->rid = malloc(sizeof(uint16_t) * n);
-    if (!g->port || !g->rid) {{ free(g->port); free(g->rid); g->port = NULL; g->rid = NULL; return -1; }}
-    memcpy(g->port, ports, sizeof(uint16_t) * n); memcpy(g->rid, rids, sizeof(uint16_t) * n);
-    g->n = n;
+int ss_meter_set(sw_t *sw, uint32_t mid, uint32_t index, uint64_t cir, uint64_t cburst, uint64_t pir,
+                 uint64_t pburst) {{
+    if (mid >= {nm} || index >= MET_SIZE[mid]) return -1;
+    meter_t *m = &sw->met[mid][index];
+    m->cir = cir; m->cburst = cburst; m->pir = pir; m->pburst = pburst;
+    m->tc = (double)cburst; m->tp = (double)pburst; m->has_last = 0; m->configured = 1;
     return 0;
 }}
 
-typedef struct {{ ss_out_t *outs; uint32_t nout, max_outs; uint8_t *buf; uint32_t used, cap; uint32_t dropped; }} sink_t;
+int ss_meter_get(sw_t *sw, uint32_t mid, uint32_t index, uint64_t *config) {{
+    if (mid >= {nm} || index >= MET_SIZE[mid]) return -1;
+    meter_t *m = &sw->met[mid][index];
+    config[0] = m->cir; config[1] = m->cburst; config[2] = m->pir; config[3] = m->pburst;
+    return m->configured;
+}}
 
+static mc_t *mc_find(sw_t *sw, u64 gid) {{
+    for (uint32_t i = 0; i < sw->nmc; i++) if (sw->mc[i].gid == gid) return &sw->mc[i];
+    return NULL;
+}}
+
+void ss_mc_del(sw_t *sw, uint32_t gid) {{
+    mc_t *g = mc_find(sw, gid);
+    if (!g) return;
+    free(g->port); free(g->rid);
+    *g = sw->mc[--sw->nmc];
+}}
+
+int ss_mc_set(sw_t *sw, uint32_t gid, uint32_t n, const uint16_t *ports, const uint16_t *rids) {{
+    uint16_t *pp = malloc(sizeof(uint16_t) * (n ? n : 1)), *rr = malloc(sizeof(uint16_t) * (n ? n : 1));
+    if (!pp || !rr) {{ free(pp); free(rr); return -1; }}
+    memcpy(pp, ports, sizeof(uint16_t) * n); memcpy(rr, rids, sizeof(uint16_t) * n);
+    mc_t *g = mc_find(sw, gid);
+    if (!g) {{
+        mc_t *m = realloc(sw->mc, sizeof(mc_t) * (sw->nmc + 1));
+        if (!m) {{ free(pp); free(rr); return -1; }}
+        sw->mc = m;
+        g = &m[sw->nmc++];
+        g->port = g->rid = NULL;
+    }}
+    free(g->port); free(g->rid);
+    g->gid = gid; g->n = n; g->port = pp; g->rid = rr;
+    return 0;
+}}
+
+typedef struct {{
+    ss_out_t *outs; uint32_t nout, max_outs; uint8_t *buf; uint32_t used, cap; uint32_t dropped;
+    uint32_t *dg_type; u64 *dg_vals; uint32_t ndg, max_dg;
+}} sink_t;
+
+static void digest_out(const pkt_t *p, sink_t *s) {{
+    if (!p->dg || s->ndg >= s->max_dg || !s->dg_type) return;
+    s->dg_type[s->ndg] = p->dg - 1;
+    memcpy(s->dg_vals + (size_t)s->ndg * {self.digest_width}, p->dgv, sizeof p->dgv);
+    s->ndg++;
+}}
+
+void ss_clone_clear(sw_t *sw) {{
+    for (uint32_t i = 0; i < sw->nsess; i++) {{ free(sw->sess[i].port); free(sw->sess[i].rid); }}
+    free(sw->sess); sw->sess = NULL; sw->nsess = 0;
+}}
+
+int ss_clone_set(sw_t *sw, uint64_t sid, uint32_t n, const uint16_t *ports, const uint16_t *rids,
+                 uint64_t trunc) {{
+    sess_t *g = realloc(sw->sess, sizeof(sess_t) * (sw->nsess + 1));
+    if (!g) return -1;
+    sw->sess = g;
+    sess_t *x = &g[sw->nsess];
+    x->id = sid; x->n = n; x->trunc = trunc;
+    x->port = malloc(sizeof(uint16_t) * (n ? n : 1)); x->rid = malloc(sizeof(uint16_t) * (n ? n : 1));
+    if (!x->port || !x->rid) {{ free(x->port); free(x->rid); return -1; }}
+    memcpy(x->port, ports, sizeof(uint16_t) * n); memcpy(x->rid, rids, sizeof(uint16_t) * n);
+    sw->nsess++;
+    return 0;
+}}
+
+{driver}
+int ss_process(sw_t *sw, uint32_t port, const uint8_t *data, uint32_t len, uint64_t now,
+               ss_out_t *outs, uint32_t max_outs, uint8_t *buf, uint32_t cap, uint32_t *dropped,
+               uint32_t *dg_type, uint64_t *dg_vals, uint32_t max_dg, uint32_t *ndg) {{
+    sink_t s = {{outs, 0, max_outs, buf, 0, cap, 0, dg_type, dg_vals, 0, max_dg}};
+    run_packet(sw, port, data, len, now, &s);
+    *dropped = s.dropped;
+    *ndg = s.ndg;
+    return (int)s.nout;
+}}
+
+uint64_t ss_process_batch(sw_t *sw, uint32_t n, const uint32_t *ports, const uint8_t *data,
+                          const uint32_t *offs, const uint32_t *lens, uint64_t now,
+                          uint8_t *scratch, uint32_t cap, uint64_t *out_bytes, uint32_t *dropped) {{
+    ss_out_t outs[64];
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < n; i++) {{
+        sink_t s = {{outs, 0, 64, scratch, 0, cap, 0, NULL, NULL, 0, 0}};
+        run_packet(sw, ports[i], data + offs[i], lens[i], now, &s);
+        total += s.nout;
+        for (uint32_t j = 0; j < s.nout; j++) *out_bytes += outs[j].len;
+        *dropped += s.dropped;
+    }}
+    return total;
+}}
+""")
+        return "\n".join(parts)
+
+
+def straight_driver(sm: Any, ts48: str, sm_fields: set[str]) -> str:
+    """C of `run_packet` for programs that neither clone nor resubmit nor recirculate: one
+    ingress pass, one egress pass per copy, the packet state on the stack."""
+    return f"""
 /* one copy through egress, computeChecksum and the deparser (switch.py _egress) */
 static void egress_pass(pkt_t *q, uint32_t eport, sink_t *s) {{
     {sm('egress_port', 'eport')} {sm('egress_spec', '0')}
     {sm('egress_global_timestamp', f'q->now & {ts48}')} {sm('enq_timestamp', 'q->now & 0xFFFFFFFFULL')}
     {sm('deq_timedelta', '0')} {sm('enq_qdepth', '0')} {sm('deq_qdepth', '0')}
     q->exited = 0; CTL_egress(q);
+    if (q->abort) {{ s->dropped++; return; }}
     if ({'q->sm.f_egress_spec == 511' if 'egress_spec' in sm_fields else '0'}) {{ s->dropped++; return; }}
     q->exited = 0; CTL_compute_checksum(q);
+    if (q->abort) {{ s->dropped++; return; }}
     uint32_t rest = q->len - q->payload;
     if (s->nout >= s->max_outs || s->cap - s->used < rest) {{ s->dropped++; return; }}
     q->out.buf = s->buf + s->used; q->out.nbits = 0; q->out.cap = s->cap - s->used - rest; q->out.overflow = 0;
     q->exited = 0; CTL_deparser(q);
-    if (q->out.overflow) {{ s->dropped++; return; }}
+    if (q->out.overflow || q->abort) {{ s->dropped++; return; }}
     uint32_t hb = wr_bytes(&q->out);
     memcpy(s->buf + s->used + hb, q->data + q->payload, rest);
-    s->outs[s->nout].port = eport; s->outs[s->nout].off = s->used; s->outs[s->nout].len = hb + rest;
-    s->nout++; s->used += hb + rest;
+    uint32_t total = hb + rest;
+    if (q->trunc && q->trunc < total) total = (uint32_t)q->trunc;  /* truncate(): on output */
+    s->outs[s->nout].port = eport; s->outs[s->nout].off = s->used; s->outs[s->nout].len = total;
+    s->nout++; s->used += total;
 }}
 
 static void run_packet(sw_t *sw, uint32_t port, const uint8_t *data, uint32_t len, u64 now, sink_t *s) {{
@@ -459,17 +766,22 @@ static void run_packet(sw_t *sw, uint32_t port, const uint8_t *data, uint32_t le
     {sm('ingress_port', 'port', 'p')} {sm('ingress_global_timestamp', f'now & {ts48}', 'p')}
     {sm('instance_type', '0', 'p')} {sm('packet_length', 'len', 'p')}
     CTL_parser(p);
+    if (p->abort) {{ s->dropped++; return; }}
     p->payload = (p->pos + 7) >> 3;
     if (p->payload > len) p->payload = len;
     p->exited = 0; CTL_verify_checksum(p);
+    if (p->abort) {{ s->dropped++; return; }}
     p->exited = 0; CTL_ingress(p);
+    if (p->abort) {{ s->dropped++; return; }}
+    if (p->dg) digest_out(p, s);
     u64 mgid = {'p->sm.f_mcast_grp' if 'mcast_grp' in sm_fields else '0'};
     if (mgid) {{
-        mc_t *g = mgid < 65536 ? &sw->mc[mgid] : NULL;
-        if (!g || !g->port) {{ s->dropped++; return; }}
+        mc_t *g = mc_find(sw, mgid);
+        if (!g) {{ s->dropped++; return; }}  /* no such group; an empty one sends nothing */
         for (uint32_t r = 0; r < g->n; r++) {{
             pkt_t Q = P;
             pkt_t *q = &Q;
+            q->trunc = 0; q->dm = 0;  /* a replica is a new packet: ingress's requests are not its */
             {sm('packet_length', 'P.plen')} {sm('egress_rid', 'g->rid[r]')} {sm('instance_type', '5')}
             q->plen = len;
             egress_pass(q, g->port[r], s);
@@ -482,51 +794,7 @@ static void run_packet(sw_t *sw, uint32_t port, const uint8_t *data, uint32_t le
     egress_pass(p, (uint32_t)spec, s);
 }}
 
-int ss_process(sw_t *sw, uint32_t port, const uint8_t *data, uint32_t len, uint64_t now,
-               ss_out_t *outs, uint32_t max_outs, uint8_t *buf, uint32_t cap, uint32_t *dropped) {{
-    sink_t s = {{outs, 0, max_outs, buf, 0, cap, 0}};
-    run_packet(sw, port, data, len, now, &s);
-    *dropped = s.dropped;
-    return (int)s.nout;
-}}
-
-uint64_t ss_process_batch(sw_t *sw, uint32_t n, const uint32_t *ports, const uint8_t *data,
-                          const uint32_t *offs, const uint32_t *lens, uint64_t now,
-                          uint8_t *scratch, uint32_t cap, uint64_t *out_bytes, uint32_t *dropped) {{
-    ss_out_t outs[64];
-    uint64_t total = 0;
-    for (uint32_t i = 0; i < n; i++) {{
-        sink_t s = {{outs, 0, 64, scratch, 0, cap, 0}};
-        run_packet(sw, ports[i], data + offs[i], lens[i], now, &s);
-        total += s.nout;
-        for (uint32_t j = 0; j < s.nout; j++) *out_bytes += outs[j].len;
-        *dropped += s.dropped;
-    }}
-    return total;
-}}
-""")
-        return "\n".join(parts)
-
-
-def _table_layout(name: str, actions: list[str], nkeys: int, nargs: int) -> TableLayout:
-    return TableLayout(name, actions, nkeys, nargs)
-
-
-def _has_exit(node: Any) -> bool:
-    stack = [node]
-    seen: set[int] = set()
-    while stack:
-        n = stack.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        if isinstance(n, A.ExitStmt):
-            return True
-        if isinstance(n, list):
-            stack.extend(n)
-        elif isinstance(n, A.Statement | A.Declaration | A.P4Program | A.SwitchCase | A.ParserState):
-            stack.extend(v for v in vars(n).values() if isinstance(v, list | A.Node))
-    return False
+"""
 
 
 def _instance_args(main: Any) -> list[list[Any]]:

@@ -132,6 +132,24 @@ static u64 alg_identity(const uint8_t *d, uint32_t n) {
 """
 
 TABLES = r"""
+/* a two-rate three-colour marker (RFC 2698, colour-blind) as externs.py's MeterCell, in the
+ * same double arithmetic, so that both engines colour alike */
+typedef struct { int configured, has_last; u64 cir, cburst, pir, pburst, last_us; double tc, tp; } meter_t;
+static u64 meter_exec(meter_t *m, u64 amount, u64 now) {
+    if (!m->configured) return 0;
+    if (m->has_last && now > m->last_us) {
+        double dt = (double)(now - m->last_us) / 1e6;
+        double tc = m->tc + (double)m->cir * dt, tp = m->tp + (double)m->pir * dt;
+        m->tc = tc < (double)m->cburst ? tc : (double)m->cburst;
+        m->tp = tp < (double)m->pburst ? tp : (double)m->pburst;
+    }
+    m->last_us = now; m->has_last = 1;
+    if (m->tp < (double)amount) return 2;
+    if (m->tc < (double)amount) { m->tp -= (double)amount; return 1; }
+    m->tp -= (double)amount; m->tc -= (double)amount;
+    return 0;
+}
+
 /* ---- match-action tables: entries written by the control plane (engine.py) ----
  * Every entry has per key field a test (kind 0: (v & a) == b; kind 1: a <= v <= b).
  * Hashed tables (exact, lpm) group entries by their mask vector, groups tried in
@@ -143,6 +161,10 @@ typedef struct {
     u64 *a, *b; uint8_t *kind; uint32_t *action; u64 *args;
     grp_t *groups;
     uint32_t def_action; u64 *def_args;
+    int has_dc, has_dm;          /* direct counter / meter: one cell per entry */
+    u64 *dc_p, *dc_b; meter_t *dm;
+    /* action selectors: an entry's action 0x80000000 | g names group g */
+    uint32_t ngrp; uint32_t *grp_off, *grp_len; uint32_t *mem_action; u64 *mem_args;
 } tbl_t;
 
 static inline u64 key_hash(const u64 *k, uint32_t nk) {
@@ -154,7 +176,11 @@ static inline u64 key_hash(const u64 *k, uint32_t nk) {
 static void tbl_free(tbl_t *t) {
     for (uint32_t g = 0; g < t->ngroups; g++) { free(t->groups[g].mask); free(t->groups[g].slot); }
     free(t->groups); free(t->a); free(t->b); free(t->kind); free(t->action); free(t->args);
+    free(t->dc_p); free(t->dc_b); free(t->dm);
+    free(t->grp_off); free(t->grp_len); free(t->mem_action); free(t->mem_args);
+    t->grp_off = t->grp_len = t->mem_action = NULL; t->mem_args = NULL; t->ngrp = 0;
     t->groups = NULL; t->a = t->b = NULL; t->kind = NULL; t->action = NULL; t->args = NULL;
+    t->dc_p = t->dc_b = NULL; t->dm = NULL;
     t->n = t->ngroups = 0;
 }
 
@@ -176,6 +202,14 @@ static int tbl_load(tbl_t *t, uint32_t linear, uint32_t n, const u64 *a, const u
     memcpy(t->a, a, sizeof(u64) * (size_t)n * nk); memcpy(t->b, b, sizeof(u64) * (size_t)n * nk);
     memcpy(t->kind, kind, (size_t)n * nk); memcpy(t->action, action, sizeof(uint32_t) * n);
     memcpy(t->args, args, sizeof(u64) * (size_t)n * na);
+    if (t->has_dc) {
+        t->dc_p = calloc(n, sizeof(u64)); t->dc_b = calloc(n, sizeof(u64));
+        if (!t->dc_p || !t->dc_b) { tbl_free(t); return -1; }
+    }
+    if (t->has_dm) {
+        t->dm = calloc(n, sizeof(meter_t));
+        if (!t->dm) { tbl_free(t); return -1; }
+    }
     t->n = n;
     if (linear) return 0;
     t->groups = calloc(n, sizeof(grp_t));
@@ -209,6 +243,27 @@ static int tbl_load(tbl_t *t, uint32_t linear, uint32_t n, const u64 *a, const u
         G->slot[i] = (int32_t)e;
     }
     free(count); free(gof);
+    return 0;
+}
+
+static int tbl_groups(tbl_t *t, uint32_t ngrp, const uint32_t *grp_len, uint32_t nmem,
+                      const uint32_t *mem_action, const u64 *mem_args) {
+    uint32_t na = t->nargs;
+    free(t->grp_off); free(t->grp_len); free(t->mem_action); free(t->mem_args);
+    t->grp_off = calloc(ngrp ? ngrp : 1, sizeof(uint32_t));
+    t->grp_len = calloc(ngrp ? ngrp : 1, sizeof(uint32_t));
+    t->mem_action = calloc(nmem ? nmem : 1, sizeof(uint32_t));
+    t->mem_args = calloc((size_t)(nmem ? nmem : 1) * (na ? na : 1), sizeof(u64));
+    t->ngrp = 0;
+    if (!t->grp_off || !t->grp_len || !t->mem_action || !t->mem_args) return -1;
+    uint32_t off = 0;
+    for (uint32_t g = 0; g < ngrp; g++) {
+        if (grp_len[g] > nmem - off) return -1;
+        t->grp_off[g] = off; t->grp_len[g] = grp_len[g]; off += grp_len[g];
+    }
+    memcpy(t->mem_action, mem_action, sizeof(uint32_t) * nmem);
+    memcpy(t->mem_args, mem_args, sizeof(u64) * (size_t)nmem * na);
+    t->ngrp = ngrp;
     return 0;
 }
 
@@ -246,5 +301,7 @@ static inline int32_t tbl_lookup(const tbl_t *t, const u64 *k) {
 typedef struct { uint32_t port; uint32_t off; uint32_t len; } ss_out_t;
 
 /* multicast groups: replicas (port, rid) */
-typedef struct { uint32_t n; uint16_t *port; uint16_t *rid; } mc_t;
+typedef struct { uint32_t gid, n; uint16_t *port; uint16_t *rid; } mc_t;
+/* clone sessions: replicas and the truncation of their clones */
+typedef struct { u64 id; uint32_t n; uint16_t *port; uint16_t *rid; u64 trunc; } sess_t;
 """

@@ -20,7 +20,8 @@ from ..tables import Table
 from . import cbuild
 from .cprogram import CDEF, Layout, TableLayout, program_source
 
-OUT_SLOTS = 64  # output packets one injected packet can make at most (replicas + 1)
+OUT_SLOTS = 64  # output slots made at first (grown to the largest multicast group + 1)
+MAX_DIGESTS = 40  # digests one injected packet can make: one per ingress pass (at most 32)
 
 
 class CellView:
@@ -127,6 +128,38 @@ class NativeCounter:
         self.bytes[index] = nbytes
 
 
+class NativeMeter:
+    """`MeterArray`'s control-plane interface over a C meter (its cells run in C)."""
+
+    def __init__(self, py: Any, engine: NativeEngine, mid: int) -> None:
+        self.name, self.size, self.unit = py.name, py.size, py.unit
+        self._engine, self._mid = engine, mid
+
+    def _check(self, index: int) -> None:
+        if not isinstance(index, int) or not 0 <= index < self.size:
+            raise SwitchError("OUT_OF_RANGE", f"{self.name}: index {index} not in 0..{self.size - 1}")
+
+    def set(self, index: int, cir: int, cburst: int, pir: int, pburst: int) -> None:
+        """Configure one cell (both buckets full, as MeterCell.configure)."""
+        from ..externs import check_meter_config
+
+        self._check(index)
+        check_meter_config(self.name, cir, cburst, pir, pburst)
+        if max(cir, cburst, pir, pburst) >> 64:
+            raise SwitchError("INVALID_ARGUMENT", f"{self.name}: rate or burst above 2^64")
+        e = self._engine
+        e.lib.ss_meter_set(e.state, self._mid, index, cir, cburst, pir, pburst)
+
+    def get(self, index: int) -> tuple[int, int, int, int] | None:
+        """(cir, cburst, pir, pburst) of a cell, None when unconfigured."""
+        self._check(index)
+        e = self._engine
+        out = e.ffi.new("uint64_t[4]")
+        if not e.lib.ss_meter_get(e.state, self._mid, index, out):
+            return None
+        return int(out[0]), int(out[1]), int(out[2]), int(out[3])
+
+
 class NativeEngine:
     """Runs packets of one `Switch` in its compiled C program."""
 
@@ -146,7 +179,10 @@ class NativeEngine:
         self.tables: list[tuple[TableLayout, Table, int]] = [
             (tl, built.tables[tl.name], i) for i, tl in enumerate(layout.tables)]
         self.versions = [-1] * len(self.tables)
+        self.loaded: list[list[Any]] = [[] for _ in self.tables]  # entries in C order
+        self.pulled: set[int] = set()  # tables whose direct cells were copied back since the last packet
         self.pre_version = -1
+        self.changes_seen = -1
         self.mc_max = 0
         self.loaded_groups: set[int] = set()
         for rid, (name, size, width) in enumerate(layout.registers):
@@ -161,8 +197,13 @@ class NativeEngine:
             built.counters[name] = NativeCounter(
                 py, CellView(ffi, lib.ss_counter_packets(self.state, cid), size),
                 CellView(ffi, lib.ss_counter_bytes(self.state, cid), size))
+        for mid, (name, _size, _unit) in enumerate(layout.meters):
+            built.meters[name] = NativeMeter(built.meters[name], self, mid)
         self.outs = ffi.new("ss_out_t[]", OUT_SLOTS)
         self.dropped = ffi.new("uint32_t *")
+        self.dg_type = ffi.new("uint32_t[]", MAX_DIGESTS)
+        self.dg_vals = ffi.new("uint64_t[]", MAX_DIGESTS * layout.digest_width)
+        self.ndg = ffi.new("uint32_t *")
         self.buf = ffi.new("uint8_t[]", 1 << 16)
         self.buf_cap = 1 << 16
 
@@ -170,6 +211,9 @@ class NativeEngine:
 
     def sync(self) -> None:
         """Load tables and multicast groups changed since the last packet into C."""
+        if Table.changes == self.changes_seen and self.switch.pre.version == self.pre_version:
+            return
+        self.changes_seen = Table.changes
         for i, (tl, table, tid) in enumerate(self.tables):
             if table.version != self.versions[i]:
                 self._load_table(tl, table, tid)
@@ -179,8 +223,49 @@ class NativeEngine:
             self._load_groups(pre)
             self.pre_version = pre.version
 
+    def pull_direct(self, tid: int) -> None:
+        """Copy the C cells of a table's direct counter / meter back into its Entry objects."""
+        tl = self.layout.tables[tid]
+        if not (tl.direct_counter or tl.direct_meter) or tid in self.pulled:
+            return
+        self.pulled.add(tid)  # until the next packet, the entries hold what C holds
+        ffi, lib = self.ffi, self.lib
+        cells, cfg, buckets = ffi.new("uint64_t[2]"), ffi.new("uint64_t[7]"), ffi.new("double[2]")
+        for pos, e in enumerate(self.loaded[tid]):
+            if tl.direct_counter and lib.ss_direct_counter(self.state, tid, pos, 0, cells) == 0:
+                e.packets, e.bytes = int(cells[0]), int(cells[1])
+            if tl.direct_meter and e.meter is not None and \
+                    lib.ss_direct_meter(self.state, tid, pos, 0, cfg, buckets) == 0:
+                e.meter.tc, e.meter.tp = float(buckets[0]), float(buckets[1])
+                e.meter.last_us = int(cfg[6]) if cfg[5] else None
+
+    def push_direct(self, tid: int, entry: Any) -> None:
+        """Write an Entry's direct counter / meter into its C cells (when it is loaded)."""
+        tl = self.layout.tables[tid]
+        try:
+            pos = next(i for i, e in enumerate(self.loaded[tid]) if e is entry)
+        except StopIteration:
+            return  # not loaded yet: the next load pushes it
+        ffi, lib = self.ffi, self.lib
+        if tl.direct_counter:
+            lib.ss_direct_counter(self.state, tid, pos, 1, ffi.new("uint64_t[2]", [entry.packets, entry.bytes]))
+        if tl.direct_meter:
+            m = entry.meter
+            if m is None:
+                cfg, b = [0] * 7, [0.0, 0.0]
+            else:
+                cfg = [int(m.configured), m.cir, m.cburst, m.pir, m.pburst,
+                       int(m.last_us is not None), m.last_us or 0]
+                b = [m.tc, m.tp]
+            lib.ss_direct_meter(self.state, tid, pos, 1, ffi.new("uint64_t[7]", cfg), ffi.new("double[2]", b))
+
+    def table_id(self, table: Table) -> int | None:
+        """Index of a table in the C program."""
+        return next((tid for _, t, tid in self.tables if t is table), None)
+
     def _load_table(self, tl: TableLayout, table: Table, tid: int) -> None:
         nk, na = tl.nkeys, tl.nargs
+        self.pull_direct(tid)  # the cells counted since the last load stay with their entries
         index = {name: i for i, name in enumerate(tl.actions)}
         if table.mode == "list":
             entries = list(table._list)  # priority order (tables.py keeps it)
@@ -192,14 +277,23 @@ class NativeEngine:
         kind = bytearray()
         act = array("I")
         args = array("Q")
+        prof = table.profile
+        group_index: dict[int, int] = {}
         for e in entries:
             for (k, x, y) in _tests(table, e):
                 kind.append(k)
                 a.append(x)
                 b.append(y)
-            act.append(index[str(e.action)])
-            args.extend(e.args)
-            args.extend([0] * (na - len(e.args)))
+            if prof is None:
+                name, eargs = str(e.action), e.args
+            elif e.member is not None:
+                name, eargs, _fn = prof.members[e.member]
+            else:  # a selector group: members resolved by ss_table_groups
+                name, eargs = "", ()
+                gi = group_index.setdefault(int(e.group or 0), len(group_index))
+            act.append(index[name] if name else 0x80000000 | gi)
+            args.extend(eargs)
+            args.extend([0] * (na - len(eargs)))
         d_args = list(table.default_args) + [0] * (na - len(table.default_args))
         ffi = self.ffi
         rc = self.lib.ss_table_load(
@@ -212,12 +306,38 @@ class NativeEngine:
             index[table.default_action], ffi.new("uint64_t[]", d_args or [0]))
         if rc != 0:
             raise MemoryError(f"native engine: out of memory loading {table.name}")
+        if prof is not None:
+            lens, mact, margs = array("I"), array("I"), array("Q")
+            for gid in group_index:  # in the order the entries first name them
+                members = prof.groups[gid]
+                lens.append(len(members))
+                for m in members:
+                    name, margs_m, _fn = prof.members[m]
+                    mact.append(index[name])
+                    margs.extend(margs_m)
+                    margs.extend([0] * (na - len(margs_m)))
+            rc = self.lib.ss_table_groups(
+                self.state, tid, len(lens), ffi.from_buffer("uint32_t[]", lens) if lens else ffi.NULL,
+                len(mact), ffi.from_buffer("uint32_t[]", mact) if mact else ffi.NULL,
+                ffi.from_buffer("uint64_t[]", margs) if margs else ffi.NULL)
+            if rc != 0:
+                raise MemoryError(f"native engine: out of memory loading {table.name}'s groups")
+        self.loaded[tid] = entries
+        if tl.direct_counter or tl.direct_meter:
+            for e in entries:
+                self.push_direct(tid, e)
         _ = nk
 
     def _load_groups(self, pre: Any) -> None:
         ffi, lib = self.ffi, self.lib
+        lib.ss_clone_clear(self.state)
+        for sid, sess in pre.sessions.items():
+            ports = ffi.new("uint16_t[]", [p for p, _ in sess.replicas] or [0])
+            rids = ffi.new("uint16_t[]", [r for _, r in sess.replicas] or [0])
+            if lib.ss_clone_set(self.state, sid, len(sess.replicas), ports, rids, sess.truncate) != 0:
+                raise MemoryError("native engine: out of memory loading clone sessions")
         for gid in self.loaded_groups - set(pre.groups):
-            lib.ss_mc_set(self.state, gid, 0, ffi.NULL, ffi.NULL)
+            lib.ss_mc_del(self.state, gid)
         self.mc_max = 0
         for gid, replicas in pre.groups.items():
             ports = ffi.new("uint16_t[]", [p for p, _ in replicas] or [0])
@@ -232,22 +352,51 @@ class NativeEngine:
     def process(self, port: int, data: bytes, now: int) -> tuple[list[tuple[int, bytes]], int]:
         """Run one packet: (outputs as (port, bytes), copies dropped)."""
         self.sync()
+        if self.pulled:
+            self.pulled.clear()
         ffi = self.ffi
         copies = self.mc_max + 1
         need = copies * (len(data) + self.layout.emit_max)
+        if self.layout.uses_passes:  # clones; each of 32 passes may add the program's headers
+            copies = max(copies, OUT_SLOTS)
+            need = copies * (len(data) + 33 * self.layout.emit_max)
         if need > self.buf_cap:
             self.buf = ffi.new("uint8_t[]", need)
             self.buf_cap = need
         if copies > OUT_SLOTS:
             self.outs = ffi.new("ss_out_t[]", copies)
         n = self.lib.ss_process(self.state, port, data, len(data), now, self.outs,
-                                max(copies, OUT_SLOTS), self.buf, self.buf_cap, self.dropped)
-        buf = ffi.buffer(self.buf, self.buf_cap)
+                                max(copies, OUT_SLOTS), self.buf, self.buf_cap, self.dropped,
+                                self.dg_type, self.dg_vals, MAX_DIGESTS, self.ndg)
+        if self.ndg[0]:
+            self._digests(self.ndg[0])
+        if self.layout.log_texts:
+            self._logs()
         outs = []
         for i in range(n):
             o = self.outs[i]
-            outs.append((int(o.port), bytes(buf[o.off:o.off + o.len])))
-        return outs, int(self.dropped[0])
+            outs.append((o.port, ffi.buffer(self.buf + o.off, o.len)[:]))
+        return outs, self.dropped[0]
+
+    def _logs(self) -> None:
+        from ..runtime import log_msg
+        from .cgen import LOG_VALUES, MAX_LOGS
+
+        ffi = self.ffi
+        ids, counts = ffi.new("uint32_t[]", MAX_LOGS), ffi.new("uint32_t[]", MAX_LOGS)
+        values = ffi.new("uint64_t[]", MAX_LOGS * LOG_VALUES)
+        for i in range(self.lib.ss_logs(self.state, ids, counts, values)):
+            vals = tuple(int(values[i * LOG_VALUES + k]) for k in range(counts[i]))
+            log_msg(self.layout.log_texts[ids[i]], vals)
+
+    def _digests(self, count: int) -> None:
+        from ..switch import Digest
+
+        width = self.layout.digest_width
+        for i in range(count):
+            name, fields = self.layout.digests[self.dg_type[i]]
+            values = [int(self.dg_vals[i * width + k]) for k in range(len(fields))]
+            self.switch._emit_digest(Digest(name, tuple((f, w, v) for (f, w), v in zip(fields, values, strict=True))))
 
     def batch(self, packets: list[bytes]) -> PacketBatch:
         """Packets laid out for process_batch (one buffer, offsets and lengths)."""
@@ -256,6 +405,7 @@ class NativeEngine:
     def process_batch(self, port: int, batch: PacketBatch, now: int) -> tuple[int, int, int]:
         """Run a batch without returning its packets (benchmarks): (outputs, bytes, dropped)."""
         self.sync()
+        self.pulled.clear()
         ffi = self.ffi
         cap = OUT_SLOTS * (batch.max_len + self.layout.emit_max) + 64
         if cap > self.buf_cap:
@@ -266,6 +416,8 @@ class NativeEngine:
         dropped = ffi.new("uint32_t *")
         n = self.lib.ss_process_batch(self.state, batch.count, ports, batch.data, batch.offs,
                                       batch.lens, now, self.buf, self.buf_cap, out_bytes, dropped)
+        if self.layout.log_texts:
+            self._logs()  # those the batch left (at most the last 64)
         return int(n), int(out_bytes[0]), int(dropped[0])
 
 
