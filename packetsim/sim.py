@@ -366,6 +366,9 @@ def _results(fabric: Fabric, opts: SimOptions, flow_list: list[Flow], starts: di
         "reorderings": reorder, "segments": segments,
         "reordering_fraction": round(reorder / segments, 6) if segments else 0.0,
         "links": links,
+        "host_port_drops": {sp.link: int(psim.QueueDrops(d) + psim.Drops(d))
+                            for d, sp in sorted(net.ports.items())
+                            if sp.link not in net.links and psim.QueueDrops(d) + psim.Drops(d)},
         "failures": observer.recovery(done_ns),
         "switch_writes": {n: sw.writes for n, sw in sorted(switches.items())},
         "dataplane_events": {n: {Event(i).name.lower(): c for i, (c, _) in sorted(
