@@ -328,7 +328,7 @@ def _results(fabric: Fabric, opts: SimOptions, flow_list: list[Flow], starts: di
              psim: Any, observer: Observer, net: network.Network, switches: dict[str, SimSwitch],
              link_devs: list[tuple[str, int, int]], samples: list[tuple[float, list[int], list[int]]],
              end_s: float) -> dict[str, Any]:
-    per_flow = []
+    per_flow: list[dict[str, Any]] = []
     done_ns: dict[int, int] = {}
     for f in flow_list:
         done = float(psim.Done(f.id))

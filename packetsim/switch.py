@@ -108,7 +108,8 @@ class SimSwitch:
     def receive(self, port: int, data: bytes, now_ns: int) -> list[tuple[int, bytes]]:
         """A frame arriving on ``port``: the frames the program sends, as (device, bytes)."""
         self.now_us = now_ns // 1000
-        self._out = out = []
+        out: list[tuple[int, bytes]] = []
+        self._out = out
         self.device.process(port, data)
         return out
 
