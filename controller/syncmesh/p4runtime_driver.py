@@ -48,6 +48,7 @@ from .sglb_mapping import (
 )
 from .sglb_tna_mapping import tna_tables, writeback_frames
 from .switchops import OpKey, SwitchOp
+from .tasks import cancel_and_wait
 
 log = logging.getLogger("syncmesh.p4runtime")
 
@@ -179,9 +180,7 @@ def switch_read(sw: fy.Switch, requests: Sequence[_E]) -> AsyncIterator[_E]:
 
 
 async def _cancel(task: asyncio.Task[Any]) -> None:
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await task
+    await cancel_and_wait([task])  # never swallows a cancellation of the session's task
 
 
 def _suffix(name: str) -> str:
