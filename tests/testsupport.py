@@ -136,5 +136,6 @@ def terminate(proc: subprocess.Popen[Any], ceiling: float = 30.0) -> int:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
-        raise AssertionError(f"pid {proc.pid} ({' '.join(map(str, proc.args))[:120]}) still "
+        args = proc.args if isinstance(proc.args, list | tuple) else [proc.args]
+        raise AssertionError(f"pid {proc.pid} ({' '.join(map(str, args))[:120]}) still "
                              f"running {ceiling:g} s after SIGTERM: killed") from None
