@@ -22,7 +22,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from testsupport import CpuHogs, free_port, stop_processes, terminate
+from testsupport import CpuHogs, free_port, stop_processes, terminate, wait_until
 
 from reccl.auth import ENV, new_secret
 
@@ -127,3 +127,32 @@ def test_sigterm_with_the_rendezvous_in_flight(ranks, busy_cores):
             server.close()
 
     asyncio.run(scenario())
+
+
+def test_launcher_stops_its_ranks_on_sigterm(tmp_path, busy_cores):
+    """``reccl-run`` SIGTERMed as its second rank starts (odd rounds: the launcher paused
+    and continued first, and one rank paused): it stops both and exits 143 (its ranks are
+    in sessions of their own, so the default action left them running, and a SIGTERM
+    inside the second rank's Popen left that one running)."""
+    rank = "echo $$ > {}/$RECCL_RANK.pid; exec sleep 3600"
+    for i in range(ROUNDS):
+        pids = tmp_path / f"round{i}"
+        pids.mkdir()
+        proc = subprocess.Popen([sys.executable, "-m", "reccl.launch", "--nproc-per-host", "2",
+                                 "--", "sh", "-c", rank.format(pids)], cwd=REPO,
+                                stderr=subprocess.DEVNULL)
+        try:
+            wait_until(lambda d=pids: all((d / f"{r}.pid").read_text().strip()
+                                          if (d / f"{r}.pid").exists() else ""
+                                          for r in range(2)), "both ranks run", timeout=60)
+            ranks_pids = [int((pids / f"{r}.pid").read_text()) for r in range(2)]
+            if i % 2:
+                proc.send_signal(signal.SIGSTOP)
+                proc.send_signal(signal.SIGCONT)
+                os.kill(ranks_pids[0], signal.SIGSTOP)
+            assert terminate(proc) == 128 + signal.SIGTERM
+            for pid in ranks_pids:
+                with pytest.raises(ProcessLookupError):
+                    os.kill(pid, 0)
+        finally:
+            stop_processes([proc], signal.SIGKILL)
