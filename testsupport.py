@@ -11,6 +11,7 @@ test layer can use it.
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import socket
 import subprocess
@@ -101,3 +102,42 @@ def stop_process(proc: subprocess.Popen[Any], sig: int = signal.SIGTERM,
                  timeout: float = 10.0) -> int:
     """``stop_processes`` for one process; its exit code."""
     return stop_processes([proc], sig, timeout)[0]
+
+
+class CpuHogs:
+    """A busy process per core (``yes`` into /dev/null, at the caller's nice level) while
+    the ``with`` block runs: the machine as loaded as a shared CI runner."""
+
+    def __init__(self, count: int | None = None) -> None:
+        self.count = count or os.cpu_count() or 1
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def __enter__(self) -> CpuHogs:
+        try:
+            for _ in range(self.count):
+                self.procs.append(subprocess.Popen(["yes"], stdout=subprocess.DEVNULL))
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        stop_processes(self.procs, signal.SIGKILL)
+
+
+def terminate(proc: subprocess.Popen[Any], ceiling: float = 30.0) -> int:
+    """SIGTERM ``proc`` and wait for it to exit by itself; its exit status.
+
+    ``ceiling`` only stops a hung process from hanging the test: one still
+    running then is killed and the test fails, so it asserts that the process
+    ends on its own, not how fast (how fast is the program's own grace period).
+    """
+    proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(ceiling)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        args = proc.args if isinstance(proc.args, list | tuple) else [proc.args]
+        raise AssertionError(f"pid {proc.pid} ({' '.join(map(str, args))[:120]}) still "
+                             f"running {ceiling:g} s after SIGTERM: killed") from None

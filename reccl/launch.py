@@ -16,12 +16,14 @@ launcher's secret exported as RECCL_SECRET.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from . import auth
@@ -81,7 +83,8 @@ def launch(hosts: list[HostSpec], nproc_per_host: int, argv: list[str],
                          RECCL_WORLD_SIZE=str(world), RECCL_STORE=store, RECCL_HOST=h.name,
                          RECCL_NICS=",".join(h.nics), RECCL_SECRET=secret)
                 cmd = (["ip", "netns", "exec", h.netns] if h.netns else []) + list(argv)
-                procs.append(subprocess.Popen(cmd, env=e, start_new_session=True))
+                with _spawning():
+                    procs.append(subprocess.Popen(cmd, env=e, start_new_session=True))
                 rank += 1
         return _wait(procs, timeout)
     finally:
@@ -132,6 +135,36 @@ def _wait(procs: list[subprocess.Popen], timeout: float | None) -> list[int]:
         time.sleep(0.02)
 
 
+class _Terminated(Exception):
+    """The launcher got SIGTERM."""
+
+
+class _SigTerm:
+    deferred = False
+    """True while a rank is being spawned."""
+    received = False
+
+
+def _on_sigterm(*_: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the clean-up
+    _SigTerm.received = True
+    if not _SigTerm.deferred:
+        raise _Terminated
+
+
+@contextlib.contextmanager
+def _spawning() -> Iterator[None]:
+    """SIGTERM waits until the rank being spawned is in the list the clean-up stops (raised
+    inside Popen, after the fork, it left that rank running)."""
+    _SigTerm.deferred = True
+    try:
+        yield
+    finally:
+        _SigTerm.deferred = False
+    if _SigTerm.received:
+        raise _Terminated
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of reccl-run."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -149,6 +182,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--store", help="use this store instead of serving one (HOST:PORT)")
     ap.add_argument("--timeout", type=float)
     ns = ap.parse_args(args)
+    # SIGTERM unwinds launch(), whose clean-up stops every rank (its default action
+    # would leave them running: they are in sessions of their own)
+    signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         hosts = [parse_host(h) for h in ns.host] or [HostSpec("localhost", ("127.0.0.1",))]
         codes = launch(hosts, ns.nproc_per_host, cmd, timeout=ns.timeout,
@@ -156,6 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         print(f"reccl-run: {e}", file=sys.stderr)
         return 2
+    except _Terminated:
+        print("reccl-run: SIGTERM: every rank stopped", file=sys.stderr)
+        return 128 + signal.SIGTERM
     # The first rank's own failure, not the SIGTERM the others then received.
     failed = [c for c in codes if c > 0] or [128 - c for c in codes if c < 0]
     return failed[0] if failed else 0

@@ -130,6 +130,7 @@ class SwitchProcess:
             load_program,
         )
 
+        log.info("switch=%s pipeline_loading program=%s", self.opts.name, program)
         config = device_config_from_file(program, self.opts.include_dirs)
         try:
             prog = load_program(config)
@@ -203,6 +204,19 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     return p
 
 
+class _Stopped(BaseException):
+    """SIGTERM or SIGINT while the switch was starting (not an error: exit 0)."""
+
+
+def _abandon(sw: SwitchProcess | None) -> None:
+    """Release what a start that did not finish holds (signals are ignored meanwhile)."""
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_IGN)
+    if sw is not None:
+        sw.server.stop(0)
+        sw.ports.close()
+
+
 def main(argv: list[str] | None = None, args: argparse.Namespace | None = None) -> int:
     """Entry point of `softswitch run`; returns the exit status."""
     from softswitch.ports import PortError, parse_port_map
@@ -234,26 +248,34 @@ def main(argv: list[str] | None = None, args: argparse.Namespace | None = None) 
         print(f"softswitch run: error: port {opts.cpu_port} is the CPU port", file=sys.stderr)
         return 2
     stop = threading.Event()
+    serving = threading.Event()
+
+    def on_signal(*_: object) -> None:
+        stop.set()
+        if not serving.is_set():  # starting (compiling the program takes seconds): give up
+            raise _Stopped
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
+        signal.signal(sig, on_signal)
+    sw = None
     try:
         sw = SwitchProcess(opts)
-    except OSError as exc:
-        print(f"softswitch run: error: {exc}", file=sys.stderr)
-        return 1
-    try:
         if opts.program is not None:
             if not opts.program.is_file():
                 raise OSError(f"cannot read program {opts.program}: no such file")
             sw.load(opts.program)
         sw.start()
+        serving.set()
+    except _Stopped:
+        log.info("switch=%s stopped while starting", opts.name)
+        _abandon(sw)
+        return 0
     except Exception as exc:  # compile errors, ports, address in use: one clear line
         from softswitch.p4runtime.errors import P4RuntimeError
 
         msg = exc.message if isinstance(exc, P4RuntimeError) else str(exc)
         print(f"softswitch run: error: {msg}", file=sys.stderr)
-        sw.server.stop(0)
-        sw.ports.close()
+        _abandon(sw)
         return 1
     try:
         while not stop.wait(0.5):

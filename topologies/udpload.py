@@ -227,6 +227,17 @@ def send(args: argparse.Namespace) -> int:
     return 0
 
 
+def _line_unless_stopped(stop: list[bool]) -> str | None:
+    """The next line of standard input, or None once SIGTERM/SIGINT set ``stop`` (a plain
+    readline is resumed after the signal handler, so the signal would wait for the line)."""
+    with selectors.DefaultSelector() as sel:
+        sel.register(sys.stdin, selectors.EVENT_READ)
+        while not stop[0]:
+            if sel.select(timeout=0.05):
+                return sys.stdin.readline()
+    return None
+
+
 def recv(args: argparse.Namespace) -> int:
     """Receive on every rail address, answer beacons, report progress, write the receive log."""
     sel = selectors.DefaultSelector()
@@ -248,9 +259,9 @@ def recv(args: argparse.Namespace) -> int:
     total_bytes = total_pkts = 0
     print(json.dumps({"t": time.time(), "bytes": 0, "pkts": 0, "ready": True}), flush=True)
     if args.end_on_stdin:  # the senders' end time comes once they are scheduled
-        line = sys.stdin.readline()
+        line = _line_unless_stopped(stop)
         try:
-            listen_end = float(line)
+            listen_end = time.time() if line is None else float(line)
         except ValueError:
             print(f"udpload recv: expected the senders' end time on stdin, got {line[:40]!r}",
                   file=sys.stderr)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
@@ -27,8 +26,11 @@ from .metrics import MetricsServer, SwitchSnapshot, TransportStats, render
 from .service import Credentials, Insecure, PeerChannel, Refused, make_server, peer_name
 from .sessions import PeerSession
 from .switchops import RemoteCongestion, SwitchOp
+from .tasks import cancel_and_wait
 
 _KIND = {Hello: "hello", LinkNotice: "notice", ProfileUpdate: "profile", ResyncChunk: "resync"}
+STOP_GRACE = 1.5
+"""Seconds ``Daemon.stop`` waits for its tasks to end once cancelled."""
 _WARN_EVENTS = {"peer_down", "path_down", "port_down", "unknown_port", "host_port_down",
                 "stalled", "profile_gap"}
 
@@ -145,11 +147,13 @@ class Daemon:
         """Stop timers, sessions, server and the switch session; the switch keeps its entries."""
         for session in list(self._sessions.values()):
             session.close("daemon stopping")
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        # every task's own clean-up is bounded (a session's write: WRITE_GRACE); one still
+        # running after STOP_GRACE is a bug, named in the log rather than waited for
+        stuck = await cancel_and_wait(self._tasks, STOP_GRACE)
+        if stuck:
+            self.log.event("stop_incomplete", logging.ERROR,
+                           tasks=",".join(sorted(t.get_name() for t in stuck
+                                                 if isinstance(t, asyncio.Task))))
         self._tasks.clear()
         if self._server is not None:
             await self._server.stop(grace=0.2)

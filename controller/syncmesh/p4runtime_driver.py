@@ -39,6 +39,7 @@ from .p4runtime_entities import from_finsy, plan_finsy, to_finsy
 from .sglb_programs import mapping_for
 from .sglb_switch import Identity, SwitchBook, punted_notice
 from .switchops import OpKey, SwitchOp
+from .tasks import cancel_and_wait
 
 __all__ = ["KEYLESS_TABLES", "TX_COUNTER", "DriverError", "Failure", "P4RuntimeDriver",
            "PipelineFiles", "compile_pipeline", "from_finsy", "switch_read", "to_finsy"]
@@ -122,9 +123,7 @@ def switch_read(sw: fy.Switch, requests: Sequence[_E]) -> AsyncIterator[_E]:
 
 
 async def _cancel(task: asyncio.Task[Any]) -> None:
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await task
+    await cancel_and_wait([task])  # never swallows a cancellation of the session's task
 
 
 class P4RuntimeDriver:

@@ -13,7 +13,6 @@ instead of silently missing what was dropped.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -21,6 +20,7 @@ import grpc
 
 from . import wire
 from .messages import Message
+from .tasks import cancel_and_wait, wait_at_most
 
 WRITE_GRACE = 1.0
 """Seconds a closing session waits for the write in progress to finish."""
@@ -81,20 +81,21 @@ class PeerSession:
         try:
             await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            if self._writing is not None and not tasks[1].done():
-                # a gRPC write cancelled half-way can leave the call unable to end with a
-                # status: let the one in progress finish (it is bounded by the transport)
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(asyncio.shield(self._writing), WRITE_GRACE)
-            for t in tasks:
-                t.cancel()
-            for t in tasks:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await t
-            for t in tasks[:2]:  # why the stream ended, if a side failed
-                if t.done() and not t.cancelled() and t.exception() is not None:
-                    self.close(_describe(t.exception()))
-            self.close("stream ended")
+            # no wait here may swallow a cancellation of the caller (``tasks`` module): the
+            # daemon stops by cancelling the task this runs in
+            try:
+                if self._writing is not None and not tasks[1].done():
+                    # a gRPC write cancelled half-way can leave the call unable to end with
+                    # a status: let the one in progress finish, WRITE_GRACE at most
+                    await wait_at_most(self._writing, WRITE_GRACE)
+                await cancel_and_wait(tasks)
+            finally:
+                for t in tasks:  # also when a cancellation cut the waits short
+                    t.cancel()
+                for t in tasks[:2]:  # why the stream ended, if a side failed
+                    if t.done() and not t.cancelled() and t.exception() is not None:
+                        self.close(_describe(t.exception()))
+                self.close("stream ended")
 
     async def _reader(self) -> None:
         while True:

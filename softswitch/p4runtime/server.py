@@ -2,7 +2,8 @@
 
 Every RPC gRPC admits gets a thread at once: the pool has as many threads as the server
 admits RPCs in progress (`ServerLimits.rpcs`; gRPC refuses more with RESOURCE_EXHAUSTED),
-created when needed. A StreamChannel holds its thread (and one reader thread) while it
+created when needed, daemon threads (`handler_threads`: a handler still running when the
+server stops, such as a compile, never keeps the process alive). A StreamChannel holds its thread (and one reader thread) while it
 is open, so open streams are bounded per peer host and in all (spec 5.3), and however
 many are open, idle or slow, no unary call ever waits for a thread. The thread-pool
 server costs less per call than gRPC's asyncio server (measured: bench/bench_p4runtime.py,
@@ -22,7 +23,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterator
-from concurrent import futures
 from dataclasses import dataclass
 
 import grpc
@@ -33,6 +33,7 @@ from softswitch.p4runtime.batch import error_report
 from softswitch.p4runtime.device import Device
 from softswitch.p4runtime.errors import P4RuntimeError, code_number
 from softswitch.p4runtime.gnmi import GnmiService
+from softswitch.p4runtime.handler_threads import HandlerThreads
 from softswitch.p4runtime.streams import Admission, Outbox, Stream, message_size, peer_host
 
 log = logging.getLogger("softswitch.p4runtime")
@@ -216,6 +217,9 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):
             self._check_role(request.role)
             self._check_primary(_election_id(request))
             with self._compiles:
+                if request.config.p4_device_config:  # compiling takes seconds: say so
+                    log.info("switch=%s pipeline_compiling peer=%s bytes=%d", self.name,
+                             context.peer(), len(request.config.p4_device_config))
                 self.device.set_pipeline(request.action, request.config)
         except P4RuntimeError as exc:
             log.info("switch=%s rpc=SetForwardingPipelineConfig error=%r", self.name, str(exc))
@@ -402,7 +406,8 @@ class P4RuntimeServer:
         self.limits = limits or ServerLimits()
         # one thread for every RPC gRPC admits: none ever waits for a thread (threads are
         # created on demand and reused)
-        self._pool = futures.ThreadPoolExecutor(self.limits.rpcs, thread_name_prefix="p4rt")
+        # daemon threads: a handler still running after stop() never holds the process
+        self._pool = HandlerThreads(self.limits.rpcs, "p4rt")
         self.service = P4RuntimeService(device, name, self.limits)
         self.gnmi = GnmiService(Admission(self.limits.streams, self.limits.streams_per_host,
                                           "gNMI subscriptions"))

