@@ -82,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--ecn-bytes", type=size, default=90_000)
     ap.add_argument("--tcp", choices=TCP_VARIANTS, default="cubic")
     ap.add_argument("--min-rto", type=seconds, default=0.2, help="TCP's minimum RTO")
+    ap.add_argument("--delayed-ack", type=seconds, default=1e-3,
+                    help="longest wait before acknowledging a lone segment (ns-3: 200 ms)")
     ap.add_argument("--detect", type=seconds, default=10e-6,
                     help="cut -> port-status packet in each end's program")
     ap.add_argument("--port-event", type=seconds, default=1e-3, help="cut -> each end's daemon")
@@ -108,6 +110,7 @@ def options(args: argparse.Namespace) -> SimOptions:
         lb=args.lb, workload=args.workload, nbytes=args.bytes, flows=args.flows,
         link_scale=args.link_scale, delay_us=args.delay * 1e6, buffer_bytes=args.buffer,
         ecn=args.ecn, ecn_bytes=args.ecn_bytes, tcp=args.tcp, min_rto_ms=args.min_rto * 1e3,
+        delack_ms=args.delayed_ack * 1e3,
         seed=args.seed, start_s=args.start, stop_s=args.stop, detect_us=args.detect * 1e6,
         port_event_ms=args.port_event * 1e3, message_ms=args.message_delay * 1e3,
         events=tuple(sorted(args.fail + args.recover, key=lambda e: e.at_s)),

@@ -46,6 +46,10 @@ class SimOptions:
     tcp: str = "cubic"
     min_rto_ms: float = 200.0
     """TCP's minimum retransmission timeout (Linux: 200 ms)."""
+    delack_ms: float = 1.0
+    """How long a receiver may hold back the ACK of a lone segment. ns-3's default, 200 ms,
+    made every segment lost in a window cost 200 ms where Linux acknowledges at once while
+    it recovers (quick-ACK mode); 1 ms keeps the every-second-segment ACK of steady state."""
     host_queue: int = 1000
     """Packets a host NIC queues (Linux's txqueuelen)."""
     seed: int = 1
@@ -99,6 +103,8 @@ class SimOptions:
             raise bad("ecn-bytes", f"must be in 1..--buffer, got {self.ecn_bytes}")
         if not 1 <= self.host_queue <= 100_000:
             raise bad("host-queue", f"must be in 1..100000 packets, got {self.host_queue}")
+        if not 0.001 <= self.delack_ms <= 1000:
+            raise bad("delayed-ack", f"must be in 1 us..1 s, got {self.delack_ms:g} ms")
         if not 1 <= self.min_rto_ms <= 10_000:
             raise bad("min-rto-ms", f"must be in 1..10000, got {self.min_rto_ms:g}")
         if not 1 <= self.sample_us <= 1e6:

@@ -132,6 +132,7 @@ def run(fabric_in: Fabric, opts: SimOptions, progress: Callable[[float], None] |
     cfg("ns3::TcpSocket::SndBufSize", ns.UintegerValue(1 << 22))
     cfg("ns3::TcpSocket::RcvBufSize", ns.UintegerValue(1 << 22))
     cfg("ns3::TcpSocketBase::MinRto", ns.TimeValue(ns.MilliSeconds(opts.min_rto_ms)))
+    cfg("ns3::TcpSocket::DelAckTimeout", ns.TimeValue(ns.MicroSeconds(opts.delack_ms * 1e3)))
     if opts.tcp == "dctcp" or opts.ecn:
         cfg("ns3::TcpSocketBase::UseEcn", ns.StringValue("On"))
 

@@ -74,19 +74,20 @@ def test_a_cut_link_is_left_by_sglb_within_microseconds_and_by_ecmp_after_the_co
     # whatever crosses it. SGLB's l1 moves its packets on the port-status packet (10 us);
     # s1 gets its own at the same time and sends notices that move l2's packets for l1.
     # From then on no switch sends a frame into the failure, and TCP's fast retransmit
-    # recovers every flow well within a millisecond. ECMP's l2 hashes over the live paths
+    # recovers most flows well within a millisecond (one that lost its whole window in
+    # those 10 us waits for its retransmission timeout). ECMP's l2 hashes over the live paths
     # SyncMesh writes, after s1's daemon hears of the cut (--port-event 1 ms) and tells it
     # (--message-delay 2 ms): its flows through s1 lose their packets until then, and wait
     # for TCP's retransmission timeout (200 ms).
     fab = fabric_file(tmp_path, "cut", leaves=2, spines=2, hosts_per_leaf=1)
     # (leaf_spine: each leaf's host on port 1, its uplinks to s1 and s2 on ports 2 and 3)
-    args = ("--workload", "alltoall", "--flows", "4", "--bytes", "20000000",
+    args = ("--workload", "alltoall", "--flows", "8", "--bytes", "8000000",
             "--fail", "l1:2-s1:1@3ms", "--port-event", "1ms", "--message-delay", "2ms")
     sglb = simulate(fab, tmp_path / "sglb.json", *args, "--lb", "sglb")
     (cut,) = sglb["failures"]
     assert cut["affected_flows"], "no flow crossed the cut link"
     assert 10 <= cut["dataplane_us"] <= 50
-    assert cut["unrecovered_flows"] == [] and cut["recovery_us"] < 1000
+    assert cut["unrecovered_flows"] == [] and cut["recovery_us_median"] < 1000
     assert sglb["finished"] == sglb["flows_total"]
     assert sglb["dataplane_events"]["l1"]["port_down"] == 1
     assert sglb["dataplane_events"]["s1"]["notice_sent"] >= 1
@@ -112,11 +113,11 @@ def test_the_control_plane_alone_moves_traffic_off_a_path_syncmesh_excludes(tmp_
     up = s["links"].index("l1:2-s1:1")
     other = s["links"].index("l1:3-s2:1")
     t = s["t_s"]
-    late = [k for k in range(1, len(t)) if 5e-3 <= t[k - 1] and t[k] <= 8e-3]
+    late = [k for k in range(1, len(t)) if 4.5e-3 <= t[k - 1]]
     assert late, "the run ended before the window"
     moved = sum(s["bytes_up"][k][up] - s["bytes_up"][k - 1][up] for k in late)
     kept = sum(s["bytes_up"][k][other] - s["bytes_up"][k - 1][other] for k in late)
-    assert kept > 1_000_000
+    assert kept > 10_000_000
     assert moved == 0
     assert r["switch_writes"]["l1"] > 0
 
