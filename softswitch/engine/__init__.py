@@ -6,7 +6,8 @@ through it; see docs/softswitch-api.md for the control-plane surface.
 
 from .errors import CompileError, SwitchError
 from .match import Exact, Lpm, Optional, Range, Ternary
-from .switch import Digest, Output, Switch, check_program
+from .runtime import Digest
+from .switch import Output, Switch, check_program
 from .tables import Entry
 
 __all__ = [

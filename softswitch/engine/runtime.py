@@ -9,10 +9,17 @@ from __future__ import annotations
 import logging
 import random as _random
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import PacketDropped, PacketTooShort, ParserReject, SwitchError
 from .hashes import hash_result
+
+
+class Digest(NamedTuple):
+    """A digest message: struct type name and (field, bitwidth, value) triples."""
+
+    name: str
+    fields: tuple[tuple[str, int, int], ...]
 
 if TYPE_CHECKING:
     from .switch import Switch

@@ -36,7 +36,7 @@ from .externs import (
 )
 from .hashes import HashEngine
 from .match import MatchValue
-from .runtime import ExitSignal, PacketContext, PacketOut
+from .runtime import Digest, ExitSignal, PacketContext, PacketOut
 from .tables import ActionProfile, Entry, Table
 
 if TYPE_CHECKING:
@@ -72,13 +72,6 @@ class Output(NamedTuple):
 
     port: int
     data: bytes
-
-
-class Digest(NamedTuple):
-    """A digest message: struct type name and (field, bitwidth, value) triples."""
-
-    name: str
-    fields: tuple[tuple[str, int, int], ...]
 
 
 # Arguments of the control-plane API (docs/softswitch-api.md)

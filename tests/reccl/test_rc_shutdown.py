@@ -22,9 +22,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from testsupport import CpuHogs, free_port, stop_processes, terminate, wait_until
 
 from reccl.auth import ENV, new_secret
+from testsupport import CpuHogs, free_port, stop_processes, terminate, wait_until
 
 ROUNDS = 20
 REPO = Path(__file__).resolve().parents[2]

@@ -124,7 +124,7 @@ def _sglb_maker(role: str, **kw):
 
 
 def test_fuzz_sglb_leaf_with_feedback() -> None:
-    from sglb.config import Feedback
+    from sglb.settings import Feedback
 
     sent, out = run_both(_sglb_maker("leaf", feedback=Feedback(enabled=True)), 11, 2500,
                          [10, 10, 1, 2, 3, 4, 255, 77], _sglb_dsts())

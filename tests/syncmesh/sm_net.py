@@ -11,9 +11,9 @@ from syncmesh.certs import TlsFiles
 from syncmesh.config import CoreConfig
 from syncmesh.daemon import Daemon, DaemonOptions
 from syncmesh.service import Insecure
-from testsupport import free_ports
 
 from fabricmodel import Fabric, leaf_spine
+from testsupport import free_ports
 
 TOKEN = "sm-test-secret"
 FAST = CoreConfig(keepalive_interval=0.1, dead_interval=0.6, profile_period=0.3,

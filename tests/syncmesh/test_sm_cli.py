@@ -12,9 +12,9 @@ import sys
 from sm_net import TOKEN, http_get, loopback_fabric, make_daemon
 from syncmesh.certs import TlsFiles, cert_name, check
 from syncmesh.metrics import parse
-from testsupport import async_wait_until, free_ports, stop_processes
 
 from fabricmodel import dump
+from testsupport import async_wait_until, free_ports, stop_processes
 
 CMD = [sys.executable, "-m", "syncmesh.cli"]
 

@@ -23,6 +23,7 @@ from syncmesh.logs import LogfmtFormatter
 from syncmesh.messages import Hello, LinkNotice, ResyncChunk
 from syncmesh.metrics import parse
 from syncmesh.switchops import RemoteCongestion
+
 from testsupport import async_wait_until
 
 

@@ -21,9 +21,9 @@ from syncmesh.messages import Hello, LinkNotice, ProfileUpdate, ResyncChunk
 from syncmesh.metrics import parse
 from syncmesh.profiles import Profile
 from syncmesh.service import Insecure, PeerChannel
-from testsupport import async_wait_until, stop_process, wait_until
 
 from fabricmodel import dump
+from testsupport import async_wait_until, stop_process, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -10,10 +10,10 @@ import sys
 import pytest
 from sm_net import agree, fabric_certs, loopback_fabric, make_daemon
 from syncmesh.portwatch import PortWatcher, mininet_names
-from testsupport import async_wait_until, stop_processes
 
 from fabricmodel import dump
 from rtnetlink import RTM_DELLINK, RTM_NEWLINK, parse_links
+from testsupport import async_wait_until, stop_processes
 
 
 def ip(*args):

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from sm_net import loopback_fabric, make_daemon
 from syncmesh import certs
-from testsupport import CpuHogs, async_wait_until, stop_processes, terminate
 
 from fabricmodel import dump
+from testsupport import CpuHogs, async_wait_until, stop_processes, terminate
 
 ROUNDS = 20
 SPINES = ("s1", "s2")

@@ -9,6 +9,7 @@ from sm_net import TOKEN, RawPeer, agree, fabric_certs, loopback_fabric, make_da
 from syncmesh.certs import TlsFiles
 from syncmesh.messages import Hello
 from syncmesh.service import Insecure
+
 from testsupport import async_wait_until, free_port
 
 

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from testsupport import free_port
 
 REPO = Path(__file__).resolve().parents[2]

@@ -33,11 +33,11 @@ from syncmesh.sglb_mapping import (
     entities,
     switch_mac,
 )
-from testsupport import free_port, stop_process, wait_until
 
 from fabricmodel import load
 from sglb.config import dre_period_shift_for
 from sglb.settings import SwitchSettings
+from testsupport import free_port, stop_process, wait_until
 
 pytestmark = pytest.mark.root
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 from syncmesh.sglb_mapping import MulticastWrite, TableWrite
-from testsupport import wait_until
 
 from fabricmodel import load
 from sglb.config import dre_period_shift_for, level_thresholds
 from sglb.settings import TESTBED, Feedback
+from testsupport import wait_until
 from topologies.control import ControlOptions, FabricControl, value
 from topologies.mininet_fabric import FabricNet, NetOptions
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from testsupport import CpuHogs, free_port, stop_processes, terminate
 
 ROUNDS = 20

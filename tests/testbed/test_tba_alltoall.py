@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
-from testsupport import free_port, stop_process
 
 from fabricmodel import FabricError, load
+from testsupport import free_port, stop_process
 from topologies import alltoall
 
 REPO = Path(__file__).resolve().parents[2]

@@ -390,7 +390,7 @@ class NativeEngine:
             log_msg(self.layout.log_texts[ids[i]], vals)
 
     def _digests(self, count: int) -> None:
-        from ..switch import Digest
+        from ..runtime import Digest
 
         width = self.layout.digest_width
         for i in range(count):
