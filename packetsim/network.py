@@ -13,7 +13,6 @@ address through the NIC of the same rail. The fabric given is already scaled
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,8 +134,3 @@ def build(fabric: Fabric, opts: SimOptions, switch_macs: dict[str, bytes]) -> Ne
                 routing.AddHostRouteTo(ns.Ipv4Address(str(pnic.ip)), nic_if[h.name, rail])
     return net
 
-
-def host_address(fabric: Fabric, host: str, rail: int) -> ipaddress.IPv4Address:
-    """The address of ``host``'s NIC on ``rail`` (rails wrap on hosts with fewer NICs)."""
-    h = fabric.host(host)
-    return h.nics[rail % len(h.nics)].ip
