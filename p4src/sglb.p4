@@ -65,6 +65,10 @@ control SglbIngress(inout headers_t hdr,
     register<bit<32>, bit<32>>(MAX_LEAVES * MAX_PATHS) rx_owd;
     register<bit<16>, bit<32>>(MAX_LEAVES) fb_cursor;
 
+    /* Per destination leaf, the position of its next new-flowlet draw in a
+     * golden-ratio sequence (see the pick below). */
+    register<bit<16>, bit<32>>(MAX_LEAVES) draw_cursor;
+
     /* Counters read by the control plane. */
     counter<bit<32>>(MAX_PORTS, CounterType.packets_and_bytes) port_rx;
     counter<bit<32>>(DROP_COUNTER_SIZE, CounterType.packets) drops;   /* index DROP_* */
@@ -548,7 +552,12 @@ control SglbIngress(inout headers_t hdr,
                     bit<32> last_seen;
                     flowlet_time.read(last_seen, meta.flowlet_index);
                     flowlet_path.read(meta.last_path, meta.flowlet_index);
+                    meta.last_light = meta.last_path[7:7];
+                    meta.last_path = meta.last_path & ~FLOWLET_LIGHT;
                     meta.idle = meta.now - last_seen;
+                    if (standard_metadata.packet_length <= LIGHT_FRAME_MAX) {
+                        meta.light = 1;
+                    }
                 }
 
                 SGLB_FOR_EACH_PATH(SGLB_PATH_STATE)
@@ -569,7 +578,14 @@ control SglbIngress(inout headers_t hdr,
                         SGLB_FOR_EACH_PATH(SGLB_LAST_PATH)
                         if (meta.last_path != 0 && meta.last_live == 1
                                 && meta.idle <= meta.flowlet_gap) {
-                            keep = 1;   /* same flowlet, path alive */
+                            if (meta.last_light == 1 && meta.light == 0) {
+                                /* Only SYNs and ACKs went before: nothing to
+                                 * overtake, and now the flow shows its data. */
+                                meta.first_data = 1;
+                                meta.safe = meta.live;
+                            } else {
+                                keep = 1;   /* same flowlet, path alive */
+                            }
                         } else if (meta.feedback == 1) {
                             SGLB_FOR_EACH_PATH(SGLB_SAFE)
                         } else {
@@ -587,17 +603,37 @@ control SglbIngress(inout headers_t hdr,
                         meta.weight_sum = 0;
                         SGLB_FOR_EACH_PATH(SGLB_ACCUMULATE)
 
-                        /* A point in [0, weight_sum): from the 5-tuple in ECMP
-                         * mode; from the 5-tuple and the time in SGLB mode, so
-                         * that successive flowlets of a flow spread too. */
-                        bit<48> salt = 0;
-                        if (meta.lb_mode == MODE_SGLB) {
-                            salt = standard_metadata.ingress_global_timestamp;
+                        /* A point in [0, weight_sum). ECMP: from the 5-tuple.
+                         * SGLB: the destination's next point of the sequence
+                         * n * 0.618 (mod 1), which fills [0, 1) evenly however
+                         * few points it has, so that k new flowlets land on the
+                         * candidates in proportion to their weights within one
+                         * flowlet (a hash lands them only on average: 6 of 16
+                         * bulk connections on a path whose share is 3.2). The
+                         * destination's offset keeps the first flowlets toward
+                         * different leaves apart. SGLB_HASH_DRAW restores the
+                         * draw by a hash of the 5-tuple and the time. */
+                        if (meta.lb_mode == MODE_ECMP) {
+                            hash(meta.pick_hash, HashAlgorithm.crc32, (bit<32>)0,
+                                 { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
+                                   meta.l4_src, meta.l4_dst, 48w0 },
+                                 (bit<32>)65536);
+                        } else {
+#ifdef SGLB_HASH_DRAW
+                            hash(meta.pick_hash, HashAlgorithm.crc32, (bit<32>)0,
+                                 { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
+                                   meta.l4_src, meta.l4_dst,
+                                   standard_metadata.ingress_global_timestamp },
+                                 (bit<32>)65536);
+#else
+                            bit<16> draws_made;
+                            draw_cursor.read(draws_made, (bit<32>)meta.dst_leaf);
+                            draws_made = draws_made + 1;
+                            draw_cursor.write((bit<32>)meta.dst_leaf, draws_made);
+                            meta.pick_hash = (bit<32>)(draws_made * DRAW_STRIDE
+                                                       + meta.dst_leaf * DRAW_LEAF_STRIDE);
+#endif
                         }
-                        hash(meta.pick_hash, HashAlgorithm.crc32, (bit<32>)0,
-                             { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
-                               meta.l4_src, meta.l4_dst, salt },
-                             (bit<32>)65536);
                         meta.pick_point = (meta.pick_hash * meta.weight_sum) >> 16;
                         SGLB_FOR_EACH_PATH(SGLB_PICK)
                         meta.chosen = meta.pick;
@@ -605,11 +641,13 @@ control SglbIngress(inout headers_t hdr,
                             /* A new flowlet moves only if that helps: it keeps a
                              * previous path that is still a candidate. */
                             SGLB_FOR_EACH_PATH(SGLB_LAST_CANDIDATE)
-                            if (meta.last_candidate == 1) {
+                            if (meta.last_candidate == 1 && meta.first_data == 0) {
                                 meta.chosen = meta.last_path - 1;
                             }
                             if (meta.last_path != 0 && meta.last_live == 0) {
                                 events.count(EV_FAILOVER);
+                            } else if (meta.first_data == 1) {
+                                events.count(EV_FIRST_DATA);
                             } else {
                                 events.count(EV_NEW_FLOWLET);
                             }
@@ -621,7 +659,11 @@ control SglbIngress(inout headers_t hdr,
 
                     if (meta.lb_mode == MODE_SGLB) {
                         flowlet_time.write(meta.flowlet_index, meta.now);
-                        flowlet_path.write(meta.flowlet_index, meta.chosen + 1);
+                        bit<8> light_mark = 0;
+                        if (meta.light == 1 && (keep == 0 || meta.last_light == 1)) {
+                            light_mark = FLOWLET_LIGHT;
+                        }
+                        flowlet_path.write(meta.flowlet_index, (meta.chosen + 1) | light_mark);
                     }
                     SGLB_FOR_EACH_PATH(SGLB_PORT_OF)
                     meta.forwarded = 1;

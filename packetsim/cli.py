@@ -58,6 +58,11 @@ def setting(text: str) -> tuple[str, int]:
     return key.strip(), int(value)
 
 
+def define(text: str) -> tuple[str, str]:
+    key, _, value = text.partition("=")
+    return key.strip(), value.strip() or "1"
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="fabric-sim packet",
@@ -96,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--set", type=setting, action="append", default=[], metavar="NAME=VALUE",
                     help="a switch setting (flowlet_gap_us, tie_tolerance, feedback's fields "
                          "such as enabled, fresh_us, gap_margin_us)")
+    ap.add_argument("--define", type=define, action="append", default=[], metavar="NAME[=VALUE]",
+                    help="compile sglb.p4 with this preprocessor definition (e.g. "
+                         "SGLB_HASH_DRAW: new flowlets drawn by a hash, as before)")
     ap.add_argument("--engine", choices=("python", "native"), default=None,
                     help="softswitch's engine in every switch (default: $SOFTSWITCH_ENGINE, "
                          "else softswitch's default); the results are the same")
@@ -115,7 +123,7 @@ def options(args: argparse.Namespace) -> SimOptions:
         port_event_ms=args.port_event * 1e3, message_ms=args.message_delay * 1e3,
         events=tuple(sorted(args.fail + args.recover, key=lambda e: e.at_s)),
         sample_us=args.sample * 1e6, max_paths=args.max_paths, engine=args.engine,
-        settings=tuple(args.set))
+        settings=tuple(args.set), defines=tuple(args.define))
 
 
 def summary(result: dict[str, Any]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 LB_MODES = ("ecmp", "sglb")
@@ -73,6 +74,9 @@ class SimOptions:
     (``$SOFTSWITCH_ENGINE``). Both give the same results, byte for byte."""
     settings: tuple[tuple[str, int], ...] = field(default=())
     """Overrides of the switches' SGLB settings by name (``flowlet_gap_us=500``)."""
+    defines: tuple[tuple[str, str], ...] = field(default=())
+    """Preprocessor definitions for compiling sglb.p4 (``SGLB_HASH_DRAW=1``): the program's
+    compile-time alternatives, so that one mechanism can be measured against another."""
 
     def __post_init__(self) -> None:
         def bad(name: str, why: str) -> OptionError:
@@ -111,6 +115,13 @@ class SimOptions:
             raise bad("sample-us", f"must be in 1..1e6, got {self.sample_us:g}")
         if not 0 <= self.seed < 2**31:
             raise bad("seed", f"must be in 0..2^31-1, got {self.seed}")
+        for name, value in self.defines:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", name) or \
+                    not re.fullmatch(r"[A-Za-z0-9_]{0,64}", value):
+                raise bad("define", f"expected NAME=VALUE (an identifier, a word), "
+                                    f"got {name}={value}")
+            if name in ("MAX_PATHS", "DRE_PERIOD_SHIFT"):
+                raise bad("define", f"{name} is set from --max-paths and the fabric")
         for ev in self.events:
             if not 0 <= ev.at_s < self.stop_s:
                 raise bad("fail", f"{ev.link}@{ev.at_s:g}: the time must be in [0, --stop)")

@@ -139,7 +139,7 @@ def run(fabric_in: Fabric, opts: SimOptions, progress: Callable[[float], None] |
     # ---- switches: one compile of sglb.p4, one engine and SyncMesh core per switch
     from softswitch.p4runtime.pipeline_loader import device_config_from_file
 
-    defines: dict[str, str | None] = {"DRE_PERIOD_SHIFT": str(dre_shift)}
+    defines: dict[str, str | None] = {"DRE_PERIOD_SHIFT": str(dre_shift), **dict(opts.defines)}
     if opts.max_paths != MAX_PATHS:
         defines["MAX_PATHS"] = str(opts.max_paths)
     pipeline = make_pipeline(device_config_from_file(SGLB_P4, defines=defines))
@@ -399,6 +399,7 @@ def _options_json(opts: SimOptions) -> dict[str, Any]:
     d = dataclasses.asdict(opts)
     d["events"] = [{"link": e.link, "at_s": e.at_s, "down": e.down} for e in opts.events]
     d["settings"] = dict(opts.settings)
+    d["defines"] = dict(opts.defines)
     return d
 
 
