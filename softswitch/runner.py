@@ -204,17 +204,38 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     return p
 
 
-class _Stopped(BaseException):
-    """SIGTERM or SIGINT while the switch was starting (not an error: exit 0)."""
-
-
 def _abandon(sw: SwitchProcess | None) -> None:
-    """Release what a start that did not finish holds (signals are ignored meanwhile)."""
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, signal.SIG_IGN)
+    """Release what a start that failed holds."""
     if sw is not None:
         sw.server.stop(0)
         sw.ports.close()
+
+
+class _Start(threading.Thread):
+    """The start (compiling the program takes seconds, longer under load) in a thread of its
+    own, so that a SIGTERM during it only sets a flag: an exception raised from the signal
+    handler could land anywhere, inside an import or a library that turns it into another
+    error (seen: exit status 1 instead of 0)."""
+
+    def __init__(self, opts: RunOptions) -> None:
+        super().__init__(name="softswitch-start", daemon=True)
+        self.opts = opts
+        self.sw: SwitchProcess | None = None
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        try:
+            self.sw = SwitchProcess(self.opts)
+            if self.opts.program is not None:
+                if not self.opts.program.is_file():
+                    raise OSError(f"cannot read program {self.opts.program}: no such file")
+                self.sw.load(self.opts.program)
+            self.sw.start()
+        except BaseException as exc:  # reported by the main thread
+            self.error = exc
+        finally:
+            self.done.set()
 
 
 def main(argv: list[str] | None = None, args: argparse.Namespace | None = None) -> int:
@@ -248,35 +269,27 @@ def main(argv: list[str] | None = None, args: argparse.Namespace | None = None) 
         print(f"softswitch run: error: port {opts.cpu_port} is the CPU port", file=sys.stderr)
         return 2
     stop = threading.Event()
-    serving = threading.Event()
-
-    def on_signal(*_: object) -> None:
-        stop.set()
-        if not serving.is_set():  # starting (compiling the program takes seconds): give up
-            raise _Stopped
-
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, on_signal)
-    sw = None
-    try:
-        sw = SwitchProcess(opts)
-        if opts.program is not None:
-            if not opts.program.is_file():
-                raise OSError(f"cannot read program {opts.program}: no such file")
-            sw.load(opts.program)
-        sw.start()
-        serving.set()
-    except _Stopped:
-        log.info("switch=%s stopped while starting", opts.name)
-        _abandon(sw)
-        return 0
-    except Exception as exc:  # compile errors, ports, address in use: one clear line
+        signal.signal(sig, lambda *_: stop.set())
+    start = _Start(opts)
+    start.start()
+    while not start.done.wait(0.1):
+        if stop.is_set():
+            # The start cannot be interrupted where it is (a compile, an import); what it
+            # holds (sockets, raw ports) ends with the process, so end it now.
+            log.info("switch=%s stopped while starting", opts.name)
+            logging.shutdown()
+            os._exit(0)
+    sw = start.sw
+    if start.error is not None:  # compile errors, ports, address in use: one clear line
         from softswitch.p4runtime.errors import P4RuntimeError
 
+        exc = start.error
         msg = exc.message if isinstance(exc, P4RuntimeError) else str(exc)
         print(f"softswitch run: error: {msg}", file=sys.stderr)
         _abandon(sw)
         return 1
+    assert sw is not None
     try:
         while not stop.wait(0.5):
             pass
