@@ -74,6 +74,41 @@ control SglbIngress(inout headers_t hdr,
     counter<bit<32>>(DROP_COUNTER_SIZE, CounterType.packets) drops;   /* index DROP_* */
     counter<bit<32>>(EV_COUNTER_SIZE, CounterType.packets) events;    /* index EV_* */
 
+    /* The packet's flowlet (SGLB mode, leaves and spines): its slot, the
+     * path (leaf) or member (spine) it took + 1, whether it has carried only
+     * light frames, and how long it has been idle. */
+    action flowlet_lookup() {
+        hash(meta.flowlet_index, HashAlgorithm.crc16, (bit<32>)0,
+             { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
+               meta.l4_src, meta.l4_dst },
+             (bit<32>)FLOWLET_ENTRIES);
+        bit<32> last_seen;
+        flowlet_time.read(last_seen, meta.flowlet_index);
+        flowlet_path.read(meta.last_path, meta.flowlet_index);
+        meta.last_light = meta.last_path[7:7];
+        meta.last_path = meta.last_path & ~FLOWLET_LIGHT;
+        meta.idle = meta.now - last_seen;
+    }
+
+    /* The next point in [0, 2^16) for a new flowlet toward meta.dst_leaf: the
+     * destination's sequence n * 0.618 + leaf * 0.414 (mod 1), which fills
+     * [0, 1) evenly however few points it has. SGLB_HASH_DRAW: a hash of the
+     * 5-tuple and the time instead. */
+    action next_draw_point() {
+#ifdef SGLB_HASH_DRAW
+        hash(meta.pick_hash, HashAlgorithm.crc32, (bit<32>)0,
+             { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
+               meta.l4_src, meta.l4_dst, standard_metadata.ingress_global_timestamp },
+             (bit<32>)65536);
+#else
+        bit<16> draws_made;
+        draw_cursor.read(draws_made, (bit<32>)meta.dst_leaf);
+        draws_made = draws_made + 1;
+        draw_cursor.write((bit<32>)meta.dst_leaf, draws_made);
+        meta.pick_hash = (bit<32>)(draws_made * DRAW_STRIDE + meta.dst_leaf * DRAW_LEAF_STRIDE);
+#endif
+    }
+
     /* -- switch_config: one per switch, set as the default action -- */
     action set_switch(bit<8> role, bit<8> lb_mode, bit<16> switch_id,
                       bit<48> switch_mac, bit<32> flowlet_gap,
@@ -294,6 +329,9 @@ control SglbIngress(inout headers_t hdr,
         port_rx.count((bit<32>)standard_metadata.ingress_port);
         meta.now = standard_metadata.ingress_global_timestamp[31:0];
         meta.now_fb = (bit<28>)(standard_metadata.ingress_global_timestamp >> FB_TIME_SHIFT);
+        if (standard_metadata.packet_length <= LIGHT_FRAME_MAX) {
+            meta.light = 1;
+        }
 
         /* ---- Stage 1: classify and handle control packets ---- */
         if (standard_metadata.parser_error != error.NoError) {
@@ -545,19 +583,7 @@ control SglbIngress(inout headers_t hdr,
             } else {
                 /* The flowlet of the packet (SGLB mode): its path and idle time. */
                 if (meta.lb_mode == MODE_SGLB) {
-                    hash(meta.flowlet_index, HashAlgorithm.crc16, (bit<32>)0,
-                         { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
-                           meta.l4_src, meta.l4_dst },
-                         (bit<32>)FLOWLET_ENTRIES);
-                    bit<32> last_seen;
-                    flowlet_time.read(last_seen, meta.flowlet_index);
-                    flowlet_path.read(meta.last_path, meta.flowlet_index);
-                    meta.last_light = meta.last_path[7:7];
-                    meta.last_path = meta.last_path & ~FLOWLET_LIGHT;
-                    meta.idle = meta.now - last_seen;
-                    if (standard_metadata.packet_length <= LIGHT_FRAME_MAX) {
-                        meta.light = 1;
-                    }
+                    flowlet_lookup();
                 }
 
                 SGLB_FOR_EACH_PATH(SGLB_PATH_STATE)
@@ -604,35 +630,17 @@ control SglbIngress(inout headers_t hdr,
                         SGLB_FOR_EACH_PATH(SGLB_ACCUMULATE)
 
                         /* A point in [0, weight_sum). ECMP: from the 5-tuple.
-                         * SGLB: the destination's next point of the sequence
-                         * n * 0.618 (mod 1), which fills [0, 1) evenly however
-                         * few points it has, so that k new flowlets land on the
-                         * candidates in proportion to their weights within one
-                         * flowlet (a hash lands them only on average: 6 of 16
-                         * bulk connections on a path whose share is 3.2). The
-                         * destination's offset keeps the first flowlets toward
-                         * different leaves apart. SGLB_HASH_DRAW restores the
-                         * draw by a hash of the 5-tuple and the time. */
+                         * SGLB: the destination's next draw point, so that k
+                         * new flowlets land on the candidates in proportion to
+                         * their weights (a hash lands them so only on average:
+                         * 6 of 16 bulk connections on a path whose share is 3.2). */
                         if (meta.lb_mode == MODE_ECMP) {
                             hash(meta.pick_hash, HashAlgorithm.crc32, (bit<32>)0,
                                  { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
                                    meta.l4_src, meta.l4_dst, 48w0 },
                                  (bit<32>)65536);
                         } else {
-#ifdef SGLB_HASH_DRAW
-                            hash(meta.pick_hash, HashAlgorithm.crc32, (bit<32>)0,
-                                 { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
-                                   meta.l4_src, meta.l4_dst,
-                                   standard_metadata.ingress_global_timestamp },
-                                 (bit<32>)65536);
-#else
-                            bit<16> draws_made;
-                            draw_cursor.read(draws_made, (bit<32>)meta.dst_leaf);
-                            draws_made = draws_made + 1;
-                            draw_cursor.write((bit<32>)meta.dst_leaf, draws_made);
-                            meta.pick_hash = (bit<32>)(draws_made * DRAW_STRIDE
-                                                       + meta.dst_leaf * DRAW_LEAF_STRIDE);
-#endif
+                            next_draw_point();
                         }
                         meta.pick_point = (meta.pick_hash * meta.weight_sum) >> 16;
                         SGLB_FOR_EACH_PATH(SGLB_PICK)
@@ -730,11 +738,41 @@ control SglbIngress(inout headers_t hdr,
                 port_down.read(a_down, (bit<32>)meta.down_a);
                 port_down.read(b_down, (bit<32>)meta.down_b);
                 if (a_down == 0 && b_down == 0 && meta.down_a != meta.down_b) {
-                    /* Flows split in proportion to the members' capacity. */
-                    hash(meta.pick_hash, HashAlgorithm.crc32, (bit<32>)0,
-                         { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
-                           meta.l4_src, meta.l4_dst },
-                         (bit<32>)256);
+                    /* Split in proportion to the members' capacity: ECMP by a
+                     * hash of the 5-tuple; SGLB per flowlet, by the
+                     * destination's draw sequence, so that k flows split k *
+                     * share however few they are (a hash put 13 of 16 bulk
+                     * connections on one of two equal members) and a flow
+                     * whose handshake came first is placed at its first data. */
+                    if (meta.lb_mode == MODE_SGLB) {
+                        flowlet_lookup();
+                        if (meta.last_path != 0 && meta.idle <= meta.flowlet_gap
+                                && (meta.last_light == 0 || meta.light == 1)) {
+                            meta.pick_hash = 0;                  /* member a */
+                            if (meta.last_path == 2) {
+                                meta.pick_hash = 255;            /* member b */
+                            }
+                        } else {
+                            next_draw_point();
+                            meta.pick_hash = meta.pick_hash >> 8;
+                        }
+                        bit<8> member = 2;
+                        if (meta.pick_hash < (bit<32>)meta.share_a) {
+                            member = 1;
+                        }
+                        bit<8> light_mark = 0;
+                        if (meta.light == 1 && (meta.last_light == 1 || meta.last_path == 0
+                                                || meta.idle > meta.flowlet_gap)) {
+                            light_mark = FLOWLET_LIGHT;
+                        }
+                        flowlet_time.write(meta.flowlet_index, meta.now);
+                        flowlet_path.write(meta.flowlet_index, member | light_mark);
+                    } else {
+                        hash(meta.pick_hash, HashAlgorithm.crc32, (bit<32>)0,
+                             { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
+                               meta.l4_src, meta.l4_dst },
+                             (bit<32>)256);
+                    }
                     if (meta.pick_hash < (bit<32>)meta.share_a) {
                         standard_metadata.egress_spec = meta.down_a;
                     } else {
