@@ -130,16 +130,12 @@ def draw_rows(weights: Sequence[int], rows: int = DRAW_ROWS,
     """The rows of one weight profile: ``columns`` path indices per row.
 
     Every column holds each path in proportion to its weight (largest
-    remainder over ``rows`` slots). Column 0 holds them in path order: the
-    program takes the row from a destination's golden-ratio sequence, which
-    fills [0, 1) evenly, so consecutive new flowlets land on the paths in
-    proportion however few they are. The other columns each have their own
-    fixed shuffled order, so that the columns of a row are (nearly)
-    independent draws: the first draw that is a candidate is then a
-    capacity-proportional pick among the candidates (rejection sampling), and
-    all draws miss with probability about (1 - candidates' share)^columns,
-    when the lowest candidate is taken. Deterministic: the same weights give
-    the same rows.
+    remainder over ``rows`` slots), each column in its own fixed shuffled
+    order, so that the columns of a row are (nearly) independent draws: the
+    first draw that is a candidate is then a capacity-proportional pick among
+    the candidates (rejection sampling), and all draws miss with probability
+    about (1 - candidates' share)^columns, when the lowest candidate is taken.
+    Deterministic: the same weights give the same rows.
     """
     if rows < 1 or columns < 1:
         raise ValueError("rows and columns must be >= 1")
@@ -152,8 +148,7 @@ def draw_rows(weights: Sequence[int], rows: int = DRAW_ROWS,
     cols = []
     for j in range(columns):
         col = list(sequence)
-        if j > 0:
-            random.Random(j + 1).shuffle(col)
+        random.Random(j + 1).shuffle(col)
         cols.append(col)
     return [tuple(cols[j][r] for j in range(columns)) for r in range(rows)]
 

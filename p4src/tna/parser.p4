@@ -150,7 +150,6 @@ struct ig_meta_t {
     bit<32> skew_over;      /* idle - (skew bound - 1), saturated: non-zero once past it */
     bit<32> gap_over;       /* idle - flowlet_gap, saturated */
     bit<DRAW_ROW_BITS> draw_row;
-    bit<16> draw_seed;      /* a destination's first point of its draw sequence */
     bit<16> frame_over;     /* IPv4 bytes beyond tag_room, saturated */
     /* feedback received (a tag from the fabric) */
     bit<32> rx_index;

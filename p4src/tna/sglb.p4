@@ -57,7 +57,7 @@ control SglbIngress(inout tna_headers_t hdr,
     Hash<bit<FLOWLET_INDEX_BITS>>(HashAlgorithm_t.CRC16) flowlet_hash;
     Hash<bit<DRAW_ROW_BITS>>(HashAlgorithm_t.CRC32) flow_row_hash;
     Hash<bit<8>>(HashAlgorithm_t.CRC32) split_hash;
-    Random<bit<16>>() draw_random;
+    Random<bit<DRAW_ROW_BITS>>() draw_random;
     /* Register indices that concatenate two fields: the identity hash builds
      * them, so the fields need not be placed at matching PHV offsets. */
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) notice_index_hash;
@@ -665,9 +665,7 @@ control SglbIngress(inout tna_headers_t hdr,
                                                                 hdr.ipv4.protocol, meta.l4_src,
                                                                 meta.l4_dst });
                         GLB.idle = flowlet_touch.execute(PICK.flowlet_index);
-                        meta.draw_seed = draw_random.get() | 1;
-                        bit<16> draw_point = draw_cursor_next.execute(meta.dst_leaf);
-                        meta.draw_row = draw_point[15:16 - DRAW_ROW_BITS];
+                        meta.draw_row = draw_random.get();
                     } else {
                         meta.draw_row = flow_row_hash.get({ hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
                                                             hdr.ipv4.protocol, meta.l4_src,

@@ -79,26 +79,6 @@
         }
     };
 
-    /* New-flowlet draws per destination leaf: a point of the sequence
-     * n * 0.618 (mod 1) whose top bits are the row of the draws table, so
-     * that new flowlets fill the rows, and with them the paths, evenly however
-     * few they are. It steps on every SGLB data packet toward the leaf (the
-     * new-flowlet decision comes stages later): flowlets that start together,
-     * as a collective's connections do, take consecutive points; a leaf's
-     * first packet starts it at a random point (draw_seed), so leaves do not
-     * share a sequence. */
-    Register<bit<16>, bit<16>>(MAX_LEAVES, 0) draw_cursor;
-    RegisterAction<bit<16>, bit<16>, bit<16>>(draw_cursor) draw_cursor_next = {
-        void apply(inout bit<16> v, out bit<16> rv) {
-            if (v == 0) {
-                v = meta.draw_seed;
-            } else {
-                v = v + DRAW_STRIDE;
-            }
-            rv = v;
-        }
-    };
-
     /* Destination side of the feedback, per (source leaf, path): the last
      * tag's valid ++ ce ++ time and its one-way delay; per source leaf its
      * path count and the next path to return. */

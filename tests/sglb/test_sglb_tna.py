@@ -24,7 +24,6 @@ from sglb.headers import SglbNotice
 from sglb.settings import Feedback, SwitchSettings, SwitchTarget, switch_params
 from sglb.tna_config import (
     DRAW_COLUMNS,
-    DRAW_ROW_BITS,
     DRAW_ROWS,
     NOTICE_WRITEBACK,
     at_most,
@@ -161,23 +160,6 @@ def test_first_candidate_draw_is_capacity_proportional(candidates):
         assert abs(hit.count(p) / len(hit) - weights[p] / total) < 0.1, (p, hit.count(p))
     if candidates == {0, 2, 3}:
         assert len(hit) == DRAW_ROWS   # every path is a candidate: never missed
-
-
-@pytest.mark.parametrize("seed", [1, 977, 40_001])
-def test_column_zero_on_the_golden_ratio_sequence_follows_the_weights(seed):
-    """The program's row for a new flowlet: the top DRAW_ROW_BITS of the
-    destination's point, which steps by 0.618 (mod 1) from a random start.
-    Every prefix of 200 consecutive draws stays within 4 flowlets of each
-    path's share (64 rows hold the shares to 1/64; random rows stray 6-13)."""
-    weights = [15, 0, 8, 4]
-    rows = draw_rows(weights)
-    counts = [0] * 4
-    point, worst = seed, 0.0
-    for n in range(1, 201):
-        point = (point + 40503) & 0xFFFF
-        counts[rows[point >> (16 - DRAW_ROW_BITS)][0]] += 1
-        worst = max(worst, *(abs(counts[p] - n * w / 27) for p, w in enumerate(weights)))
-    assert worst <= 4, (worst, counts)
 
 
 def test_thin_paths_keep_a_slot():
