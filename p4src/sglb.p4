@@ -75,8 +75,7 @@ control SglbIngress(inout headers_t hdr,
     counter<bit<32>>(EV_COUNTER_SIZE, CounterType.packets) events;    /* index EV_* */
 
     /* The packet's flowlet (SGLB mode, leaves and spines): its slot, the
-     * path (leaf) or member (spine) it took + 1, whether it has carried only
-     * light frames, and how long it has been idle. */
+     * path (leaf) or member (spine) it took + 1, and how long it has been idle. */
     action flowlet_lookup() {
         hash(meta.flowlet_index, HashAlgorithm.crc16, (bit<32>)0,
              { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
@@ -85,8 +84,6 @@ control SglbIngress(inout headers_t hdr,
         bit<32> last_seen;
         flowlet_time.read(last_seen, meta.flowlet_index);
         flowlet_path.read(meta.last_path, meta.flowlet_index);
-        meta.last_light = meta.last_path[7:7];
-        meta.last_path = meta.last_path & ~FLOWLET_LIGHT;
         meta.idle = meta.now - last_seen;
     }
 
@@ -329,9 +326,6 @@ control SglbIngress(inout headers_t hdr,
         port_rx.count((bit<32>)standard_metadata.ingress_port);
         meta.now = standard_metadata.ingress_global_timestamp[31:0];
         meta.now_fb = (bit<28>)(standard_metadata.ingress_global_timestamp >> FB_TIME_SHIFT);
-        if (standard_metadata.packet_length <= LIGHT_FRAME_MAX) {
-            meta.light = 1;
-        }
 
         /* ---- Stage 1: classify and handle control packets ---- */
         if (standard_metadata.parser_error != error.NoError) {
@@ -604,14 +598,7 @@ control SglbIngress(inout headers_t hdr,
                         SGLB_FOR_EACH_PATH(SGLB_LAST_PATH)
                         if (meta.last_path != 0 && meta.last_live == 1
                                 && meta.idle <= meta.flowlet_gap) {
-                            if (meta.last_light == 1 && meta.light == 0) {
-                                /* Only SYNs and ACKs went before: nothing to
-                                 * overtake, and now the flow shows its data. */
-                                meta.first_data = 1;
-                                meta.safe = meta.live;
-                            } else {
-                                keep = 1;   /* same flowlet, path alive */
-                            }
+                            keep = 1;   /* same flowlet, path alive */
                         } else if (meta.feedback == 1) {
                             SGLB_FOR_EACH_PATH(SGLB_SAFE)
                         } else {
@@ -649,13 +636,11 @@ control SglbIngress(inout headers_t hdr,
                             /* A new flowlet moves only if that helps: it keeps a
                              * previous path that is still a candidate. */
                             SGLB_FOR_EACH_PATH(SGLB_LAST_CANDIDATE)
-                            if (meta.last_candidate == 1 && meta.first_data == 0) {
+                            if (meta.last_candidate == 1) {
                                 meta.chosen = meta.last_path - 1;
                             }
                             if (meta.last_path != 0 && meta.last_live == 0) {
                                 events.count(EV_FAILOVER);
-                            } else if (meta.first_data == 1) {
-                                events.count(EV_FIRST_DATA);
                             } else {
                                 events.count(EV_NEW_FLOWLET);
                             }
@@ -667,11 +652,7 @@ control SglbIngress(inout headers_t hdr,
 
                     if (meta.lb_mode == MODE_SGLB) {
                         flowlet_time.write(meta.flowlet_index, meta.now);
-                        bit<8> light_mark = 0;
-                        if (meta.light == 1 && (keep == 0 || meta.last_light == 1)) {
-                            light_mark = FLOWLET_LIGHT;
-                        }
-                        flowlet_path.write(meta.flowlet_index, (meta.chosen + 1) | light_mark);
+                        flowlet_path.write(meta.flowlet_index, meta.chosen + 1);
                     }
                     SGLB_FOR_EACH_PATH(SGLB_PORT_OF)
                     meta.forwarded = 1;
@@ -741,13 +722,11 @@ control SglbIngress(inout headers_t hdr,
                     /* Split in proportion to the members' capacity: ECMP by a
                      * hash of the 5-tuple; SGLB per flowlet, by the
                      * destination's draw sequence, so that k flows split k *
-                     * share however few they are (a hash put 13 of 16 bulk
-                     * connections on one of two equal members) and a flow
-                     * whose handshake came first is placed at its first data. */
+                     * share however few they are (a hash put 80% of the bytes
+                     * on one of two equal members). */
                     if (meta.lb_mode == MODE_SGLB) {
                         flowlet_lookup();
-                        if (meta.last_path != 0 && meta.idle <= meta.flowlet_gap
-                                && (meta.last_light == 0 || meta.light == 1)) {
+                        if (meta.last_path != 0 && meta.idle <= meta.flowlet_gap) {
                             meta.pick_hash = 0;                  /* member a */
                             if (meta.last_path == 2) {
                                 meta.pick_hash = 255;            /* member b */
@@ -760,13 +739,8 @@ control SglbIngress(inout headers_t hdr,
                         if (meta.pick_hash < (bit<32>)meta.share_a) {
                             member = 1;
                         }
-                        bit<8> light_mark = 0;
-                        if (meta.light == 1 && (meta.last_light == 1 || meta.last_path == 0
-                                                || meta.idle > meta.flowlet_gap)) {
-                            light_mark = FLOWLET_LIGHT;
-                        }
                         flowlet_time.write(meta.flowlet_index, meta.now);
-                        flowlet_path.write(meta.flowlet_index, member | light_mark);
+                        flowlet_path.write(meta.flowlet_index, member);
                     } else {
                         hash(meta.pick_hash, HashAlgorithm.crc32, (bit<32>)0,
                              { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,

@@ -63,7 +63,6 @@ class Event(IntEnum):
     TAG_SKIPPED = 13
     MOVE_HELD = 14
     PROBE_REFLECTED = 15
-    FIRST_DATA = 16
 
 
 class Neighbour(IntEnum):

@@ -41,14 +41,6 @@
 const bit<16> DRAW_STRIDE      = 40503;   /* (sqrt(5) - 1) / 2 * 2^16 */
 const bit<16> DRAW_LEAF_STRIDE = 27146;   /* (sqrt(2) - 1) * 2^16 */
 
-/* Frames up to this length (SYNs, pure ACKs) do not place a flow for good:
- * flowlet_path marks a flowlet that has carried none larger (FLOWLET_LIGHT),
- * and its first larger frame draws its path again. */
-#ifndef LIGHT_FRAME_MAX
-#define LIGHT_FRAME_MAX 128
-#endif
-const bit<8> FLOWLET_LIGHT = 0x80;
-
 /* Quantised congestion: 3 bits (0 = idle .. 7 = saturated), as in CONGA. */
 #define QMAX 7
 /* Cost of a path that is not live: larger than any real cost. */
@@ -141,7 +133,6 @@ const bit<32> EV_FEEDBACK_RECEIVED = 12;  /* metric of one of this leaf's paths 
 const bit<32> EV_TAG_SKIPPED       = 13;  /* frame too long for the tag: sent untagged */
 const bit<32> EV_MOVE_HELD         = 14;  /* new flowlet kept off paths by the delay-skew rule */
 const bit<32> EV_PROBE_REFLECTED   = 15;  /* probe turned around at its destination leaf */
-const bit<32> EV_FIRST_DATA        = 16;  /* flow placed again at its first full-size frame */
 const bit<32> EV_COUNTER_SIZE      = 32;
 
 #endif

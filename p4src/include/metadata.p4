@@ -70,9 +70,6 @@ struct metadata_t {
     /* flowlet of the packet */
     bit<32> flowlet_index;
     bit<8>  last_path;        /* path + 1 of the flowlet, 0 = none */
-    bit<1>  last_light;       /* the flowlet has carried only frames <= LIGHT_FRAME_MAX */
-    bit<1>  light;            /* this frame is one of those */
-    bit<1>  first_data;       /* the flowlet's first larger frame: placed again */
     bit<32> idle;             /* us since the flowlet's previous packet */
     bit<1>  last_live;
     bit<1>  last_fresh;

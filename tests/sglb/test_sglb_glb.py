@@ -134,31 +134,6 @@ def test_each_destination_has_its_own_sequence(leaf):
     assert order[1][:8] != order[2][:8]
 
 
-def test_a_flow_is_placed_again_at_its_first_full_frame(leaf):
-    # Handshakes and ACKs (frames <= LIGHT_FRAME_MAX, 128 B) do not place a flow:
-    # its first larger frame is drawn again, once, whatever the gap; from then
-    # on it is a flowlet like any other.
-    leaf.set_profile(1, mask=0b1111, w=[1, 1, 1, 1])
-    syns = [udp(sport=sport) for sport in range(100, 140)]
-    datas = [udp(sport=sport, payload=b"d" * 1000) for sport in range(100, 140)]
-    for syn in syns:
-        leaf.send(10, syn)
-    assert leaf.event(Event.NEW_FLOWLET) == 40 and leaf.event(Event.FIRST_DATA) == 0
-    first = []
-    for syn, data in zip(syns, datas):
-        leaf.clock.now += 1
-        assert len(leaf.send(10, syn)) == 1            # still light: kept
-        first += out_ports(leaf.send(10, data))
-    assert leaf.event(Event.FIRST_DATA) == 40 and leaf.event(Event.NEW_FLOWLET) == 40
-    # The 40 data frames took consecutive draws: 10 on each path, give or take one.
-    assert all(abs(first.count(p) - 10) <= 1 for p in UPLINK_PORTS), first
-    for syn, data, port in zip(syns, datas, first):  # placed for good: small or large
-        leaf.clock.now += 1
-        assert out_ports(leaf.send(10, data)) == [port]
-        assert out_ports(leaf.send(10, syn)) == [port]
-    assert leaf.event(Event.FIRST_DATA) == 40
-
-
 def test_all_paths_dead_drops_and_counts(leaf):
     leaf.set_profile(1, mask=0b0001)
     leaf.port_event(UPLINK_PORTS[0], up=False, seq=1)
