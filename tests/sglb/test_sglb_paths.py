@@ -118,7 +118,7 @@ def test_sglb_spine_splits_few_flows_by_capacity_and_keeps_each_on_its_member(pr
         member += out_ports(spine.send(3, data))
     assert abs(member.count(4) - flows / 2) <= 1, member
     for _ in range(3):
-        for data, port in zip(datas, member):
+        for data, port in zip(datas, member, strict=True):
             spine.clock.now += 1
             assert out_ports(spine.send(3, data)) == [port]
     spine.clock.now += 10 * FLOWLET_GAP
