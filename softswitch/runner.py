@@ -284,8 +284,8 @@ def main(argv: list[str] | None = None, args: argparse.Namespace | None = None) 
     if start.error is not None:  # compile errors, ports, address in use: one clear line
         from softswitch.p4runtime.errors import P4RuntimeError
 
-        exc = start.error
-        msg = exc.message if isinstance(exc, P4RuntimeError) else str(exc)
+        failure = start.error
+        msg = failure.message if isinstance(failure, P4RuntimeError) else str(failure)
         print(f"softswitch run: error: {msg}", file=sys.stderr)
         _abandon(sw)
         return 1
