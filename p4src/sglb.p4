@@ -624,7 +624,7 @@ control SglbIngress(inout headers_t hdr,
                         if (meta.lb_mode == MODE_ECMP) {
                             hash(meta.pick_hash, HashAlgorithm.crc32, (bit<32>)0,
                                  { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
-                                   meta.l4_src, meta.l4_dst, 48w0 },
+                                   meta.l4_src, meta.l4_dst, 48w0 },   /* 48w0: the hash ECMP always had */
                                  (bit<32>)65536);
                         } else {
                             next_draw_point();
@@ -724,30 +724,32 @@ control SglbIngress(inout headers_t hdr,
                      * destination's draw sequence, so that k flows split k *
                      * share however few they are (a hash put 80% of the bytes
                      * on one of two equal members). */
+                    bit<1> to_a = 0;
                     if (meta.lb_mode == MODE_SGLB) {
                         flowlet_lookup();
                         if (meta.last_path != 0 && meta.idle <= meta.flowlet_gap) {
-                            meta.pick_hash = 0;                  /* member a */
-                            if (meta.last_path == 2) {
-                                meta.pick_hash = 255;            /* member b */
+                            /* same flowlet: its member (none on a member of share 0) */
+                            if (meta.last_path == 1 && meta.share_a != 0) {
+                                to_a = 1;
                             }
                         } else {
                             next_draw_point();
-                            meta.pick_hash = meta.pick_hash >> 8;
-                        }
-                        bit<8> member = 2;
-                        if (meta.pick_hash < (bit<32>)meta.share_a) {
-                            member = 1;
+                            if ((meta.pick_hash >> 8) < (bit<32>)meta.share_a) {
+                                to_a = 1;
+                            }
                         }
                         flowlet_time.write(meta.flowlet_index, meta.now);
-                        flowlet_path.write(meta.flowlet_index, member);
+                        flowlet_path.write(meta.flowlet_index, 2 - (bit<8>)to_a);
                     } else {
                         hash(meta.pick_hash, HashAlgorithm.crc32, (bit<32>)0,
                              { hdr.ipv4.srcAddr, hdr.ipv4.dstAddr, hdr.ipv4.protocol,
                                meta.l4_src, meta.l4_dst },
                              (bit<32>)256);
+                        if (meta.pick_hash < (bit<32>)meta.share_a) {
+                            to_a = 1;
+                        }
                     }
-                    if (meta.pick_hash < (bit<32>)meta.share_a) {
+                    if (to_a == 1) {
                         standard_metadata.egress_spec = meta.down_a;
                     } else {
                         standard_metadata.egress_spec = meta.down_b;
