@@ -1,0 +1,167 @@
+"""A port-status packet reaches the switch while the daemon's table writes are in flight.
+
+On BMv2 the P4 program learns a carrier change only from the daemon's PacketOut
+(docs/bmv2.md). The daemon used to send it after the table writes the same
+change caused, in one task: a write the switch took long to answer (a loaded
+BMv2) held the PacketOut back, and with it the data plane's own failover.
+
+The switch is softswitch's Device + P4RuntimeServer in this process, whose
+Write handler the test holds open at will (the real server, its writes held at
+the door); the daemon is the real ``Daemon`` with the real ``P4RuntimeDriver``
+(``inject_port_status=True``, as on BMv2), fed carrier changes through its
+``port_source``. No sleeps decide anything: the test waits for the switch's own
+PORT_DOWN / PORT_UP counters while a write is provably held.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import finsy as fy
+import pytest
+from syncmesh.daemon import Daemon, DaemonOptions
+from syncmesh.p4runtime_driver import P4RuntimeDriver
+from syncmesh.service import Insecure
+from syncmesh.sglb_mapping import Identity, switch_mac
+
+from fabricmodel import load
+from sglb.codes import Event
+from softswitch.p4runtime.device import Device
+from softswitch.p4runtime.server import P4RuntimeServer
+from testsupport import async_wait_until, free_ports
+
+REPO = Path(__file__).resolve().parents[2]
+UPLINK = 3  # l1's port toward s1 in ls2x2
+
+
+def loopback(name: str):
+    fab = load(REPO / "topologies" / "fabrics" / "ls2x2.yaml")
+    ports = iter(free_ports(2 * len(fab.switches)))
+    return dataclasses.replace(fab, switches=tuple(
+        dataclasses.replace(s, syncmesh=f"127.0.0.1:{next(ports)}",
+                            metrics=f"127.0.0.1:{next(ports)}") for s in fab.switches))
+
+
+class HeldWrites:
+    """Holds every Write the switch receives at the door while ``closed``."""
+
+    def __init__(self, device: Device) -> None:
+        self.open = threading.Event()
+        self.open.set()
+        self.waiting = threading.Event()
+        """Set once a Write has arrived while closed (it is being held)."""
+        self.held = 0
+        real = device.write
+
+        def write(updates):
+            if not self.open.is_set():
+                self.held += 1
+                self.waiting.set()
+                self.open.wait(60)
+            return real(updates)
+
+        device.write = write  # the servicer calls device.write: the real one, later
+
+    def close(self) -> None:
+        self.waiting.clear()
+        self.open.clear()
+
+    def release(self) -> None:
+        self.open.set()
+
+
+@pytest.fixture
+def held_switch():
+    device = Device(device_id=1)
+    device.transmit = lambda port, data: None
+    server = P4RuntimeServer(device, "127.0.0.1:0").start()
+    gate = HeldWrites(device)
+    try:
+        yield server.address, device, gate
+    finally:
+        gate.release()
+        server.stop(0)
+
+
+class Carrier:
+    """The daemon's port source: every port up, then what the test pushes."""
+
+    def __init__(self, ports) -> None:
+        self.ports = sorted(ports)
+        self.queue: asyncio.Queue[dict[int, bool]] = asyncio.Queue()
+
+    async def changes(self) -> AsyncIterator[dict[int, bool]]:
+        yield {p: True for p in self.ports}
+        while True:
+            yield await self.queue.get()
+
+
+async def events(driver: P4RuntimeDriver, code: int) -> int:
+    """The program's ``SglbIngress.events`` counter for one event code, read over P4Runtime."""
+    sw = driver._sw()
+    [c] = [c async for c in sw.read(fy.P4CounterEntry("SglbIngress.events", index=code))]
+    return c.packet_count
+
+
+def test_port_status_reaches_the_switch_while_a_write_is_held(held_switch, sglb_pipeline):
+    address, device, gate = held_switch
+    fab = loopback("l1")
+    sw = fab.switch("l1")
+    ports = sorted(fab.ports("l1"))
+    driver = P4RuntimeDriver("l1", address, 1, Identity(switch_mac(sw.id)), sglb_pipeline, ports,
+                             inject_port_status=True)
+    carrier = Carrier(ports)
+    daemon = Daemon(fab, "l1", DaemonOptions(credentials=Insecure("tb-secret", "l1")),
+                    driver=driver, port_source=carrier.changes)
+
+    async def scenario():
+        await daemon.start()
+        try:
+            await async_wait_until(lambda: daemon.switch_ready, "l1's daemon programmed its switch",
+                                   timeout=60)
+            writes_before = driver.write_requests
+            down_before = await events(driver, Event.PORT_DOWN)
+            gate.close()
+            # the uplink goes down: the core asks for a port-status packet and for new
+            # profiles (a table write, which the switch now holds)
+            await carrier.queue.put({UPLINK: False})
+            await async_wait_until(gate.waiting.is_set, "the profile write reached the switch")
+            down = await _counted(driver, Event.PORT_DOWN, down_before)
+            assert not gate.open.is_set() and gate.held >= 1  # still held: it went past it
+            assert driver.write_requests == writes_before  # the write has not completed
+            gate.release()
+            await async_wait_until(lambda: driver.write_requests > writes_before,
+                                   "the held write completed")
+            # and back up, with a write held again: the same path the other way
+            up_before = await events(driver, Event.PORT_UP)
+            gate.close()
+            await carrier.queue.put({UPLINK: True})
+            await async_wait_until(gate.waiting.is_set, "the restore's write reached the switch")
+            up = await _counted(driver, Event.PORT_UP, up_before)
+            assert not gate.open.is_set()
+            gate.release()
+            return down - down_before, up - up_before
+        finally:
+            gate.release()
+            await daemon.stop()
+
+    assert asyncio.run(asyncio.wait_for(scenario(), 120)) == (1, 1)
+
+
+async def _counted(driver: P4RuntimeDriver, code: int, before: int) -> int:
+    """Waits until the program counted one more event ``code`` (its port-status packet);
+    fails (timeout) if it never comes while the write is held."""
+    got = before
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 20
+    while got == before:
+        if loop.time() > deadline:
+            raise AssertionError(f"no port-status packet reached the program (event {code}) "
+                                 "while the switch held the daemon's table write")
+        await asyncio.sleep(0.02)
+        got = await events(driver, code)
+    return got
