@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import threading
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import finsy as fy
 import pytest
-from syncmesh.daemon import Daemon, DaemonOptions
+from syncmesh.daemon import SLOW_WRITE, Daemon, DaemonOptions
+from syncmesh.logs import LogfmtFormatter
 from syncmesh.p4runtime_driver import P4RuntimeDriver
 from syncmesh.service import Insecure
 from syncmesh.sglb_mapping import Identity, switch_mac
@@ -33,6 +36,7 @@ from sglb.codes import Event
 from softswitch.p4runtime.device import Device
 from softswitch.p4runtime.server import P4RuntimeServer
 from testsupport import async_wait_until, free_ports
+from topologies.failover_path import port_status_delay
 
 REPO = Path(__file__).resolve().parents[2]
 UPLINK = 3  # l1's port toward s1 in ls2x2
@@ -107,7 +111,25 @@ async def events(driver: P4RuntimeDriver, code: int) -> int:
     return c.packet_count
 
 
-def test_port_status_reaches_the_switch_while_a_write_is_held(held_switch, sglb_pipeline):
+@pytest.fixture
+def daemon_log(tmp_path):
+    """The daemons' log lines in logfmt, as ``syncmesh run`` writes them, in ``l1.syncmesh.log``."""
+    handler = logging.FileHandler(tmp_path / "l1.syncmesh.log")
+    handler.setFormatter(LogfmtFormatter())
+    logger = logging.getLogger("syncmesh")
+    old = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+    try:
+        yield tmp_path
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old)
+        handler.close()
+
+
+def test_port_status_reaches_the_switch_while_a_write_is_held(held_switch, sglb_pipeline,
+                                                              daemon_log):
     address, device, gate = held_switch
     fab = loopback("l1")
     sw = fab.switch("l1")
@@ -117,6 +139,8 @@ def test_port_status_reaches_the_switch_while_a_write_is_held(held_switch, sglb_
     carrier = Carrier(ports)
     daemon = Daemon(fab, "l1", DaemonOptions(credentials=Insecure("tb-secret", "l1")),
                     driver=driver, port_source=carrier.changes)
+
+    cut_at: list[float] = []
 
     async def scenario():
         await daemon.start()
@@ -128,11 +152,15 @@ def test_port_status_reaches_the_switch_while_a_write_is_held(held_switch, sglb_
             gate.close()
             # the uplink goes down: the core asks for a port-status packet and for new
             # profiles (a table write, which the switch now holds)
+            cut_at.append(time.time())
             await carrier.queue.put({UPLINK: False})
             await async_wait_until(gate.waiting.is_set, "the profile write reached the switch")
+            held_at = time.monotonic()
             down = await _counted(driver, Event.PORT_DOWN, down_before)
             assert not gate.open.is_set() and gate.held >= 1  # still held: it went past it
             assert driver.write_requests == writes_before  # the write has not completed
+            # held past the daemon's threshold, so the write must be logged as slow
+            await asyncio.sleep(max(0.0, SLOW_WRITE - (time.monotonic() - held_at)) + 0.01)
             gate.release()
             await async_wait_until(lambda: driver.write_requests > writes_before,
                                    "the held write completed")
@@ -150,6 +178,11 @@ def test_port_status_reaches_the_switch_while_a_write_is_held(held_switch, sglb_
             await daemon.stop()
 
     assert asyncio.run(asyncio.wait_for(scenario(), 120)) == (1, 1)
+    # what the testbed's summary reads (topologies.failover_path): the daemon's own line
+    log = (daemon_log / "l1.syncmesh.log").read_text()
+    assert port_status_delay(daemon_log, "bmv2", "l1", "l1", UPLINK, False, cut_at[0]) is not None
+    assert port_status_delay(daemon_log, "bmv2", "l1", "l1", UPLINK, True, cut_at[0]) is not None
+    assert "event=switch_write_slow" in log
 
 
 async def _counted(driver: P4RuntimeDriver, code: int, before: int) -> int:
