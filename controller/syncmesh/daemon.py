@@ -31,7 +31,7 @@ from .tasks import cancel_and_wait
 _KIND = {Hello: "hello", LinkNotice: "notice", ProfileUpdate: "profile", ResyncChunk: "resync"}
 STOP_GRACE = 1.5
 """Seconds ``Daemon.stop`` waits for its tasks to end once cancelled."""
-SLOW_WRITE = 0.1
+SLOW_WRITE = 0.25
 """A switch write that takes longer than this (s) gets a log line (``switch_write_slow``)."""
 _WARN_EVENTS = {"peer_down", "path_down", "port_down", "unknown_port", "host_port_down",
                 "stalled", "profile_gap"}
