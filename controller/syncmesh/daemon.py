@@ -355,9 +355,11 @@ class Daemon:
             began = time.monotonic()
             try:
                 sent = await self.driver.send_port_status(out.port, out.up, out.seq)
-            except Exception as e:  # lost with the session (docs/bmv2.md: not resent)
-                self.log.event("port_status_failed", logging.WARNING, port=out.port, up=out.up,
-                               seq=out.seq, error=repr(e))
+            except Exception as e:  # the next session sends every port's last again
+                away = bool(getattr(e, "is_disconnected", False))  # e.g. still starting
+                self.log.event("port_status_deferred" if away else "port_status_failed",
+                               logging.INFO if away else logging.WARNING, port=out.port,
+                               up=out.up, seq=out.seq, error=repr(e))
                 continue
             if not sent:
                 continue  # the switch injects its own
@@ -378,6 +380,9 @@ class Daemon:
                     await self.driver.reconcile(self.core.desired())
                     self.switch_ready = True
                     self.log.event("switch_connected")
+                    # what was sent while the switch was away is lost (on BMv2 the program's
+                    # port liveness comes from these packets only): each port's last, again
+                    self.execute(self.core.port_status_again(self.clock()))
                     delay = 0.5
                     outage_since = None
                     poll = asyncio.get_running_loop().create_task(self._poll_counters())

@@ -185,16 +185,73 @@ def test_port_status_reaches_the_switch_while_a_write_is_held(held_switch, sglb_
     assert "event=switch_write_slow" in log
 
 
-async def _counted(driver: P4RuntimeDriver, code: int, before: int) -> int:
+async def _counted(driver: P4RuntimeDriver, code: int, before: int,
+                   while_: str = "while the switch held the daemon's table write") -> int:
     """Waits until the program counted one more event ``code`` (its port-status packet);
-    fails (timeout) if it never comes while the write is held."""
+    fails (timeout) if it never comes."""
     got = before
     loop = asyncio.get_running_loop()
     deadline = loop.time() + 20
     while got == before:
         if loop.time() > deadline:
             raise AssertionError(f"no port-status packet reached the program (event {code}) "
-                                 "while the switch held the daemon's table write")
+                                 f"{while_}")
         await asyncio.sleep(0.02)
         got = await events(driver, code)
     return got
+
+
+def test_a_port_down_before_the_switch_answers_reaches_it_once_it_does(sglb_pipeline):
+    # The daemon's netlink watch reports a port down before the switch's P4Runtime server
+    # is up (a link cut at start-up, or a switch that restarted): that PacketOut is lost
+    # with no session, so the daemon sends every port's last one again once connected.
+    fab = loopback("l1")
+    sw = fab.switch("l1")
+    ports = sorted(fab.ports("l1"))
+    [port] = free_ports(1)
+    address = f"127.0.0.1:{port}"
+    driver = P4RuntimeDriver("l1", address, 1, Identity(switch_mac(sw.id)), sglb_pipeline, ports,
+                             inject_port_status=True)
+    carrier = Carrier(ports)
+    daemon = Daemon(fab, "l1", DaemonOptions(credentials=Insecure("tb-secret", "l1")),
+                    driver=driver, port_source=carrier.changes)
+    device = Device(device_id=1)
+    device.transmit = lambda port, data: None
+    server = None
+
+    deferred: list[dict] = []
+
+    class Deferred(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if getattr(record, "event", None) == "port_status_deferred":
+                deferred.append(dict(getattr(record, "fields", {})))
+
+    handler = Deferred()
+    logger = logging.getLogger("syncmesh")
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+
+    async def scenario():
+        nonlocal server
+        await daemon.start()
+        try:
+            await carrier.queue.put({UPLINK: False})
+            await async_wait_until(
+                lambda: any(d["port"] == UPLINK and d["up"] is False for d in deferred),
+                "the daemon tried to send the port's PacketOut and found no switch")
+            assert not daemon.switch_ready
+            server = P4RuntimeServer(device, address).start()
+            await async_wait_until(lambda: daemon.switch_ready, "the switch programmed",
+                                   timeout=60)
+            return await _counted(driver, Event.PORT_DOWN, 0, "after the switch came up")
+        finally:
+            await daemon.stop()
+
+    try:
+        assert asyncio.run(asyncio.wait_for(scenario(), 120)) == 1
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        if server is not None:
+            server.stop(0)
