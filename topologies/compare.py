@@ -68,6 +68,16 @@ def _phase(index: int) -> Callable[[dict], str]:
     return get
 
 
+def _delay(index: int) -> Callable[[dict], str]:
+    def get(s: dict) -> str:
+        phases = list(s["phases"].values())
+        p = phases[index] if index < len(phases) else {}
+        m, p99 = p.get("delay_ms_median"), p.get("delay_ms_p99")
+        return f"{m:.1f} / {p99:.1f} ms" if isinstance(m, int | float) and \
+            isinstance(p99, int | float) else "n/a"
+    return get
+
+
 def _slowest(index: int) -> Callable[[dict], str]:
     def get(s: dict) -> str:
         rc = s.get("reccl") or {}
@@ -86,6 +96,7 @@ ROWS: list[tuple[str, Callable[[dict], str]]] = [
     ("load average (start/end)", _load),
     ("wall time", lambda s: f"{s['wall_seconds']:.0f} s" if "wall_seconds" in s else "n/a"),
     ("baseline delivered", _phase(0)),
+    ("baseline one-way delay, median / p99", _delay(0)),
     ("leaf-spine cut: delivered", _phase(1)),
     ("  local outage", lambda s: _ms(_fault(s, "leaf-spine").get("local_outage_s"))),
     ("  remote outage", lambda s: _ms(_fault(s, "leaf-spine").get("remote_outage_s"))),

@@ -531,10 +531,13 @@ def render_summary(s: dict) -> str:
     """The summary as text for the terminal."""
     lines = ["", f"== testbed summary: {s['fabric']} ({s['mode']}, on "
                  f"{TARGET_NAMES.get(s.get('target', 'softswitch'), '?')}), {s['workload']}"]
-    lines.append(f"{'phase':<28}{'offered':>10}{'delivered':>11}{'lost':>8}")
+    lines.append(f"{'phase':<28}{'offered':>10}{'delivered':>11}{'lost':>8}"
+                 f"{'one-way delay, median / p99':>30}")
     for name, p in s["phases"].items():
+        delay = (f"{p['delay_ms_median']:.1f} / {p['delay_ms_p99']:.1f} ms"
+                 if p.get("delay_ms_median") is not None else "n/a")
         lines.append(f"{name:<28}{p['offered_mbps']:>8.2f} M{p['delivered_mbps']:>9.2f} M"
-                     f"{p['lost']:>8}")
+                     f"{p['lost']:>8}{delay:>30}")
     for f in s["faults"]:
         conv = f" / SyncMesh agreement {_ms(f['syncmesh_convergence_s'])}" if f["kind"] == "leaf-spine" else ""
         lines.append(f"{f['name']}: lost {f['lost']} packets; failover local "

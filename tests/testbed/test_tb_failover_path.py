@@ -126,7 +126,8 @@ def test_reccl_silences_are_the_channels_declared_dead_by_silence_in_the_window(
 def summary(target, local, leaf_ps, silences, load):
     return {
         "target": target, "fabric": "ls4x2", "wall_seconds": 51.2, "load_average": load,
-        "phases": {"baseline": {"delivered_mbps": 10.1, "lost": 0},
+        "phases": {"baseline": {"delivered_mbps": 10.1, "lost": 0, "delay_ms_median": local * 10,
+                                "delay_ms_p99": local * 100},
                    "1: cut l1:3-s1:1": {"delivered_mbps": 9.5, "lost": 40}},
         "faults": [{"kind": "leaf-spine", "local_outage_s": local, "remote_outage_s": 0.0,
                     "syncmesh_convergence_s": 0.04,
@@ -151,6 +152,8 @@ def test_the_side_by_side_table_has_one_column_per_target():
     assert "55.0 ms" in " ".join(rows["local outage"]) and "932.0 ms" in " ".join(
         rows["local outage"])
     assert rows["load average (start/end)"] == ["3.1/3.4", "5.0/6.5"]
+    delay = [line for line in text.splitlines() if "one-way delay" in line][0]
+    assert "0.6 / 5.5 ms" in delay and "9.3 / 93.2 ms" in delay
     leaf = text.splitlines()[[i for i, line in enumerate(text.splitlines())
                               if "port-status at the leaf" in line][0]]
     assert "l1:3 12.0 ms" in leaf and "l1:3 900.0 ms" in leaf

@@ -141,6 +141,26 @@ def test_phase_rates_and_throughput_count_what_arrived():
     assert mbps[4] == pytest.approx(0.0, abs=0.1)
 
 
+def test_one_way_delay_per_phase_by_send_time():
+    t = 100 + np.arange(0, 4, 0.01)
+    seq = np.arange(len(t), dtype=np.uint32)
+    # the second half queues: 2 ms, then 300 ms; arrivals out of order and one duplicate
+    delay = np.where(t < 102, 0.002, 0.300)
+    recv_seq = np.concatenate([seq[::-1], seq[:1]])
+    recv_t = np.concatenate([(t + delay)[::-1], t[:1] + 0.5])
+    log = analysis.FlowLog(0, "a", "b", seq, t, np.zeros(len(t), np.uint8), recv_seq, recv_t, 100)
+    rates = analysis.phase_rates([log], [("a", 100, 102), ("b", 102, 104), ("none", 200, 201)])
+    assert rates["a"]["delay_ms_median"] == pytest.approx(2.0)
+    assert rates["b"]["delay_ms_median"] == pytest.approx(300.0)
+    assert rates["a"]["delay_ms_p99"] == pytest.approx(2.0)  # one duplicate of 201 is not p99
+    assert rates["none"]["delay_ms_median"] is None
+    # a received sequence number that was never sent has no delay
+    stray = analysis.FlowLog(0, "a", "b", seq[:3], t[:3], np.zeros(3, np.uint8),
+                             np.array([7, 1], np.uint32), np.array([100.5, 100.02]), 100)
+    sent_at, d = analysis.one_way_delays(stray)
+    assert sent_at.tolist() == [t[1]] and d == pytest.approx([0.01])
+
+
 def test_plot_writes_a_png(tmp_path):
     times = np.arange(0, 5, 0.25)
     analysis.plot(tmp_path / "p.png", times, np.full(len(times), 5.0), [(101.0, "cut x")],
