@@ -321,19 +321,20 @@ class Daemon:
             ops: dict[tuple, SwitchOp] = {}
             for item in items:
                 ops.update((op.key, op) for op in item.ops)
-            if not ops or self.driver is None:
+            if not ops:
                 continue
-            began = time.monotonic()
-            try:
-                await self.driver.apply(list(ops.values()))
-            except Exception as e:  # the driver's own supervisor reconnects and reconciles
-                self.log.event("switch_write_failed", logging.WARNING, error=repr(e))
-                continue
-            took = time.monotonic() - began
-            self.switch_writes += 1
-            if took > SLOW_WRITE:
-                self.log.event("switch_write_slow", logging.WARNING, seconds=round(took, 4),
-                               ops=len(ops), batched=len(items))
+            if self.driver is not None:
+                began = time.monotonic()
+                try:
+                    await self.driver.apply(list(ops.values()))
+                except Exception as e:  # the driver's own supervisor reconnects and reconciles
+                    self.log.event("switch_write_failed", logging.WARNING, error=repr(e))
+                    continue
+                took = time.monotonic() - began
+                self.switch_writes += 1
+                if took > SLOW_WRITE:
+                    self.log.event("switch_write_slow", logging.WARNING, seconds=round(took, 4),
+                                   ops=len(ops), batched=len(items))
             now = self.clock()
             high = self.core.config.max_level - 1
             for op in ops.values():
