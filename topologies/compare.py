@@ -47,6 +47,18 @@ def _port_status(kind: str, index: int) -> Callable[[dict], str]:
     return get
 
 
+def _bursts(kind: str) -> Callable[[dict], str]:
+    def get(s: dict) -> str:
+        found = _fault(s, kind).get("loss_bursts")
+        if found is None:
+            return "n/a"
+        if not found:
+            return "none"
+        shown = " ".join(f"{a * 1000:.0f}-{b * 1000:.0f}" for a, b, _ in found[:3])
+        return shown + (" ..." if len(found) > 3 else "") + " ms"
+    return get
+
+
 def _silences(kind: str) -> Callable[[dict], str]:
     def get(s: dict) -> str:
         found = _fault(s, kind).get("reccl_silences")
@@ -100,6 +112,7 @@ ROWS: list[tuple[str, Callable[[dict], str]]] = [
     ("leaf-spine cut: delivered", _phase(1)),
     ("  local outage", lambda s: _ms(_fault(s, "leaf-spine").get("local_outage_s"))),
     ("  remote outage", lambda s: _ms(_fault(s, "leaf-spine").get("remote_outage_s"))),
+    ("  loss bursts after the cut", _bursts("leaf-spine")),
     ("  port-status at the leaf", _port_status("leaf-spine", 0)),
     ("  port-status at the spine", _port_status("leaf-spine", 1)),
     ("  SyncMesh agreement", lambda s: _ms(_fault(s, "leaf-spine").get("syncmesh_convergence_s"))),
@@ -107,6 +120,7 @@ ROWS: list[tuple[str, Callable[[dict], str]]] = [
     ("  slowest collective", _slowest(1)),
     ("NIC cut: local outage", lambda s: _ms(_fault(s, "host-nic").get("local_outage_s"))),
     ("  remote outage", lambda s: _ms(_fault(s, "host-nic").get("remote_outage_s"))),
+    ("  loss bursts after the cut", _bursts("host-nic")),
     ("  port-status at the leaf", _port_status("host-nic", 0)),
     ("  ReCCL channels silent", _silences("host-nic")),
     ("packets sent / lost", lambda s: f"{s['packets']['sent']} / {s['packets']['lost']}"

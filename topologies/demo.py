@@ -542,6 +542,11 @@ def render_summary(s: dict) -> str:
         conv = f" / SyncMesh agreement {_ms(f['syncmesh_convergence_s'])}" if f["kind"] == "leaf-spine" else ""
         lines.append(f"{f['name']}: lost {f['lost']} packets; failover local "
                      f"{_ms(f['local_outage_s'])}, remote {_ms(f['remote_outage_s'])}{conv}")
+        bursts = f.get("loss_bursts")
+        if bursts:
+            lines.append("  losses on the cut's rails (by send time after the cut): " + ", ".join(
+                f"{a * 1000:.0f}-{b * 1000:.0f} ms ({n})" for a, b, n in bursts[:6])
+                + (f" and {len(bursts) - 6} more bursts" if len(bursts) > 6 else ""))
         seen = f.get("port_status_s") or {}
         if seen:
             how = "the daemon's PacketOut" if s.get("target") == "bmv2" else "injected by the switch"

@@ -132,7 +132,8 @@ def summary(target, local, leaf_ps, silences, load):
         "faults": [{"kind": "leaf-spine", "local_outage_s": local, "remote_outage_s": 0.0,
                     "syncmesh_convergence_s": 0.04,
                     "port_status_s": {"l1:3": leaf_ps, "s1:1": 0.003},
-                    "reccl_silences": silences},
+                    "reccl_silences": silences,
+                    "loss_bursts": [[0.0, local, 12], [1.5, 1.6, 3]]},
                    {"kind": "host-nic", "local_outage_s": 0.0, "remote_outage_s": 0.2,
                     "port_status_s": {"l1:1": None}, "reccl_silences": []}],
         "packets": {"sent": 1000, "lost": 41},
@@ -152,6 +153,9 @@ def test_the_side_by_side_table_has_one_column_per_target():
     assert "55.0 ms" in " ".join(rows["local outage"]) and "932.0 ms" in " ".join(
         rows["local outage"])
     assert rows["load average (start/end)"] == ["3.1/3.4", "5.0/6.5"]
+    bursts = [line for line in text.splitlines() if "loss bursts" in line]
+    assert "0-55 1500-1600 ms" in bursts[0] and "0-932 1500-1600 ms" in bursts[0]
+    assert bursts[1].split()[-2:] == ["n/a", "n/a"]  # the NIC cut's were not given
     delay = [line for line in text.splitlines() if "one-way delay" in line][0]
     assert "0.6 / 5.5 ms" in delay and "9.3 / 93.2 ms" in delay
     leaf = text.splitlines()[[i for i, line in enumerate(text.splitlines())
