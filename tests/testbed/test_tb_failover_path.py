@@ -210,3 +210,14 @@ def test_demo_refuses_an_unknown_target_without_traceback():
                        cwd=REPO, env={**os.environ, "TARGET": "softswitch,nope"})
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "TARGET=softswitch,nope" in r.stderr
+
+
+def test_both_targets_without_bmv2_stop_before_anything_runs():
+    from bmv2 import tools
+
+    if not tools.missing_names(tools.P4C, tools.SWITCH):
+        pytest.skip("p4c and BMv2 are installed: the run would start")
+    r = subprocess.run([sys.executable, "-m", "topologies.demo"], capture_output=True, text=True,
+                       cwd=REPO, env={**os.environ, "TARGET": "softswitch,bmv2"})
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "TARGET=bmv2 make run needs" in r.stderr and "[testbed]" not in r.stdout
