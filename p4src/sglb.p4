@@ -16,7 +16,8 @@
  *          and the measured delay skew toward the new path, and then only if
  *          the path is no longer among the best, or until the path dies.
  *   spine: IPv4 routing down to the destination leaf over one or two parallel
- *          links split in proportion to their capacity; raises the tag's
+ *          links split in proportion to their capacity (SGLB: per flow, by
+ *          the destination's draw sequence); raises the tag's
  *          congestion field at egress; a port-status packet for a downlink
  *          whose leaf became unreachable (or reachable again) becomes a
  *          failure (recovery) notice, multicast to the leaves (k copies).
@@ -720,15 +721,18 @@ control SglbIngress(inout headers_t hdr,
                 port_down.read(b_down, (bit<32>)meta.down_b);
                 if (a_down == 0 && b_down == 0 && meta.down_a != meta.down_b) {
                     /* Split in proportion to the members' capacity: ECMP by a
-                     * hash of the 5-tuple; SGLB per flowlet, by the
-                     * destination's draw sequence, so that k flows split k *
-                     * share however few they are (a hash put 80% of the bytes
-                     * on one of two equal members). */
+                     * hash of the 5-tuple; SGLB by the destination's draw
+                     * sequence, so that k flows split k * share however few
+                     * they are (a hash put 80% of the bytes on one of two
+                     * equal members). The spine does not measure its members'
+                     * delays, so, as a leaf does toward a path of unknown
+                     * delay, it moves a flow only after gap_unknown idle: in
+                     * effect once per flow, never reordering it. */
                     bit<1> to_a = 0;
                     if (meta.lb_mode == MODE_SGLB) {
                         flowlet_lookup();
-                        if (meta.last_path != 0 && meta.idle <= meta.flowlet_gap) {
-                            /* same flowlet: its member (none on a member of share 0) */
+                        if (meta.last_path != 0 && meta.idle < meta.gap_unknown) {
+                            /* same flow: its member (none on a member of share 0) */
                             if (meta.last_path == 1 && meta.share_a != 0) {
                                 to_a = 1;
                             }
