@@ -30,6 +30,7 @@ DRE_PERIOD_SHIFT = 6                 # #define DRE_PERIOD_SHIFT (default): perio
 DRE_PERIOD_US = 1 << DRE_PERIOD_SHIFT
 DRE_PERIOD_SHIFT_MAX = 24            # T up to 16.8 s: dre_time is 48 bits, any shift fits
 DRE_FRAMES_PER_PERIOD = 4            # a period spans at least this many full frames
+FLOWLET_GAP_FRAMES = 40              # a flowlet gap spans at least this many full frames
 FB_TIME_SHIFT = 4                    # #define FB_TIME_SHIFT: feedback time unit 16 us
 QBITS = 3                            # set_profile's rq_i: congestion levels 0..7
 QMAX = (1 << QBITS) - 1              # #define QMAX
@@ -86,6 +87,21 @@ def dre_period_shift_for(slowest_mbps: float) -> int:
     _check_number(slowest_mbps, "slowest link (Mbit/s)", positive=True)
     frames_us = DRE_FRAMES_PER_PERIOD * ETHERNET_FRAME_MAX * 8 / slowest_mbps
     return min(DRE_PERIOD_SHIFT_MAX, max(DRE_PERIOD_SHIFT, math.ceil(math.log2(frames_us))))
+
+
+def flowlet_gap_floor_us(slowest_mbps: float) -> int:
+    """The shortest flowlet gap (us) that fits a fabric whose slowest link runs at
+    ``slowest_mbps``: FLOWLET_GAP_FRAMES full-size frames of that link.
+
+    A gap is meant to be longer than the spread of a TCP window across paths,
+    which, with queues of so many frames, grows with the frame time. At 10
+    Gbit/s 40 frames take 48 us, below the 200 us default, so data-centre
+    fabrics keep their gap; on the software testbed (2 Mbit/s: 6 ms a frame)
+    it is 242 ms, where a 500 us gap made every frame its own flowlet and SGLB
+    re-chose a path per frame (docs/sglb-vs-ecmp.md, #14).
+    """
+    _check_number(slowest_mbps, "slowest link (Mbit/s)", positive=True)
+    return math.ceil(FLOWLET_GAP_FRAMES * ETHERNET_FRAME_MAX * 8 / slowest_mbps)
 
 
 def dre_shift(capacity_mbps: float, period_shift: int = DRE_PERIOD_SHIFT) -> int:

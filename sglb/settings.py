@@ -164,13 +164,17 @@ class SwitchSettings:
         return DRE_PERIOD_SHIFT if self.dre_period_shift is None else self.dre_period_shift
 
     def for_slowest_link(self, slowest_mbps: float) -> SwitchSettings:
-        """These settings with the DRE period fitted to a fabric whose slowest link runs
-        at ``slowest_mbps`` (``sglb.config.dre_period_shift_for``), unless one is set."""
-        if self.dre_period_shift is not None:
-            return self
-        from sglb.config import dre_period_shift_for
+        """These settings fitted to a fabric whose slowest link runs at ``slowest_mbps``:
+        the DRE period (``sglb.config.dre_period_shift_for``) unless one is set, and the
+        flowlet gap raised to at least ``sglb.config.flowlet_gap_floor_us`` (a gap of a
+        fraction of a frame makes every frame a flowlet; 10 Gbit/s fabrics keep theirs)."""
+        from sglb.config import dre_period_shift_for, flowlet_gap_floor_us
 
-        return dataclasses.replace(self, dre_period_shift=dre_period_shift_for(slowest_mbps))
+        shift = self.dre_period_shift
+        if shift is None:
+            shift = dre_period_shift_for(slowest_mbps)
+        gap = max(self.flowlet_gap_us, flowlet_gap_floor_us(slowest_mbps))
+        return dataclasses.replace(self, dre_period_shift=shift, flowlet_gap_us=gap)
 
     def check(self, target: SwitchTarget) -> SwitchSettings:
         """These settings if ``target``'s set_switch holds them, else SettingsError."""

@@ -30,6 +30,7 @@ from sglb.config import (
     DRE_PERIOD_SHIFT,
     capacity_weights,
     dre_shift,
+    flowlet_gap_floor_us,
     profile_args,
     quantise,
     uplinks_args,
@@ -129,6 +130,14 @@ def test_settings_are_checked_against_each_targets_limits():
     assert dataclasses.replace(TESTBED, flowlet_gap_us=DEFAULT.flowlet_gap_us) == DEFAULT
     assert SwitchSettings().for_slowest_link(2).dre_period_shift == 15
     assert SwitchSettings(dre_period_shift=9).for_slowest_link(2).dre_period_shift == 9
+    # the gap: at least 40 full frames of the slowest link (40 * 1514 * 8 bit at 2 Mbit/s =
+    # 242,240 us), a longer one kept, a 10 Gbit/s fabric's default untouched
+    assert flowlet_gap_floor_us(2) == 242_240
+    assert TESTBED.for_slowest_link(2).flowlet_gap_us == 242_240
+    assert SwitchSettings(flowlet_gap_us=10**6).for_slowest_link(2).flowlet_gap_us == 10**6
+    assert DEFAULT.for_slowest_link(10_000) == dataclasses.replace(DEFAULT, dre_period_shift=6)
+    with pytest.raises(ValueError, match="slowest link"):
+        flowlet_gap_floor_us(0)
 
 
 @pytest.mark.parametrize("max_paths", WIDTHS)
