@@ -111,7 +111,7 @@ def _parser() -> argparse.ArgumentParser:
                       help="how often a leaf reads them (metrics only; default: %(default)s)")
     p4rt.add_argument("--flowlet-gap-us", type=int, default=DEFAULT.flowlet_gap_us,
                       help="idle time after which a flow may change path (us; default: "
-                           "%(default)s)")
+                           "%(default)s; raised to 40 full frames of the fabric's slowest link)")
     p4rt.add_argument("--tie-tolerance", type=int, default=DEFAULT.tie_tolerance,
                       help="paths within this many congestion levels of the best are equally "
                            "good (default: %(default)s)")

@@ -35,7 +35,7 @@ from syncmesh.sglb_mapping import (
 )
 
 from fabricmodel import load
-from sglb.config import dre_period_shift_for
+from sglb.config import flowlet_gap_floor_us
 from sglb.settings import SwitchSettings
 from testsupport import free_port, stop_process, wait_until
 
@@ -171,11 +171,12 @@ def wanted(fabric_path: Path, ports_up: dict[int, bool]) -> list:
     now = time.time()
     core.start(now)
     core.on_port_status(ports_up, now)
-    # the daemon compiles sglb.p4 with the DRE period of the fabric's slowest link (10 Mbit/s)
-    shift = dre_period_shift_for(min(lk.capacity_mbps for lk in fabric.links))
-    assert shift == 13
-    return sorted(entities(core.desired(), Identity(switch_mac(1), SwitchSettings(dre_period_shift=shift))),
-                  key=repr)
+    # the daemon fits its settings to the fabric's slowest link (10 Mbit/s): the DRE
+    # period it compiles sglb.p4 with, and the flowlet gap raised to 40 full frames
+    settings = SwitchSettings().for_slowest_link(min(lk.capacity_mbps for lk in fabric.links))
+    assert settings.dre_period_shift == 13
+    assert settings.flowlet_gap_us == flowlet_gap_floor_us(10) == 48_448
+    return sorted(entities(core.desired(), Identity(switch_mac(1), settings)), key=repr)
 
 
 def holds(address: str, schema: fy.P4Schema, fabric_path: Path, ports_up: dict[int, bool],
