@@ -65,6 +65,10 @@ class FaultFigures:
     remote_outage_s: float | None
     syncmesh_convergence_s: float | None = None
     per_flow_outage_s: dict[int, float] = field(default_factory=dict)
+    loss_bursts: list[tuple[float, float, int]] = field(default_factory=list)
+    """Losses on the rails the outage counts, as bursts: (first, last lost packet's send time
+    after the cut in s, packets). A failover is one burst from the cut; a later one is
+    something else (e.g. a starved software switch) that the outage figure counts too."""
 
 
 def load_flow(flow: int, src: str, dst: str, send_file: Path, recv_file: Path,
@@ -101,7 +105,38 @@ def fault_figures(logs: Sequence[FlowLog], fault: Fault, window: float = 3.0) ->
     local = [per[f] for f in fault.local_flows if f in per]
     remote = [per[f] for f in fault.remote_flows if f in per]
     return FaultFigures(fault.name, lost, max(local) if local else None,
-                        max(remote) if remote else None, per_flow_outage_s=per)
+                        max(remote) if remote else None, per_flow_outage_s=per,
+                        loss_bursts=loss_bursts(logs, fault, window))
+
+
+BURST_GAP = 0.1
+"""Losses further apart than this (s) belong to different bursts (a flow sends a packet on
+each rail every few ms, so a path still failing loses one every few tens of ms at most)."""
+
+
+def loss_bursts(logs: Sequence[FlowLog], fault: Fault, window: float = 3.0,
+                gap: float = BURST_GAP) -> list[tuple[float, float, int]]:
+    """The fault's losses within ``window`` on the rails its outage counts (of its local and
+    remote flows), grouped into bursts split at gaps above ``gap``."""
+    counted = set(fault.local_flows) | set(fault.remote_flows)
+    end = min(window, fault.restored_at - fault.at)
+    times = []
+    for log in logs:
+        if log.flow not in counted:
+            continue
+        sel = (log.sent_t >= fault.at) & (log.sent_t < fault.at + end) & ~log.delivered
+        rails = fault.rails.get(log.flow)
+        if rails is not None:
+            sel &= np.isin(log.sent_rail, rails)
+        times.append(log.sent_t[sel] - fault.at)
+    t = np.sort(np.concatenate(times)) if times else np.zeros(0)
+    bursts: list[tuple[float, float, int]] = []
+    start = 0
+    for i in range(1, len(t) + 1):
+        if i == len(t) or t[i] - t[i - 1] > gap:
+            bursts.append((round(float(t[start]), 4), round(float(t[i - 1]), 4), i - start))
+            start = i
+    return bursts
 
 
 def throughput(logs: Sequence[FlowLog], start: float, end: float,
@@ -115,21 +150,40 @@ def throughput(logs: Sequence[FlowLog], start: float, end: float,
     return edges[:-1] - start, total
 
 
+def one_way_delays(log: FlowLog) -> tuple[np.ndarray, np.ndarray]:
+    """(send time, one-way delay) of every arrival that matches a sent packet (hosts share
+    the machine's clock): the switches' queueing shows here, not as loss."""
+    order = np.argsort(log.sent_seq, kind="stable")
+    seqs, times = log.sent_seq[order], log.sent_t[order]
+    if not len(seqs):
+        return np.zeros(0), np.zeros(0)
+    idx = np.minimum(np.searchsorted(seqs, log.recv_seq), len(seqs) - 1)
+    ok = seqs[idx] == log.recv_seq
+    return times[idx[ok]], log.recv_t[ok] - times[idx[ok]]
+
+
 def phase_rates(logs: Sequence[FlowLog], phases: Sequence[tuple[str, float, float]]) -> dict:
-    """Per phase: delivered Mbit/s, offered Mbit/s and packets lost."""
+    """Per phase: delivered Mbit/s, offered Mbit/s, packets lost, and the one-way delay
+    (median and 99th percentile, ms) of the packets sent in it that arrived."""
     out = {}
+    delays = [one_way_delays(log) for log in logs]
     for name, a, b in phases:
         got = sent = lost = 0
-        for log in logs:
+        mine = []
+        for log, (sent_at, delay) in zip(logs, delays, strict=True):
             got += int(((log.recv_t >= a) & (log.recv_t < b)).sum())
             in_phase = (log.sent_t >= a) & (log.sent_t < b)
             sent += int(in_phase.sum())
             lost += int((in_phase & ~log.delivered).sum())
+            mine.append(delay[(sent_at >= a) & (sent_at < b)])
         size = logs[0].size if logs else 0
         dur = max(b - a, 1e-9)
+        d = np.concatenate(mine) * 1000 if mine else np.zeros(0)
         out[name] = {"delivered_mbps": round(got * size * 8 / 1e6 / dur, 3),
                      "offered_mbps": round(sent * size * 8 / 1e6 / dur, 3),
-                     "sent": sent, "lost": lost, "seconds": round(dur, 3)}
+                     "sent": sent, "lost": lost, "seconds": round(dur, 3),
+                     "delay_ms_median": round(float(np.median(d)), 2) if len(d) else None,
+                     "delay_ms_p99": round(float(np.percentile(d, 99)), 2) if len(d) else None}
     return out
 
 

@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from fabricmodel import Fabric, FabricError, load
-from topologies import analysis
+from topologies import analysis, failover_path
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_FABRIC = REPO / "topologies" / "fabrics" / "ls4x2.yaml"
@@ -252,6 +252,7 @@ def run(sc: Scenario) -> dict:
     procs: list[subprocess.Popen] = []
     state = RunState()
     t_begin = time.time()
+    load_begin = os.getloadavg()[0]
     log_to_file(run_dir / "syncmesh.log")
     try:
         say(f"[testbed] fabric {fabric.name}: {len(fabric.leaves)} leaves, {len(fabric.spines)} "
@@ -385,6 +386,7 @@ def run(sc: Scenario) -> dict:
         summary = summarise(sc, fnet, control, flows, state, start, duration, run_dir, cut_leaf,
                             h0.name, failovers_before)
         summary["wall_seconds"] = round(time.time() - t_begin, 1)
+        summary["load_average"] = [round(load_begin, 2), round(os.getloadavg()[0], 2)]
         (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         say(render_summary(summary))
         return summary
@@ -413,7 +415,7 @@ def summarise(sc: Scenario, fnet, control, flows: list[Flow], state: RunState, s
     end = start + duration
     phases = [("baseline", start, m[0])]
     phases += [(f"{i + 1}: {label}", m[i], m[i + 1]) for i, (_, label) in enumerate(state.marks)]
-    faults, figs = [], []
+    faults, figs, extra = [], [], []
     for i, kind in enumerate(state.kinds):
         if kind == "cut":  # a leaf's uplink carries the rails that start or end at the leaf
             fault = analysis.Fault(
@@ -436,6 +438,10 @@ def summarise(sc: Scenario, fnet, control, flows: list[Flow], state: RunState, s
         figs.append(analysis.fault_figures(logs, fault))
         if kind == "cut":
             figs[-1].syncmesh_convergence_s = state.convergence.get(i)
+        extra.append({"port_status_s": _port_status_delays(sc, fnet, run_dir, kind, cut_leaf,
+                                                           cut_host, m[i]),
+                      "reccl_silences": failover_path.reccl_silences(state.reccl, m[i],
+                                                                     m[i + 1])})
     for host, lines in state.reccl.items():  # every rank's report, for a closer look
         (run_dir / f"reccl-{host}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     times, rates = analysis.throughput(logs, start, end)
@@ -459,7 +465,8 @@ def summarise(sc: Scenario, fnet, control, flows: list[Flow], state: RunState, s
         "events": [{"t": t, "label": label, "kind": k}
                    for (t, label), k in zip(state.marks, state.kinds, strict=True)],
         "phases": analysis.phase_rates(logs, phases),
-        "faults": [asdict(f) | {"kind": fault.kind} for f, fault in zip(figs, faults, strict=True)],
+        "faults": [asdict(f) | {"kind": fault.kind} | more
+                   for f, fault, more in zip(figs, faults, extra, strict=True)],
         "syncmesh": {"restore_convergence_s": [state.convergence.get(i) for i, k in
                                                enumerate(state.kinds) if k == "restore"],
                      "failovers": control.failovers() - failovers_before,
@@ -475,6 +482,22 @@ def summarise(sc: Scenario, fnet, control, flows: list[Flow], state: RunState, s
         "plot": str(run_dir / "throughput.png"),
         "run_dir": str(run_dir),
     }
+
+
+def _port_status_delays(sc: Scenario, fnet, run_dir: Path, kind: str, cut_leaf: str,
+                        cut_host: str, at: float) -> dict[str, float | None]:
+    """Per switch at the cut: seconds until its program got the port-status packet
+    (softswitch: the switch's own log; BMv2: the daemon's PacketOut, topologies.failover_path)."""
+    fabric = fnet.fabric
+    if kind == "cut":
+        link = fabric.links_of(cut_leaf)[0]
+        ends = [(link.leaf.switch, link.leaf.port), (link.spine.switch, link.spine.port)]
+    else:
+        nic = fabric.host(cut_host).nics[0]
+        ends = [(nic.leaf, nic.port)]
+    return {f"{sw}:{port}": failover_path.port_status_delay(
+        run_dir / "logs", sc.target, fnet.node_name(sw), sw, port, False, at)
+        for sw, port in ends}
 
 
 def reccl_figures(state: RunState, phases: list[tuple[str, float, float]]) -> dict:
@@ -508,14 +531,30 @@ def render_summary(s: dict) -> str:
     """The summary as text for the terminal."""
     lines = ["", f"== testbed summary: {s['fabric']} ({s['mode']}, on "
                  f"{TARGET_NAMES.get(s.get('target', 'softswitch'), '?')}), {s['workload']}"]
-    lines.append(f"{'phase':<28}{'offered':>10}{'delivered':>11}{'lost':>8}")
+    lines.append(f"{'phase':<28}{'offered':>10}{'delivered':>11}{'lost':>8}"
+                 f"{'one-way delay, median / p99':>30}")
     for name, p in s["phases"].items():
+        delay = (f"{p['delay_ms_median']:.1f} / {p['delay_ms_p99']:.1f} ms"
+                 if p.get("delay_ms_median") is not None else "n/a")
         lines.append(f"{name:<28}{p['offered_mbps']:>8.2f} M{p['delivered_mbps']:>9.2f} M"
-                     f"{p['lost']:>8}")
+                     f"{p['lost']:>8}{delay:>30}")
     for f in s["faults"]:
         conv = f" / SyncMesh agreement {_ms(f['syncmesh_convergence_s'])}" if f["kind"] == "leaf-spine" else ""
         lines.append(f"{f['name']}: lost {f['lost']} packets; failover local "
                      f"{_ms(f['local_outage_s'])}, remote {_ms(f['remote_outage_s'])}{conv}")
+        bursts = f.get("loss_bursts")
+        if bursts:
+            lines.append("  losses on the cut's rails (by send time after the cut): " + ", ".join(
+                f"{a * 1000:.0f}-{b * 1000:.0f} ms ({n})" for a, b, n in bursts[:6])
+                + (f" and {len(bursts) - 6} more bursts" if len(bursts) > 6 else ""))
+        seen = f.get("port_status_s") or {}
+        if seen:
+            how = "the daemon's PacketOut" if s.get("target") == "bmv2" else "injected by the switch"
+            lines.append("  port-status reached the program: " + ", ".join(
+                f"{end} {_ms(x)}" for end, x in seen.items()) + f" after the cut ({how})")
+        for x in f.get("reccl_silences") or ():
+            lines.append(f"  ReCCL: {x['host']}'s channel {x['channel']} to rank {x['peer']} "
+                         f"declared dead {x['after_s'] * 1000:.0f} ms after the cut: {x['detail']}")
     ev = s["data_plane_events"]
     shown = ("FAILOVER", "NOTICE_SENT", "NOTICE_RECEIVED", "PORT_DOWN", "PORT_UP")
     lines.append("data plane events: " + "; ".join(
@@ -563,7 +602,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-reccl", action="store_true", help="UDP load generator only")
     p.add_argument("--prefix", default="", help="node name prefix")
     p.add_argument("--out", type=Path, default=Scenario.out_dir)
+    p.add_argument("--compare", type=Path, nargs="+", metavar="SUMMARY",
+                   help="print saved runs' summary.json side by side and exit (no root)")
     args = p.parse_args(argv)
+    if args.compare:
+        from topologies.compare import SummaryError, load_summary, render
+
+        try:
+            print(render([load_summary(path) for path in args.compare]))
+        except SummaryError as e:
+            print(f"topologies.demo: error: {e}", file=sys.stderr)
+            return 2
+        return 0
     if args.phase < 1 or args.rate <= 0 or args.size < 20:
         p.error("need --phase >= 1, --rate > 0, --size >= 20")
     from topologies.mininet_fabric import FabricNetError, check_names
@@ -575,11 +625,13 @@ def main(argv: list[str] | None = None) -> int:
     except (FabricError, FabricNetError, OSError) as e:
         print(f"topologies.demo: error: {e}", file=sys.stderr)
         return 2
-    target = os.environ.get("TARGET", "softswitch").lower()
-    if target not in TARGET_NAMES:
-        print(f"topologies.demo: error: TARGET={target}: choose softswitch or bmv2", file=sys.stderr)
+    targets = parse_targets(os.environ.get("TARGET", "softswitch"))
+    if targets is None:
+        print(f"topologies.demo: error: TARGET={os.environ.get('TARGET')}: choose softswitch, "
+              "bmv2, or both comma-separated (softswitch,bmv2: run each, then compare)",
+              file=sys.stderr)
         return 2
-    if target == "bmv2" and not check_bmv2():
+    if "bmv2" in targets and not check_bmv2():
         return 2
     if os.geteuid() != 0:
         print("topologies.demo: error: Mininet needs root", file=sys.stderr)
@@ -588,13 +640,28 @@ def main(argv: list[str] | None = None) -> int:
     def on_term(*_):
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, on_term)
+    summaries = []
     try:
-        run(Scenario(args.fabric, args.phase, args.rate, args.size, args.prefix, args.out,
-                     not args.ecmp, reccl=not args.no_reccl, target=target))
+        for target in targets:
+            summaries.append(run(Scenario(args.fabric, args.phase, args.rate, args.size,
+                                          args.prefix, args.out, not args.ecmp,
+                                          reccl=not args.no_reccl, target=target)))
     except KeyboardInterrupt:
         print("\n[testbed] interrupted: cleaned up", file=sys.stderr)
         return 130
+    if len(summaries) > 1:
+        from topologies.compare import render
+
+        print("\n" + render(summaries))
     return 0
+
+
+def parse_targets(value: str) -> list[str] | None:
+    """TARGET's value as a list of targets in order (each once); None if any is unknown."""
+    names = [x.strip().lower() for x in value.split(",")]
+    if not names or any(x not in TARGET_NAMES for x in names) or len(set(names)) != len(names):
+        return None
+    return names
 
 
 if __name__ == "__main__":

@@ -17,6 +17,9 @@ import time
 
 import numpy as np
 
+MAX_EVENTS = 200
+"""Channel events a rank reports at the end (the newest; a run of a minute has a few dozen)."""
+
 
 def expected_all_reduce(it: int, world: int, n: int) -> np.ndarray:
     """Sum over ranks r of (r + 1) * (it + 1) in every element."""
@@ -102,13 +105,19 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"error": str(e)}), flush=True)
         return 1
     finally:
-        events = [str(e) for e in comm.events()]
+        seen = comm.events()
+        events = [str(e) for e in seen]
+        # the events' clock is monotonic; the summary compares them with the cuts' wall time
+        offset = time.time() - time.monotonic()
+        channel_events = [{"t": round(e.time + offset, 4), "kind": e.kind, "peer": e.peer,
+                           "channel": e.channel, "detail": e.detail[:200]}
+                          for e in seen if e.kind in ("channel_down", "channel_up")][-MAX_EVENTS:]
         try:
             comm.close()
         except ReCCLError:
             pass
     print(json.dumps({"done": True, "ops": it, "correct": ok, "wrong": wrong,
-                      "events": events[-20:]}), flush=True)
+                      "events": events[-20:], "channel_events": channel_events}), flush=True)
     return 0 if wrong == 0 else 3
 
 

@@ -155,6 +155,8 @@ class SyncMeshCore:
         self.utilisation: dict[int, float] = {}
         self.local_port_up: dict[int, bool] = {}
         self.seq = 0
+        self._port_status_sent: dict[int, PortStatusOut] = {}
+        """Per port, the last port-status packet asked for (``port_status_again`` repeats it)."""
         self.stats = CoreStats()
         self.programmed: dict[tuple, SwitchOp] = {}
         self.view: dict[str, bool] = {lk.name: lk.up for lk in fabric.links}
@@ -192,7 +194,7 @@ class SyncMeshCore:
                                       host=info.peer))
                 if self.port_status_out:  # the program tracks host ports' liveness too
                     self.seq += 1
-                    actions.append(PortStatusOut(port, up, self.seq))
+                    actions.append(self._port_status(port, up))
                 continue
             rec = self.links.get(self.me, port)
             if rec.up == up and rec.epoch.incarnation == self.incarnation:
@@ -204,13 +206,27 @@ class SyncMeshCore:
             actions.append(_event("port_up" if up else "port_down", port=port,
                                   link=self.links.link_of(self.me, port).name, seq=self.seq))
             if self.port_status_out:
-                actions.append(PortStatusOut(port, up, self.seq))
+                actions.append(self._port_status(port, up))
         if states:
             self._note_view((self.links.link_of(self.me, st.port) for st in states), now)
             notice = LinkNotice(tuple(states))
             actions += [Send(p, notice) for p in self.peers.up()]
             actions += self._reprogram()
         return actions
+
+    def _port_status(self, port: int, up: bool) -> PortStatusOut:
+        out = PortStatusOut(port, up, self.seq)
+        self._port_status_sent[port] = out
+        return out
+
+    def port_status_again(self, now: float) -> list[Action]:
+        """The last port-status packet of every port again, unchanged (same sequence number):
+        the switch (re)connected, and one sent while it was away is lost, or it restarted and
+        forgot them all. The program counts a repeat as a duplicate and changes nothing."""
+        self._now = now
+        if not self.port_status_out:
+            return []
+        return [out for _, out in sorted(self._port_status_sent.items())]
 
     def on_counters(self, tx_bytes: Mapping[int, int], now: float) -> list[Action]:
         """Cumulative transmitted bytes per port, read from the switch."""

@@ -31,6 +31,8 @@ from .tasks import cancel_and_wait
 _KIND = {Hello: "hello", LinkNotice: "notice", ProfileUpdate: "profile", ResyncChunk: "resync"}
 STOP_GRACE = 1.5
 """Seconds ``Daemon.stop`` waits for its tasks to end once cancelled."""
+SLOW_WRITE = 0.25
+"""A switch write that takes longer than this (s) gets a log line (``switch_write_slow``)."""
 _WARN_EVENTS = {"peer_down", "path_down", "port_down", "unknown_port", "host_port_down",
                 "stalled", "profile_gap"}
 
@@ -91,7 +93,10 @@ class Daemon:
         self._channels: dict[str, PeerChannel] = {}
         self._sessions: dict[str, PeerSession] = {}
         self._tasks: list[asyncio.Task[Any]] = []
-        self._switch_ops: asyncio.Queue[Program | PortStatusOut] = asyncio.Queue()
+        self._switch_ops: asyncio.Queue[Program] = asyncio.Queue()
+        # port-status packets have their own queue and task: the data plane's failover waits
+        # for them, so they never queue behind table writes the same change caused
+        self._port_status: asyncio.Queue[tuple[PortStatusOut, float]] = asyncio.Queue()
         self._logged_rejections: set[str] = set()
         self.remote_written: dict[tuple[int, int], tuple[int, float]] = {}
         """(dst leaf, path) -> (level, when the switch write holding it completed)."""
@@ -131,6 +136,7 @@ class Daemon:
                        tls=not isinstance(creds, Insecure), max_message=self.max_message,
                        switch_driver=type(self.driver).__name__ if self.driver else "none")
         self._spawn(self._switch_writer(), "switch-writer")
+        self._spawn(self._port_status_sender(), "port-status")
         if self.driver is not None:
             self._spawn(self._switch_session(), "switch-session")
         if self.port_source is not None:
@@ -200,7 +206,9 @@ class Daemon:
                 session = self._sessions.get(a.peer)
                 if session is not None:
                     session.close("peer silent")
-            elif isinstance(a, Program | PortStatusOut):
+            elif isinstance(a, PortStatusOut):
+                self._port_status.put_nowait((a, time.monotonic()))
+            elif isinstance(a, Program):
                 self._switch_ops.put_nowait(a)
             elif isinstance(a, Event):
                 level = logging.WARNING if a.name in _WARN_EVENTS else logging.INFO
@@ -312,19 +320,21 @@ class Daemon:
                 items.append(self._switch_ops.get_nowait())
             ops: dict[tuple, SwitchOp] = {}
             for item in items:
-                if isinstance(item, Program):
-                    ops.update((op.key, op) for op in item.ops)
-            outs = [item for item in items if isinstance(item, PortStatusOut)]
-            try:
-                if ops and self.driver is not None:
-                    await self.driver.apply(list(ops.values()))
-                    self.switch_writes += 1
-                for out in outs:
-                    if self.driver is not None:
-                        await self.driver.send_port_status(out.port, out.up, out.seq)
-            except Exception as e:  # the driver's own supervisor reconnects and reconciles
-                self.log.event("switch_write_failed", logging.WARNING, error=repr(e))
+                ops.update((op.key, op) for op in item.ops)
+            if not ops:
                 continue
+            if self.driver is not None:
+                began = time.monotonic()
+                try:
+                    await self.driver.apply(list(ops.values()))
+                except Exception as e:  # the driver's own supervisor reconnects and reconciles
+                    self.log.event("switch_write_failed", logging.WARNING, error=repr(e))
+                    continue
+                took = time.monotonic() - began
+                self.switch_writes += 1
+                if took > SLOW_WRITE:
+                    self.log.event("switch_write_slow", logging.WARNING, seconds=round(took, 4),
+                                   ops=len(ops), batched=len(items))
             now = self.clock()
             high = self.core.config.max_level - 1
             for op in ops.values():
@@ -335,6 +345,29 @@ class Daemon:
                         self.congested_since.pop(key, None)
                     else:
                         self.congested_since.setdefault(key, now)
+
+    async def _port_status_sender(self) -> None:
+        """Port-status packets as soon as they are asked for, in order, each logged with how
+        long it waited and how long the switch took to take it (where a failover's time goes)."""
+        while True:
+            out, queued = await self._port_status.get()
+            if self.driver is None:
+                continue
+            began = time.monotonic()
+            try:
+                sent = await self.driver.send_port_status(out.port, out.up, out.seq)
+            except Exception as e:  # the next session sends every port's last again
+                away = bool(getattr(e, "is_disconnected", False))  # e.g. still starting
+                self.log.event("port_status_deferred" if away else "port_status_failed",
+                               logging.INFO if away else logging.WARNING, port=out.port,
+                               up=out.up, seq=out.seq, error=repr(e))
+                continue
+            if not sent:
+                continue  # the switch injects its own
+            done = time.monotonic()
+            self.log.event("port_status_sent", port=out.port, up=out.up, seq=out.seq,
+                           waited_ms=round((began - queued) * 1000, 2),
+                           send_ms=round((done - began) * 1000, 2))
 
     async def _switch_session(self) -> None:
         """Connect, reconcile, then follow counters and port events; back off on failure."""
@@ -348,6 +381,9 @@ class Daemon:
                     await self.driver.reconcile(self.core.desired())
                     self.switch_ready = True
                     self.log.event("switch_connected")
+                    # what was sent while the switch was away is lost (on BMv2 the program's
+                    # port liveness comes from these packets only): each port's last, again
+                    self.execute(self.core.port_status_again(self.clock()))
                     delay = 0.5
                     outage_since = None
                     poll = asyncio.get_running_loop().create_task(self._poll_counters())

@@ -35,6 +35,8 @@ class SwitchDriver(Protocol):
     def port_events(self) -> AsyncIterator[dict[int, bool]]:
         """Port carrier changes as they happen: {port: up}."""
 
-    async def send_port_status(self, port: int, up: bool, seq: int) -> None:
-        """Inject a port-status packet as PacketOut (targets that do not inject it themselves)."""
+    async def send_port_status(self, port: int, up: bool, seq: int) -> bool:
+        """Inject a port-status packet as PacketOut (targets that do not inject it themselves);
+        True when one was sent. It must not wait for a table write in flight: the data
+        plane's failover waits for this packet."""
 

@@ -145,6 +145,9 @@ class P4RuntimeDriver:
         self._ports = fy.SwitchPortList()  # type: ignore[no-untyped-call]  # unannotated in finsy
         self._desired: dict[OpKey, SwitchOp] = {}
         self._lock = asyncio.Lock()
+        # port-status packets go out from their own task, not under ``_lock`` (they must not
+        # wait for table writes); gRPC takes one message at a time on the stream
+        self._stream_lock = asyncio.Lock()
         self._log = SwitchLog(name, log)
         self.writes = 0
         """Entities written since start (inserts, modifies, deletes)."""
@@ -297,8 +300,9 @@ class P4RuntimeDriver:
         so (the Tofino program keeps them in registers; sglb.p4 needs none)."""
         frames = self.book.writeback_frames(plan)
         if frames:
-            await self._sw().write([fy.P4PacketOut(f, op=PACKET_OUT_PIPELINE, reserved=0,
-                                                   egress_port=0) for f in frames])
+            async with self._stream_lock:
+                await self._sw().write([fy.P4PacketOut(f, op=PACKET_OUT_PIPELINE, reserved=0,
+                                                       egress_port=0) for f in frames])
 
     async def read_tx_bytes(self) -> dict[int, int]:
         """Cumulative bytes sent per fabric port (``SglbEgress.port_tx``)."""
@@ -339,9 +343,13 @@ class P4RuntimeDriver:
             if changed:
                 yield changed
 
-    async def send_port_status(self, port: int, up: bool, seq: int) -> None:
-        """PacketOut of a port-status packet, on targets that need the controller to send it."""
+    async def send_port_status(self, port: int, up: bool, seq: int) -> bool:
+        """PacketOut of a port-status packet, on targets that need the controller to send it;
+        True when one was sent. Never waits for a table write in flight (``apply``)."""
         if not self.inject_port_status:
-            return  # softswitch injects it itself on every carrier change
-        await self._sw().write([fy.P4PacketOut(port_status.encode(port, up, seq),
-                                               op=PACKET_OUT_PIPELINE, reserved=0, egress_port=0)])
+            return False  # softswitch injects it itself on every carrier change
+        frame = fy.P4PacketOut(port_status.encode(port, up, seq), op=PACKET_OUT_PIPELINE,
+                               reserved=0, egress_port=0)
+        async with self._stream_lock:
+            await self._sw().write([frame])
+        return True

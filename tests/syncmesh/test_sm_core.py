@@ -371,3 +371,24 @@ def test_port_status_out_and_host_ports(fab):
     assert [st.port for st in notices[0].message.states] == [2]
     # the same state again is no news
     assert core.on_port_status({2: True}, 4.0) == []
+
+
+def test_port_status_again_repeats_each_ports_last_packet(fab):
+    core = SyncMeshCore(fab, "l1", 10, port_status_out=True)
+    core.start(0.0)
+    assert core.port_status_again(0.5) == []  # nothing known yet: nothing to repeat
+    first = [a for a in core.on_port_status({2: False, 1: False, 3: True}, 1.0)
+             if isinstance(a, PortStatusOut)]
+    later = [a for a in core.on_port_status({2: True}, 2.0) if isinstance(a, PortStatusOut)]
+    again = core.port_status_again(3.0)
+    # every port's newest packet, unchanged (same sequence number: the program counts a
+    # repeat as a duplicate), in port order, and nothing new to the peers
+    by_port = {o.port: o for o in first + later}
+    assert again == [by_port[p] for p in sorted(by_port)]
+    assert [o.up for o in again] == [False, True, True]
+    assert core.port_status_again(4.0) == again
+    # a target that injects port-status itself gets none
+    quiet = SyncMeshCore(fab, "l1", 11)
+    quiet.start(0.0)
+    quiet.on_port_status({2: False}, 1.0)
+    assert quiet.port_status_again(2.0) == []

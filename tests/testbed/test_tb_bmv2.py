@@ -49,6 +49,10 @@ def test_shortened_scenario_on_bmv2_delivers_fails_over_and_cleans_up(tmp_path):
     assert ev["l1"].get("PORT_DOWN", 0) >= 2  # the uplink, then the host port
     assert ev["s1"].get("NOTICE_SENT", 0) >= 1
     assert sum(ev[leaf].get("NOTICE_RECEIVED", 0) for leaf in ("l2", "l3", "l4")) >= 1
+    # ... and each daemon logged when the switch took its PacketOut (the summary's
+    # "port-status reached the program", the figure compared with softswitch's)
+    assert all(x is not None for x in fabric_cut["port_status_s"].values()), fabric_cut
+    assert nic_cut["port_status_s"]["l1:1"] is not None, nic_cut
     assert nic_cut["local_outage_s"] is not None
     rc = s["reccl"]
     assert rc["errors"] == [] and rc["wrong"] == 0 and rc["ranks_finished"] == 4

@@ -67,6 +67,12 @@ def test_shortened_scenario_delivers_fails_over_and_cleans_up(tmp_path):
     assert ev["l1"].get("PORT_DOWN", 0) >= 2  # the uplink, then the host port
     assert ev["s1"].get("NOTICE_SENT", 0) >= 1
     assert sum(ev[leaf].get("NOTICE_RECEIVED", 0) for leaf in ("l2", "l3", "l4")) >= 1
+    # where the failover's time went: both ends' programs got the port-status packet (the
+    # switch's own log), and the host port's leaf after the NIC cut
+    assert set(fabric_cut["port_status_s"]) == {"l1:3", "s1:1"}
+    assert all(x is not None for x in fabric_cut["port_status_s"].values()), fabric_cut
+    assert nic_cut["port_status_s"]["l1:1"] is not None, nic_cut
+    assert isinstance(fabric_cut["reccl_silences"], list)
     # the host cut: the host kept sending on its other rail (outage well below the phase)
     assert nic_cut["local_outage_s"] is not None and nic_cut["local_outage_s"] < 1.0
     assert nic_cut["remote_outage_s"] is not None and nic_cut["remote_outage_s"] < 1.5

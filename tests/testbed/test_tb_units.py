@@ -78,6 +78,25 @@ def test_a_nic_cut_outage_counts_only_the_cut_rails_losses():
     assert analysis.outage(log, 100.0, 4.0) == pytest.approx(2.5)
 
 
+def test_loss_bursts_split_a_failover_from_a_later_loss():
+    t = 100 + np.arange(0, 4, 0.01)
+    # flow 0: the failover (100.00-100.05, every other packet), then a stall (101.20-101.25)
+    # and a loss on rail 1, which the fault does not count; flow 1 is not the fault's at all
+    a = _log(0, t, [0, 2, 4, 120, 121, 122, 123, 124, 125, 300])
+    a.sent_rail[300] = 1
+    b = _log(1, t, [50, 51])
+    c = _log(2, t, [8])  # a remote flow's loss joins the first burst (80 ms after 40 ms)
+    fault = analysis.Fault("cut", "leaf-spine", 100.0, 104.0, local_flows=(0,),
+                           remote_flows=(2,), rails={0: (0,)})
+    figs = analysis.fault_figures([a, b, c], fault)
+    assert [(x, y, n) for x, y, n in figs.loss_bursts] == [
+        (0.0, pytest.approx(0.08), 4), (pytest.approx(1.2), pytest.approx(1.25), 6)]
+    assert figs.local_outage_s == pytest.approx(1.25)  # the outage counts the stall too
+    # within the window only, and nothing lost is no burst
+    assert analysis.loss_bursts([a], fault, window=1.0) == [(0.0, pytest.approx(0.04), 3)]
+    assert analysis.loss_bursts([_log(0, t, [])], fault) == []
+
+
 def _answered(rails, rail, sent_from, sent_to, rtt, bits=0b11, every=0.01):
     """Beacons on ``rail`` answering sends from ``sent_from`` to ``sent_to`` after ``rtt``."""
     for sent in np.arange(sent_from, sent_to, every):
@@ -139,6 +158,26 @@ def test_phase_rates_and_throughput_count_what_arrived():
     assert len(times) == len(mbps) == 8
     assert mbps[0] == pytest.approx(8.0, rel=0.01)
     assert mbps[4] == pytest.approx(0.0, abs=0.1)
+
+
+def test_one_way_delay_per_phase_by_send_time():
+    t = 100 + np.arange(0, 4, 0.01)
+    seq = np.arange(len(t), dtype=np.uint32)
+    # the second half queues: 2 ms, then 300 ms; arrivals out of order and one duplicate
+    delay = np.where(t < 102, 0.002, 0.300)
+    recv_seq = np.concatenate([seq[::-1], seq[:1]])
+    recv_t = np.concatenate([(t + delay)[::-1], t[:1] + 0.5])
+    log = analysis.FlowLog(0, "a", "b", seq, t, np.zeros(len(t), np.uint8), recv_seq, recv_t, 100)
+    rates = analysis.phase_rates([log], [("a", 100, 102), ("b", 102, 104), ("none", 200, 201)])
+    assert rates["a"]["delay_ms_median"] == pytest.approx(2.0)
+    assert rates["b"]["delay_ms_median"] == pytest.approx(300.0)
+    assert rates["a"]["delay_ms_p99"] == pytest.approx(2.0)  # one duplicate of 201 is not p99
+    assert rates["none"]["delay_ms_median"] is None
+    # a received sequence number that was never sent has no delay
+    stray = analysis.FlowLog(0, "a", "b", seq[:3], t[:3], np.zeros(3, np.uint8),
+                             np.array([7, 1], np.uint32), np.array([100.5, 100.02]), 100)
+    sent_at, d = analysis.one_way_delays(stray)
+    assert sent_at.tolist() == [t[1]] and d == pytest.approx([0.01])
 
 
 def test_plot_writes_a_png(tmp_path):
