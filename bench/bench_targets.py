@@ -69,14 +69,19 @@ class Target:
     port_io: str = "sockets"
     """softswitch only: --port-io (sockets: one recvfrom/send per packet in Python; rings:
     TPACKET_V3 mmap rings forwarded in C by the native engine)."""
+    rings: str = ""
+    """softswitch only: $SOFTSWITCH_RINGS (ring geometry; version=2: TPACKET_V2 RX frames)."""
 
 
 SOFTSWITCH = Target("softswitch", "softswitch")
 SOFTSWITCH_VARIANTS = [SOFTSWITCH,
                        Target("ss native", "softswitch", engine="native", port_io="sockets"),
-                       Target("ss native+rings", "softswitch", engine="native", port_io="rings")]
-"""packets/s runs every variant (python engine on sockets, native engine on sockets, native
-engine on rings); writes and failover the first."""
+                       Target("ss native+rings", "softswitch", engine="native", port_io="rings"),
+                       Target("ss native+rings2", "softswitch", engine="native", port_io="rings",
+                              rings="version=2")]
+"""packets/s and latency run every variant (python engine on sockets, native engine on
+sockets, native engine on TPACKET_V3 rings and on TPACKET_V2 rings); writes and failover
+the first."""
 
 
 def targets(tuned: str | None) -> tuple[list[Target], list[str]]:
@@ -127,8 +132,9 @@ def switch(target: Target, work: Path, interfaces: tuple[tuple[int, str], ...] =
                "--engine", target.engine, "--port-io", target.port_io]
         for port, intf in interfaces:
             cmd += ["-i", f"{port}@{intf}"]
+        env = {**os.environ, "SOFTSWITCH_RINGS": target.rings}
         with open(log, "wb") as out:
-            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
         deadline = time.monotonic() + 60
         while not p4runtime_ready(address):
             if proc.poll() is not None or time.monotonic() > deadline:

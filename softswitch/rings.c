@@ -31,8 +31,8 @@
 #include <sys/socket.h>
 
 #define RIO_PORTS 512               /* port numbers are 9 bits */
-#define TX_DATA_OFF TPACKET_ALIGN(sizeof(struct tpacket3_hdr))
-#define RX_LL_OFF TPACKET_ALIGN(sizeof(struct tpacket3_hdr))
+#define V3_OFF TPACKET_ALIGN(sizeof(struct tpacket3_hdr))  /* frame data (TX), sockaddr_ll (RX) */
+#define V2_OFF TPACKET_ALIGN(sizeof(struct tpacket2_hdr))
 #define ETH_MIN 14                  /* the kernel refuses shorter frames (EINVAL) */
 
 enum { C_RX_PACKETS, C_RX_BYTES, C_TX_PACKETS, C_TX_BYTES, C_TX_DROPS, C_RX_TRUNCATED,
@@ -45,11 +45,12 @@ typedef int (*process_fn)(void *sw, uint32_t port, const uint8_t *data, uint32_t
                           uint32_t *ndg);
 
 typedef struct {
-    uint32_t number;
+    uint32_t number, version;
     int fd, txfd;
     uint8_t *map; size_t map_len;
     uint32_t block_size, block_nr, rx_cur;
-    int in_block; uint32_t pkt_i, pkt_n, pkt_off;   /* position inside the current RX block */
+    int in_block; uint32_t pkt_i, pkt_n, pkt_off;   /* V3: position inside the current RX block */
+    uint32_t rx_frame, rx_nr;                        /* V2: RX frames */
     uint8_t *tx; uint32_t tx_frame, tx_nr, tx_cur, tx_pending;
     pthread_mutex_t txlock;
     uint64_t c[C_NCOUNT];
@@ -121,39 +122,58 @@ void rio_free(rio_t *r) {
 }
 
 /* Open port slot idx on interface ifindex: 0, or -1 with the reason in err. */
-int rio_port_open(rio_t *r, uint32_t idx, uint32_t number, int ifindex, uint32_t block_size,
-                  uint32_t block_nr, uint32_t tx_frame, uint32_t tx_nr, uint32_t tov_ms,
-                  char *err, uint32_t errlen) {
-    if (idx >= r->nports || number >= RIO_PORTS || r->by_number[number] >= 0) {
-        if (err && errlen) snprintf(err, errlen, "bad port slot %u / number %u", idx, number);
+/* Frame i of a ring whose frames never straddle a block. */
+static inline uint8_t *ring_frame(uint8_t *base, uint32_t block_size, uint32_t frame, uint32_t i) {
+    uint32_t per = block_size / frame;
+    return base + (size_t)(i / per) * block_size + (size_t)(i % per) * frame;
+}
+
+/* Open port slot idx on interface ifindex with TPACKET_V3 (RX blocks) or TPACKET_V2 (RX
+ * frames of tx_frame bytes: no block timeout, a frame is seen at once): 0, or -1 with the
+ * reason in err. */
+int rio_port_open(rio_t *r, uint32_t idx, uint32_t number, int ifindex, uint32_t version,
+                  uint32_t block_size, uint32_t block_nr, uint32_t tx_frame, uint32_t tx_nr,
+                  uint32_t tov_ms, char *err, uint32_t errlen) {
+    if (idx >= r->nports || number >= RIO_PORTS || r->by_number[number] >= 0 ||
+        (version != 2 && version != 3)) {
+        if (err && errlen) snprintf(err, errlen, "bad port slot %u / number %u / version %u", idx,
+                                    number, version);
+        return -1;
+    }
+    if (tx_frame < V3_OFF + sizeof(struct sockaddr_ll) + ETH_MIN || block_size < tx_frame) {
+        if (err && errlen) snprintf(err, errlen, "frames of %u bytes in blocks of %u cannot hold a frame",
+                                    tx_frame, block_size);
         return -1;
     }
     rport_t *p = &r->ports[idx];
     p->number = number;
+    p->version = version;
     /* protocol 0: nothing is captured until bind, after the rings exist */
     p->fd = socket(AF_PACKET, SOCK_RAW, 0);
     if (p->fd < 0) { set_err(err, errlen, "socket(AF_PACKET)", errno); return -1; }
-    int v = TPACKET_V3;
+    int v = version == 3 ? TPACKET_V3 : TPACKET_V2;
     if (setsockopt(p->fd, SOL_PACKET, PACKET_VERSION, &v, sizeof v) < 0) {
-        set_err(err, errlen, "PACKET_VERSION TPACKET_V3", errno); return -1;
+        set_err(err, errlen, version == 3 ? "PACKET_VERSION TPACKET_V3" : "PACKET_VERSION TPACKET_V2", errno);
+        return -1;
     }
     v = 1;
     setsockopt(p->fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &v, sizeof v);  /* 4.20+; pkttype below */
     setsockopt(p->fd, SOL_PACKET, PACKET_LOSS, &v, sizeof v);  /* a bad TX frame is skipped */
     struct tpacket_req3 rx = {0};
     rx.tp_block_size = block_size; rx.tp_block_nr = block_nr;
-    rx.tp_frame_size = TPACKET_ALIGNMENT << 7; rx.tp_frame_nr = 0;
-    if (block_size % rx.tp_frame_size == 0)
-        rx.tp_frame_nr = (block_size / rx.tp_frame_size) * block_nr;
-    rx.tp_retire_blk_tov = tov_ms;
+    /* V3 fills blocks with frames of any size; the frame size only has to divide the block */
+    rx.tp_frame_size = version == 3 ? TPACKET_ALIGNMENT << 7 : tx_frame;
+    rx.tp_frame_nr = (block_size / rx.tp_frame_size) * block_nr;
+    if (version == 3) rx.tp_retire_blk_tov = tov_ms;
     if (setsockopt(p->fd, SOL_PACKET, PACKET_RX_RING, &rx, sizeof rx) < 0) {
         set_err(err, errlen, "PACKET_RX_RING", errno); return -1;
     }
     struct tpacket_req3 tx = {0};
     tx.tp_frame_size = tx_frame; tx.tp_frame_nr = tx_nr;
     tx.tp_block_size = block_size;
-    tx.tp_block_nr = tx_frame && block_size >= tx_frame ? (uint32_t)(((uint64_t)tx_frame * tx_nr + block_size - 1) / block_size) : 0;
-    if (tx.tp_block_nr) tx.tp_frame_nr = tx.tp_block_nr * (block_size / tx_frame);
+    uint32_t per = block_size / tx_frame;
+    tx.tp_block_nr = (tx_nr + per - 1) / per;
+    tx.tp_frame_nr = tx.tp_block_nr * per;
     if (setsockopt(p->fd, SOL_PACKET, PACKET_TX_RING, &tx, sizeof tx) < 0) {
         set_err(err, errlen, "PACKET_TX_RING", errno); return -1;
     }
@@ -162,6 +182,7 @@ int rio_port_open(rio_t *r, uint32_t idx, uint32_t number, int ifindex, uint32_t
     if (m == MAP_FAILED) { set_err(err, errlen, "mmap of the rings", errno); return -1; }
     p->map = m; p->map_len = rx_len + tx_len;
     p->block_size = block_size; p->block_nr = block_nr;
+    p->rx_frame = rx.tp_frame_size; p->rx_nr = rx.tp_frame_nr;
     p->tx = p->map + rx_len; p->tx_frame = tx_frame; p->tx_nr = tx.tp_frame_nr;
     struct sockaddr_ll ll = {0};
     ll.sll_family = AF_PACKET; ll.sll_protocol = htons(ETH_P_ALL); ll.sll_ifindex = ifindex;
@@ -194,15 +215,26 @@ static inline void bump(uint64_t *c, uint64_t by) { __atomic_fetch_add(c, by, __
 
 /* ---------------------------------------------------------------- TX */
 
+static inline uint8_t *tx_frame_at(const rport_t *p, uint32_t i) {
+    return ring_frame(p->tx, p->block_size, p->tx_frame, i);
+}
+static inline uint32_t *tx_status(const rport_t *p, uint8_t *f) {
+    return p->version == 3 ? &((struct tpacket3_hdr *)f)->tp_status : &((struct tpacket2_hdr *)f)->tp_status;
+}
+static inline uint32_t tx_len_of(const rport_t *p, uint8_t *f) {
+    return p->version == 3 ? ((struct tpacket3_hdr *)f)->tp_len : ((struct tpacket2_hdr *)f)->tp_len;
+}
+static inline uint32_t tx_data_off(const rport_t *p) { return p->version == 3 ? V3_OFF : V2_OFF; }
+
 /* Frames queued but refused by a down interface go back to the ring as drops; our cursor
  * moves back to the oldest of them, where the kernel's own cursor stands. */
 static void tx_reclaim(rport_t *p) {
     for (uint32_t k = 0; k < p->tx_nr; k++) {
         uint32_t i = (p->tx_cur + p->tx_nr - 1) % p->tx_nr;
-        struct tpacket3_hdr *h = (void *)(p->tx + (size_t)i * p->tx_frame);
-        if (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) != TP_STATUS_SEND_REQUEST) break;
-        uint32_t len = h->tp_len;
-        __atomic_store_n(&h->tp_status, TP_STATUS_AVAILABLE, __ATOMIC_RELEASE);
+        uint8_t *f = tx_frame_at(p, i);
+        if (__atomic_load_n(tx_status(p, f), __ATOMIC_ACQUIRE) != TP_STATUS_SEND_REQUEST) break;
+        uint32_t len = tx_len_of(p, f);
+        __atomic_store_n(tx_status(p, f), TP_STATUS_AVAILABLE, __ATOMIC_RELEASE);
         p->tx_cur = i;
         bump(&p->c[C_TX_DROPS], 1);
         __atomic_fetch_sub(&p->c[C_TX_PACKETS], 1, __ATOMIC_RELAXED);
@@ -234,7 +266,7 @@ static void tx_flush_locked(rport_t *p) {
 
 static void tx_queue_locked(rport_t *p, const uint8_t *data, uint32_t len) {
     if (len < ETH_MIN) { bump(&p->c[C_TX_DROPS], 1); return; }
-    if (len > p->tx_frame - TX_DATA_OFF) {  /* larger than a ring frame: one send(), in order */
+    if (len > p->tx_frame - tx_data_off(p)) {  /* larger than a ring frame: one send(), in order */
         tx_flush_locked(p);
         if (send(p->txfd, data, len, MSG_DONTWAIT) == (ssize_t)len) {
             bump(&p->c[C_TX_PACKETS], 1); bump(&p->c[C_TX_BYTES], len); bump(&p->c[C_TX_OVERSIZE], 1);
@@ -243,18 +275,24 @@ static void tx_queue_locked(rport_t *p, const uint8_t *data, uint32_t len) {
         }
         return;
     }
-    struct tpacket3_hdr *h = (void *)(p->tx + (size_t)p->tx_cur * p->tx_frame);
-    if (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) != TP_STATUS_AVAILABLE) {
+    uint8_t *f = tx_frame_at(p, p->tx_cur);
+    if (__atomic_load_n(tx_status(p, f), __ATOMIC_ACQUIRE) != TP_STATUS_AVAILABLE) {
         tx_flush_locked(p);  /* the ring is full: hand the kernel what waits, then look again */
-        h = (void *)(p->tx + (size_t)p->tx_cur * p->tx_frame);
-        if (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) != TP_STATUS_AVAILABLE) {
+        f = tx_frame_at(p, p->tx_cur);
+        if (__atomic_load_n(tx_status(p, f), __ATOMIC_ACQUIRE) != TP_STATUS_AVAILABLE) {
             bump(&p->c[C_TX_DROPS], 1);
             return;
         }
     }
-    memcpy((uint8_t *)h + TX_DATA_OFF, data, len);
-    h->tp_len = len; h->tp_snaplen = len; h->tp_next_offset = 0;
-    __atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
+    memcpy(f + tx_data_off(p), data, len);
+    if (p->version == 3) {
+        struct tpacket3_hdr *h = (void *)f;
+        h->tp_len = len; h->tp_snaplen = len; h->tp_next_offset = 0;
+    } else {
+        struct tpacket2_hdr *h = (void *)f;
+        h->tp_len = len; h->tp_snaplen = len;
+    }
+    __atomic_store_n(tx_status(p, f), TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
     p->tx_cur = (p->tx_cur + 1) % p->tx_nr;
     bump(&p->c[C_TX_PACKETS], 1); bump(&p->c[C_TX_BYTES], len);
     if (++p->tx_pending >= p->tx_nr / 2) tx_flush_locked(p);
@@ -290,10 +328,38 @@ static void rx_release(rport_t *p) {
     p->in_block = 0;
 }
 
-/* The next frame of a port's RX ring: 1 with *data and *len set (valid until the next call),
- * 0 when no block is ready. Truncated captures and malformed descriptors are counted and
- * skipped; a descriptor that points outside its block ends the block. */
-static int rx_next(rport_t *p, const uint8_t **data, uint32_t *len) {
+/* TPACKET_V2: the next frame (held until rx_done). */
+static int rx_next_v2(rport_t *p, const uint8_t **data, uint32_t *len) {
+    const uint32_t fs = p->rx_frame;
+    for (uint32_t guard = 0; guard < p->rx_nr; guard++) {
+        uint8_t *f = ring_frame(p->map, p->block_size, fs, p->rx_cur);
+        struct tpacket2_hdr *h = (void *)f;
+        if (!(__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) return 0;
+        p->in_block = 1;
+        uint32_t mac = h->tp_mac, snap = h->tp_snaplen, wire = h->tp_len;
+        const struct sockaddr_ll *ll = (const void *)(f + V2_OFF);  /* inside: checked at open */
+        int ok = 0;
+        if (mac < sizeof(struct tpacket2_hdr) || mac > fs || snap > fs - mac) bump(&p->c[C_RX_MALFORMED], 1);
+        else if (ll->sll_pkttype == PACKET_OUTGOING) ;  /* kernels without PACKET_IGNORE_OUTGOING */
+        else if (snap < wire) bump(&p->c[C_RX_TRUNCATED], 1);  /* larger than a frame */
+        else ok = 1;
+        if (ok) {
+            bump(&p->c[C_RX_PACKETS], 1); bump(&p->c[C_RX_BYTES], snap);
+            *data = f + mac;
+            *len = snap;
+            return 1;
+        }
+        __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+        p->rx_cur = (p->rx_cur + 1) % p->rx_nr;
+        p->in_block = 0;
+    }
+    return 0;
+}
+
+/* TPACKET_V3: the next frame of the current block (the block is held until its last frame
+ * is done). Truncated captures and malformed descriptors are counted and skipped; a
+ * descriptor that points outside its block ends the block. */
+static int rx_next_v3(rport_t *p, const uint8_t **data, uint32_t *len) {
     const uint32_t bs = p->block_size;
     for (uint32_t guard = 0; guard <= p->block_nr; ) {
         uint8_t *blk = p->map + (size_t)p->rx_cur * bs;
@@ -308,12 +374,12 @@ static int rx_next(rport_t *p, const uint8_t **data, uint32_t *len) {
         }
         if (p->pkt_i >= p->pkt_n) { rx_release(p); guard++; continue; }
         uint32_t off = p->pkt_off;
-        if (off < sizeof(struct tpacket_block_desc) || off > bs || bs - off < RX_LL_OFF + sizeof(struct sockaddr_ll)) {
+        if (off < sizeof(struct tpacket_block_desc) || off > bs || bs - off < V3_OFF + sizeof(struct sockaddr_ll)) {
             bump(&p->c[C_RX_MALFORMED], 1); p->pkt_i = p->pkt_n; continue;
         }
         struct tpacket3_hdr *h = (void *)(blk + off);
         uint32_t mac = h->tp_mac, snap = h->tp_snaplen, wire = h->tp_len, next = h->tp_next_offset;
-        const struct sockaddr_ll *ll = (const void *)(blk + off + RX_LL_OFF);
+        const struct sockaddr_ll *ll = (const void *)(blk + off + V3_OFF);
         unsigned char pkttype = ll->sll_pkttype;
         p->pkt_i++;
         if (p->pkt_i < p->pkt_n) {
@@ -333,6 +399,26 @@ static int rx_next(rport_t *p, const uint8_t **data, uint32_t *len) {
     return 0;
 }
 
+/* The next frame of a port's RX ring: 1 with *data and *len set (valid until rx_done), 0
+ * when none is ready. */
+static int rx_next(rport_t *p, const uint8_t **data, uint32_t *len) {
+    return p->version == 3 ? rx_next_v3(p, data, len) : rx_next_v2(p, data, len);
+}
+
+/* The frame rx_next gave is done with: its slot (V2) or its finished block (V3) goes back to
+ * the kernel now, so that poll() waits for the next one. */
+static void rx_done(rport_t *p) {
+    if (!p->in_block) return;
+    if (p->version == 3) {
+        if (p->pkt_i >= p->pkt_n) rx_release(p);
+        return;
+    }
+    struct tpacket2_hdr *h = (void *)ring_frame(p->map, p->block_size, p->rx_frame, p->rx_cur);
+    __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+    p->rx_cur = (p->rx_cur + 1) % p->rx_nr;
+    p->in_block = 0;
+}
+
 /* Copy up to max frames (round robin over the ports) into buf for the Python engine. */
 uint32_t rio_rx(rio_t *r, uint8_t *buf, uint32_t cap, uint32_t *ports, uint32_t *offs,
                 uint32_t *lens, uint32_t max) {
@@ -345,6 +431,7 @@ uint32_t rio_rx(rio_t *r, uint8_t *buf, uint32_t cap, uint32_t *ports, uint32_t 
             if (p->map == NULL || cap - used < p->block_size) continue;  /* a whole frame fits */
             if (!rx_next(p, &d, &l)) continue;
             memcpy(buf + used, d, l);
+            rx_done(p);
             ports[n] = p->number; offs[n] = used; lens[n] = l;
             used += l; n++; more = 1;
         }
@@ -444,6 +531,7 @@ uint32_t rio_forward(rio_t *r, const rio_engine_t *e, uint32_t budget, rio_resul
                 const uint8_t *d; uint32_t l;
                 if (!rx_next(p, &d, &l)) break;
                 run_one(r, e, res, p->number, d, l, &pin_used);
+                rx_done(p);
                 res->packets++;
                 more = 1;
             }

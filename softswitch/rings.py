@@ -61,9 +61,9 @@ typedef struct {
 } rio_engine_t;
 rio_t *rio_new(uint32_t nports, uint32_t cpu_port);
 void rio_free(rio_t *r);
-int rio_port_open(rio_t *r, uint32_t idx, uint32_t number, int ifindex, uint32_t block_size,
-                  uint32_t block_nr, uint32_t tx_frame, uint32_t tx_nr, uint32_t tov_ms,
-                  char *err, uint32_t errlen);
+int rio_port_open(rio_t *r, uint32_t idx, uint32_t number, int ifindex, uint32_t version,
+                  uint32_t block_size, uint32_t block_nr, uint32_t tx_frame, uint32_t tx_nr,
+                  uint32_t tov_ms, char *err, uint32_t errlen);
 int64_t rio_kernel_drops(rio_t *r, uint32_t idx);
 void rio_counters(rio_t *r, uint32_t idx, uint64_t *out);
 int rio_send(rio_t *r, uint32_t number, const uint8_t *data, uint32_t len);
@@ -84,6 +84,9 @@ class RingError(PortError):
 class RingOptions:
     """Geometry of every port's rings ($SOFTSWITCH_RINGS="block=131072,blocks=16,...")."""
 
+    version: int = 3
+    """TPACKET_V3 (RX blocks handed over when full or after timeout_ms) or 2 (RX frames of
+    `frame` bytes, each seen at once: no added latency, frames above a frame are truncated)."""
     block: int = 1 << 17
     """Bytes of an RX block (a page multiple); a frame larger than a block is counted as
     rx_truncated and dropped."""
@@ -114,6 +117,8 @@ class RingOptions:
         for f in fields(cls):
             if not 0 < getattr(opts, f.name) < 1 << 31:
                 raise RingError(f"{RINGS_ENV}: {f.name} must be between 1 and 2^31 - 1")
+        if opts.version not in (2, 3):
+            raise RingError(f"{RINGS_ENV}: version must be 2 or 3 (TPACKET_V2, TPACKET_V3)")
         return opts
 
 
@@ -180,8 +185,8 @@ class RingPortSet(PortSet):
                     port.ifindex = socket.if_nametoindex(port.ifname)
                 except OSError as exc:
                     raise PortError(f"port {port.number}: no interface {port.ifname!r}") from exc
-                if lib.rio_port_open(rio, idx, port.number, port.ifindex, o.block, o.blocks,
-                                     o.frame, o.frames, o.timeout_ms, err, 256) != 0:
+                if lib.rio_port_open(rio, idx, port.number, port.ifindex, o.version, o.block,
+                                     o.blocks, o.frame, o.frames, o.timeout_ms, err, 256) != 0:
                     why = ffi.string(err).decode(errors="replace")
                     raise RingError(f"port {port.number} ({port.ifname}): {why}")
                 self._slot[port.number] = idx

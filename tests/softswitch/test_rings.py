@@ -201,10 +201,11 @@ def assert_same(got: dict[int, list[bytes]], want: dict[int, list[bytes]]) -> No
                         f"difference at {next((i for i, (a, b) in enumerate(zip(g, w)) if a != b), min(len(g), len(w)))}")
 
 
-@pytest.mark.parametrize("engine,port_io", [("native", "rings"), ("python", "rings"),
-                                            ("native", "sockets")])
-def test_router_frames_as_the_python_engine(wires, monkeypatch, engine, port_io):
-    sp = start_switch(ROUTER, engine, port_io, monkeypatch)
+@pytest.mark.parametrize("engine,port_io,rings", [
+    ("native", "rings", ""), ("native", "rings", "version=2"), ("python", "rings", ""),
+    ("native", "sockets", "")])
+def test_router_frames_as_the_python_engine(wires, monkeypatch, engine, port_io, rings):
+    sp = start_switch(ROUTER, engine, port_io, monkeypatch, rings=rings)
     peers = Peers()
     try:
         assert sp.ports.io == port_io
@@ -227,10 +228,13 @@ def test_router_frames_as_the_python_engine(wires, monkeypatch, engine, port_io)
         sp.stop()
 
 
-def test_burst_larger_than_a_block(wires, monkeypatch):
-    # 4 KiB blocks: 600 frames of 100-400 bytes fill about 40 of them, more than the
-    # engine takes in one call; nothing may be lost or reordered
-    sp = start_switch(ROUTER, "native", "rings", monkeypatch, rings="block=4096,blocks=128,frames=64")
+@pytest.mark.parametrize("rings", ["block=4096,blocks=128,frames=64",
+                                   "version=2,block=8192,blocks=512,frames=64"])
+def test_burst_larger_than_a_block(wires, monkeypatch, rings):
+    # V3, 4 KiB blocks: 600 frames of 100-400 bytes fill about 40 of them, more than the
+    # engine takes in one call (V2: 600 of 2,048 frames); 64 TX frames are reused many
+    # times; the RX ring holds the whole burst: nothing may be lost or reordered
+    sp = start_switch(ROUTER, "native", "rings", monkeypatch, rings=rings)
     peers = Peers()
     try:
         add_entries(sp, router_entries)
@@ -247,31 +251,37 @@ def test_burst_larger_than_a_block(wires, monkeypatch):
         sp.stop()
 
 
-def test_truncated_and_oversized_frames(wires, monkeypatch):
-    # an 8 KiB block holds a frame of about 8,100 bytes: a larger one arrives truncated and
-    # is counted, never run; an output larger than a 2 KiB TX frame goes out by send()
-    sp = start_switch(ROUTER, "native", "rings", monkeypatch, rings="block=8192,blocks=32")
+@pytest.mark.parametrize("version", [3, 2])
+def test_truncated_and_oversized_frames(wires, monkeypatch, version):
+    # V3: an 8 KiB block holds a frame of about 8,100 bytes: a larger one arrives truncated
+    # and is counted, never run; an output larger than a 2 KiB TX frame goes out by send().
+    # V2: a 2 KiB RX frame holds about 1,950 bytes: both large frames are truncated
+    sp = start_switch(ROUTER, "native", "rings", monkeypatch,
+                      rings=f"version={version},block=8192,blocks=32")
     peers = Peers()
     try:
         add_entries(sp, router_entries)
         big, huge = udp("10.0.2.8", size=3000), udp("10.0.2.9", size=8500)
         frames = [udp("10.0.2.1"), big, huge, udp("10.0.2.4")[:20], udp("10.0.2.2")]
+        cut = (huge,) if version == 3 else (huge, big)
         want = expected_outputs(reference(ROUTER, router_entries),
-                                [(1, f) for f in frames if f is not huge])
+                                [(1, f) for f in frames if f not in cut])
         peers.send(1, frames)
         got = peers.collect({2: len(want[2])})
         assert_same(got, want)
-        assert len(got[2][1]) == len(big) > 2048  # the oversized one, equal to the reference above
         rc = sp.ports.ring_counters()
-        assert rc[1]["rx_truncated"] == 1 and rc[1]["rx_packets"] == len(frames) - 1
-        assert rc[2]["tx_oversize"] == 1
+        assert rc[1]["rx_truncated"] == len(cut) and rc[1]["rx_packets"] == len(frames) - len(cut)
+        if version == 3:
+            assert len(got[2][1]) == len(big) > 2048  # the oversized one, equal to the reference
+            assert rc[2]["tx_oversize"] == 1
     finally:
         peers.close()
         sp.stop()
 
 
-def test_down_port_drops_then_forwards_again(wires, monkeypatch):
-    sp = start_switch(ROUTER, "native", "rings", monkeypatch)
+@pytest.mark.parametrize("rings", ["", "version=2"])
+def test_down_port_drops_then_forwards_again(wires, monkeypatch, rings):
+    sp = start_switch(ROUTER, "native", "rings", monkeypatch, rings=rings)
     peers = Peers()
     try:
         add_entries(sp, router_entries)
@@ -341,9 +351,9 @@ def test_packet_in_multicast_and_digests(wires, monkeypatch):
 
 
 def test_fallback_to_sockets_when_rings_cannot_be_made(wires, monkeypatch, caplog):
-    # 1,000-byte blocks are no page multiple: the kernel refuses the RX ring
+    # 6,144-byte blocks are no page multiple: the kernel refuses the RX ring
     caplog.set_level(logging.WARNING, logger="softswitch.run")
-    sp = start_switch(ROUTER, "native", "auto", monkeypatch, rings="block=1000")
+    sp = start_switch(ROUTER, "native", "auto", monkeypatch, rings="block=6144")
     peers = Peers()
     try:
         assert sp.ports.io == "sockets"
@@ -363,6 +373,6 @@ def test_ring_options_refuse_bad_text():
     from softswitch.rings import RingError, RingOptions
 
     assert RingOptions.from_env("block=8192, blocks=4").blocks == 4
-    for bad in ("block", "blocks=x", "size=3", "frames=0"):
+    for bad in ("block", "blocks=x", "size=3", "frames=0", "version=1"):
         with pytest.raises(RingError, match="SOFTSWITCH_RINGS"):
             RingOptions.from_env(bad)
