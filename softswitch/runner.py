@@ -83,9 +83,9 @@ class SwitchProcess:
     """The running switch: device, ports, P4Runtime and gNMI server."""
 
     def __init__(self, opts: RunOptions) -> None:
+        from softswitch.engine.switch import engine_default
         from softswitch.p4runtime.device import Device
         from softswitch.p4runtime.server import P4RuntimeServer
-        from softswitch.engine.switch import engine_default
         from softswitch.ports import PortSet
 
         self.opts = opts

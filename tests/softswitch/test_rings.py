@@ -197,8 +197,10 @@ def router_frames() -> list[bytes]:
 def assert_same(got: dict[int, list[bytes]], want: dict[int, list[bytes]]) -> None:
     for port in (1, 2):
         g, w = got.get(port, []), want.get(port, [])
+        first = next((i for i, (a, b) in enumerate(zip(g, w, strict=False)) if a != b),
+                     min(len(g), len(w)))
         assert g == w, (f"port {port}: {len(g)} frames arrived, {len(w)} expected; first "
-                        f"difference at {next((i for i, (a, b) in enumerate(zip(g, w)) if a != b), min(len(g), len(w)))}")
+                        f"difference at frame {first}")
 
 
 @pytest.mark.parametrize("engine,port_io,rings", [
