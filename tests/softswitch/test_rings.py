@@ -378,3 +378,36 @@ def test_ring_options_refuse_bad_text():
     for bad in ("block", "blocks=x", "size=3", "frames=0", "version=1"):
         with pytest.raises(RingError, match="SOFTSWITCH_RINGS"):
             RingOptions.from_env(bad)
+
+
+def _libasan() -> str | None:
+    import shutil
+
+    cc = shutil.which("gcc")
+    if cc is None:
+        return None
+    out = subprocess.run([cc, "-print-file-name=libasan.so"], capture_output=True, text=True,
+                         check=False).stdout.strip()
+    return out if out and os.path.isabs(out) and os.path.exists(out) else None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("SOFTSWITCH_NATIVE_SANITIZE") not in (None, "", "0"),
+                    reason="already the sanitizer run")
+@pytest.mark.skipif(_libasan() is None, reason="gcc's libasan not found")
+def test_rings_under_address_and_undefined_behavior_sanitizers():
+    """Every other test of this file again with rings.c and the programs built with
+    -fsanitize=address,undefined (UB aborts); any report fails the run."""
+    import sys
+
+    env = dict(os.environ, SOFTSWITCH_NATIVE_SANITIZE="1", LD_PRELOAD=str(_libasan()),
+               ASAN_OPTIONS="detect_leaks=0:abort_on_error=1",
+               UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", __file__,
+         "-k", "not sanitizers", "-x"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500, check=False)
+    text = run.stdout + run.stderr
+    assert run.returncode == 0, text[-4000:]
+    assert "AddressSanitizer" not in text and "runtime error" not in text, text[-4000:]
+    assert " passed" in text
