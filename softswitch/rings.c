@@ -7,7 +7,8 @@
  * the frames of ready blocks through a native engine's ss_process, given as a function
  * pointer, and queues its outputs on the TX rings without returning to Python; packets to
  * the CPU port and digests are collected for Python. rio_rx copies frames out instead, for
- * the Python engine.
+ * the Python engine. TPACKET_V2 (RX frames of one size, each handed over at once) is the
+ * choice without the block timeout's latency.
  *
  * Every offset and length in a block comes from shared memory: each is checked against
  * the block before use, so no read leaves the block whatever the descriptors say.
@@ -121,7 +122,6 @@ void rio_free(rio_t *r) {
     free(r->ports); free(r->scratch); free(r->outs); free(r);
 }
 
-/* Open port slot idx on interface ifindex: 0, or -1 with the reason in err. */
 /* Frame i of a ring whose frames never straddle a block. */
 static inline uint8_t *ring_frame(uint8_t *base, uint32_t block_size, uint32_t frame, uint32_t i) {
     uint32_t per = block_size / frame;

@@ -13,6 +13,10 @@ before a pipeline exists) the frames are copied out and run through
 `on_packet` as with sockets. Frames the control plane sends (packet-out,
 port-status) go through `send`, onto the same TX rings.
 
+A V3 block that is not full is handed over only when its timeout expires (1 ms
+at least), which a lone packet waits at each hop; `version=2` in
+$SOFTSWITCH_RINGS uses TPACKET_V2 RX frames instead, each seen at once.
+
 Whatever cannot make rings (an old kernel, no C compiler, a geometry the kernel
 refuses) raises `RingError` naming why; `softswitch run` then uses the sockets
 of ports.py and says so in one line.
@@ -208,7 +212,12 @@ class RingPortSet(PortSet):
 
     def close(self) -> None:
         """Stop the thread, then free the rings and their sockets (the counters stay)."""
+        threads = list(self._threads)
         super().close()
+        if any(t.is_alive() for t in threads):
+            # still inside a batch: freeing the rings would pull them from under it
+            log.warning("ring thread did not stop; its rings are left to the process's end")
+            return
         with self._send_lock:
             if self._rio is not None:
                 self.sync_counters()
