@@ -11,18 +11,23 @@ its source; BMv2: p4c-bm2-ss's JSON) and its entries written over P4Runtime.
    network namespaces. tcpreplay (C) replays 64-byte UDP frames at top speed into
    the switch's port 1 for ``--seconds``; the rate is what the kernel counts
    arriving at the sink's interface behind port 2 over the last part of the run
-   (the first second is warm-up); the generator's own count shows that it offered
-   more than any switch forwards, so the switch and not the generator is measured.
+   (the first second is warm-up); the generator's own count shows whether it offered
+   more than the switch forwards (if not, the generator was the limit). softswitch
+   runs in four variants: the Python engine on sockets, the native engine on
+   sockets, on TPACKET_V3 rings and on TPACKET_V2 rings (``--port-io``,
+   ``$SOFTSWITCH_RINGS``); the load average is printed before and after.
+   ``latency`` pings the sink from the generator through each variant (every
+   round trip crosses the switch twice): median, p99 and worst.
 2. P4Runtime writes per second (no root): 1,000 LPM entries inserted into the same
    program, one update per WriteRequest and then 250 per request, over loopback.
 3. Testbed failover (needs root, Mininet): the ``make run`` scenario on ls4x2 with
    the l1-s1 link cut and restored ``--cuts`` times (bench_testbed_failover.py's
    settings), per target: local and remote outage and SyncMesh agreement.
 
-Ratios are against softswitch measured in the same run. Targets whose tools are
+Ratios are against softswitch (the Python engine on sockets) measured in the same run. Targets whose tools are
 missing are skipped with the reason. Needs p4c-bm2-ss and simple_switch_grpc for
 the BMv2 columns (docs/bmv2.md); run under the network lock (brief):
-``flock /tmp/sglb-net.lock .venv/bin/python bench/bench_targets.py [--only pps,writes,failover]``
+``flock /tmp/sglb-net.lock .venv/bin/python bench/bench_targets.py [--only pps,latency,writes,failover]``
 """
 
 from __future__ import annotations
