@@ -11,18 +11,23 @@ its source; BMv2: p4c-bm2-ss's JSON) and its entries written over P4Runtime.
    network namespaces. tcpreplay (C) replays 64-byte UDP frames at top speed into
    the switch's port 1 for ``--seconds``; the rate is what the kernel counts
    arriving at the sink's interface behind port 2 over the last part of the run
-   (the first second is warm-up); the generator's own count shows that it offered
-   more than any switch forwards, so the switch and not the generator is measured.
+   (the first second is warm-up); the generator's own count shows whether it offered
+   more than the switch forwards (if not, the generator was the limit). softswitch
+   runs in four variants: the Python engine on sockets, the native engine on
+   sockets, on TPACKET_V3 rings and on TPACKET_V2 rings (``--port-io``,
+   ``$SOFTSWITCH_RINGS``); the load average is printed before and after.
+   ``latency`` pings the sink from the generator through each variant (every
+   round trip crosses the switch twice): median, p99 and worst.
 2. P4Runtime writes per second (no root): 1,000 LPM entries inserted into the same
    program, one update per WriteRequest and then 250 per request, over loopback.
 3. Testbed failover (needs root, Mininet): the ``make run`` scenario on ls4x2 with
    the l1-s1 link cut and restored ``--cuts`` times (bench_testbed_failover.py's
    settings), per target: local and remote outage and SyncMesh agreement.
 
-Ratios are against softswitch measured in the same run. Targets whose tools are
+Ratios are against softswitch (the Python engine on sockets) measured in the same run. Targets whose tools are
 missing are skipped with the reason. Needs p4c-bm2-ss and simple_switch_grpc for
 the BMv2 columns (docs/bmv2.md); run under the network lock (brief):
-``flock /tmp/sglb-net.lock .venv/bin/python bench/bench_targets.py [--only pps,writes,failover]``
+``flock /tmp/sglb-net.lock .venv/bin/python bench/bench_targets.py [--only pps,latency,writes,failover]``
 """
 
 from __future__ import annotations
@@ -52,7 +57,7 @@ N_ENTRIES = 1000
 BATCH = 250
 NS_GEN, NS_SINK = "bt-gen", "bt-sink"
 SW_IN, GEN_IF, SW_OUT, SINK_IF = "btsw1", "btgen1", "btsw2", "btsink1"
-SWITCH_MAC, SINK_MAC = "02:00:00:00:00:fe", "02:00:00:00:02:02"
+SWITCH_MAC, SINK_MAC, GEN_MAC = "02:00:00:00:00:fe", "02:00:00:00:02:02", "02:00:00:00:01:01"
 
 
 @dataclass(frozen=True)
@@ -64,11 +69,29 @@ class Target:
     """softswitch or bmv2 (which device config it takes)."""
     executable: Path | None = None
     """simple_switch_grpc binary (BMv2 only)."""
+    engine: str = "python"
+    """softswitch only: --engine."""
+    port_io: str = "sockets"
+    """softswitch only: --port-io (sockets: one recvfrom/send per packet in Python; rings:
+    TPACKET_V3 mmap rings forwarded in C by the native engine)."""
+    rings: str = ""
+    """softswitch only: $SOFTSWITCH_RINGS (ring geometry; version=2: TPACKET_V2 RX frames)."""
+
+
+SOFTSWITCH = Target("softswitch", "softswitch")
+SOFTSWITCH_VARIANTS = [SOFTSWITCH,
+                       Target("ss native", "softswitch", engine="native", port_io="sockets"),
+                       Target("ss native+rings", "softswitch", engine="native", port_io="rings"),
+                       Target("ss native+rings2", "softswitch", engine="native", port_io="rings",
+                              rings="version=2")]
+"""packets/s and latency run every variant (python engine on sockets, native engine on
+sockets, native engine on TPACKET_V3 rings and on TPACKET_V2 rings); writes and failover
+the first."""
 
 
 def targets(tuned: str | None) -> tuple[list[Target], list[str]]:
-    """The targets that can run here, and why the others cannot."""
-    out = [Target("softswitch", "softswitch")]
+    """The targets that can run here (softswitch: python engine), and why the others cannot."""
+    out = [SOFTSWITCH]
     notes = []
     missing = tools.missing_names(tools.P4C, tools.SWITCH)
     if missing:
@@ -110,11 +133,13 @@ def switch(target: Target, work: Path, interfaces: tuple[tuple[int, str], ...] =
                                        executable=target.executable), log).start(60)
     else:
         cmd = [sys.executable, "-m", "softswitch.runner", "--no-p4", "--device-id", "1",
-               "--grpc-addr", address, "--cpu-port", "255", "--log-level", "warning"]
+               "--grpc-addr", address, "--cpu-port", "255", "--log-level", "warning",
+               "--engine", target.engine, "--port-io", target.port_io]
         for port, intf in interfaces:
             cmd += ["-i", f"{port}@{intf}"]
+        env = {**os.environ, "SOFTSWITCH_RINGS": target.rings}
         with open(log, "wb") as out:
-            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
         deadline = time.monotonic() + 60
         while not p4runtime_ready(address):
             if proc.poll() is not None or time.monotonic() > deadline:
@@ -138,13 +163,14 @@ def switch(target: Target, work: Path, interfaces: tuple[tuple[int, str], ...] =
                 proc.kill()
 
 
-def lpm_update(p4info, i: int, port: int = 2, dmac: int = 0x020000000202):
-    """INSERT of ipv4_lpm 11.x.y.z/32 (or 10.0.2.0/24 for i < 0) -> set_nhop."""
+def lpm_update(p4info, i: int, port: int = 2, dmac: int = 0x020000000202,
+               net: tuple[int, int] | None = None):
+    """INSERT of ipv4_lpm 11.x.y.z/32 (or 10.0.2.0/24 for i < 0, or `net`) -> set_nhop."""
     from finsy.proto import p4r
 
     table = next(t for t in p4info.tables if t.preamble.alias == "ipv4_lpm")
     action = next(a for a in p4info.actions if a.preamble.alias == "set_nhop")
-    prefix, plen = ((0x0A000200, 24) if i < 0 else (0x0B000000 + i, 32))
+    prefix, plen = net or ((0x0A000200, 24) if i < 0 else (0x0B000000 + i, 32))
     params = {"dmac": dmac.to_bytes(6, "big"), "smac": (0x0200000000FE).to_bytes(6, "big"),
               "port": port.to_bytes(2, "big")}
     return p4r.Update(type=p4r.Update.INSERT, entity=p4r.Entity(table_entry=p4r.TableEntry(
@@ -187,8 +213,9 @@ def ns_counter(ns: str | None, intf: str, name: str) -> int:
 
 
 @contextlib.contextmanager
-def wires() -> Iterator[None]:
-    """gen ns -- veth -- switch port 1 ; switch port 2 -- veth -- sink ns (removed after)."""
+def wires(addressed: bool = False) -> Iterator[None]:
+    """gen ns -- veth -- switch port 1 ; switch port 2 -- veth -- sink ns (removed after);
+    `addressed`: the hosts get 10.0.1.1 and 10.0.2.1 with the switch as their router."""
     made: list[str] = []
     try:
         for ns in (NS_GEN, NS_SINK):
@@ -206,6 +233,14 @@ def wires() -> Iterator[None]:
                 sh("ethtool", "-K", intf, "tx", "off", "rx", "off", "gso", "off", "gro", "off",
                    check=False)
         sh("ip", "netns", "exec", NS_SINK, "ip", "link", "set", SINK_IF, "address", SINK_MAC)
+        sh("ip", "netns", "exec", NS_GEN, "ip", "link", "set", GEN_IF, "address", GEN_MAC)
+        if addressed:
+            for ns, intf, mine, other in ((NS_GEN, GEN_IF, "10.0.1", "10.0.2"),
+                                          (NS_SINK, SINK_IF, "10.0.2", "10.0.1")):
+                ex = ("ip", "netns", "exec", ns)
+                sh(*ex, "ip", "addr", "add", f"{mine}.1/24", "dev", intf)
+                sh(*ex, "ip", "neigh", "add", f"{mine}.254", "lladdr", SWITCH_MAC, "dev", intf)
+                sh(*ex, "ip", "route", "add", f"{other}.0/24", "via", f"{mine}.254")
         yield
     finally:
         for intf in (SW_IN, SW_OUT):
@@ -245,7 +280,32 @@ def packets_per_second(target: Target, work: Path, seconds: float) -> dict[str, 
         finally:
             gen.terminate()
             gen.wait(10)
+    check_port_io(target, work)
     return {"offered": (c1[0] - c0[0]) / dt, "forwarded": (c1[1] - c0[1]) / dt}
+
+
+def round_trips(target: Target, work: Path, count: int) -> list[float]:
+    """ping RTTs (ms) from the generator's namespace to the sink's through the switch: each
+    crosses the switch twice (root only)."""
+    import re
+
+    mac = lambda m: int(m.replace(":", ""), 16)  # noqa: E731
+    with wires(addressed=True), switch(target, work, ((1, SW_IN), (2, SW_OUT))) as (s, p4info):
+        s.write([lpm_update(p4info, -1, dmac=mac(SINK_MAC)),
+                 lpm_update(p4info, 0, port=1, dmac=mac(GEN_MAC), net=(0x0A000100, 24))])
+        out = sh("ip", "netns", "exec", NS_GEN, "ping", "-q", "-c", "3", "-W", "2", "10.0.2.1",
+                 check=False)  # warm-up (the first packet of a flow costs more)
+        out = sh("ip", "netns", "exec", NS_GEN, "ping", "-n", "-c", str(count), "-i", "0.005",
+                 "-W", "1", "10.0.2.1", check=False)
+    check_port_io(target, work)
+    return [float(m) for m in re.findall(r"time=([0-9.]+) ms", out)]
+
+
+def check_port_io(target: Target, work: Path) -> None:
+    """A softswitch asked for rings that fell back to sockets would measure the wrong thing."""
+    log = work / f"{target.name.replace(' ', '-')}.log"
+    if target.port_io == "rings" and log.exists() and "port_io=sockets" in log.read_text():
+        raise RuntimeError(f"{target.name}: the rings fell back to sockets: {log.read_text()[-600:]}")
 
 
 # ------------------------------------------------------------------ failover
@@ -283,11 +343,12 @@ def ms(values: list[float | None]) -> str:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--only", default="pps,writes,failover",
-                   help="comma-separated parts: pps, writes, failover")
+    p.add_argument("--only", default="pps,latency,writes,failover",
+                   help="comma-separated parts: pps, latency, writes, failover")
     p.add_argument("--tuned", help="the tuned simple_switch_grpc (default: $BMV2_TUNED)")
     p.add_argument("--seconds", type=float, default=5.0, help="measurement window of pps")
     p.add_argument("--rounds", type=int, default=3, help="repetitions of pps and writes")
+    p.add_argument("--pings", type=int, default=400, help="latency: pings per variant")
     p.add_argument("--cuts", type=int, default=5)
     p.add_argument("--phase", type=float, default=2.0)
     p.add_argument("--rate", type=float, default=1.0, help="failover: Mbit/s per flow")
@@ -323,19 +384,43 @@ def main() -> int:
             elif shutil.which("tcpreplay") is None:
                 print("\npackets/s: skipped (tcpreplay not installed: make deps)")
             else:
-                rates: dict[str, list[dict[str, float]]] = {t.name: [] for t in tgts}
+                pps_tgts = SOFTSWITCH_VARIANTS + tgts[1:]
+                rates: dict[str, list[dict[str, float]]] = {t.name: [] for t in pps_tgts}
+                load0 = os.getloadavg()
                 for _ in range(args.rounds):
-                    for t in tgts:
+                    for t in pps_tgts:
                         rates[t.name].append(packets_per_second(t, work, args.seconds))
+                load1 = os.getloadavg()
                 base = statistics.median(r["forwarded"] for r in rates["softswitch"])
                 print(f"\npackets/s forwarded, {PROG.name}, 64-byte UDP payloads, tcpreplay "
                       f"--topspeed, kernel counters over {args.seconds:g} s (median of "
-                      f"{args.rounds}; ratio to softswitch)")
-                for t in tgts:
+                      f"{args.rounds}; ratio to softswitch, python engine on sockets)")
+                print(f"  load average (1, 5, 15 min) before {load0[0]:.2f} {load0[1]:.2f} "
+                      f"{load0[2]:.2f}, after {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f} "
+                      f"on {os.cpu_count()} CPUs")
+                for t in pps_tgts:
                     fwd = statistics.median(r["forwarded"] for r in rates[t.name])
                     off = statistics.median(r["offered"] for r in rates[t.name])
-                    print(f"  {t.name:<12} {fwd:9.0f} pkt/s ({fwd / base:5.2f}x)   "
+                    print(f"  {t.name:<16} {fwd:9.0f} pkt/s ({fwd / base:5.2f}x)   "
                           f"generator offered {off:9.0f} pkt/s")
+        if "latency" in parts:
+            if not root:
+                print("\nlatency: skipped (needs root: network namespaces)")
+            else:
+                load0 = os.getloadavg()
+                rtts = {t.name: round_trips(t, work, args.pings) for t in SOFTSWITCH_VARIANTS}
+                load1 = os.getloadavg()
+                print(f"\nping round trips through the switch ({PROG.name}; each crosses it twice; "
+                      f"{args.pings} pings 5 ms apart, one at a time): median / p99 / max ms")
+                print(f"  load average (1 min) before {load0[0]:.2f}, after {load1[0]:.2f}")
+                for name, v in rtts.items():
+                    if len(v) < 2:
+                        print(f"  {name:<16} no replies")
+                        continue
+                    v = sorted(v)
+                    p99 = v[min(len(v) - 1, round(0.99 * (len(v) - 1)))]
+                    print(f"  {name:<16} {statistics.median(v):6.3f} / {p99:6.3f} / {v[-1]:6.3f}"
+                          f"   ({len(v)} of {args.pings} replied)")
         if "failover" in parts:
             if not root:
                 print("\ntestbed failover: skipped (needs root: Mininet)")

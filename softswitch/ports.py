@@ -47,6 +47,7 @@ class PortCounters:
     tx_bytes: int = 0
     tx_drops: int = 0  # send failed (link down, buffer full)
     rx_kernel_drops: int = 0  # dropped by the kernel before we read them
+    rx_truncated: int = 0  # rings: larger than an RX block, counted and dropped
     link_changes: int = 0
 
     def as_dict(self) -> dict[str, int]:
@@ -84,6 +85,8 @@ def parse_port_map(specs: list[str]) -> dict[int, str]:
 
 class PortSet:
     """The ports of a switch: packet receive loop, transmit, link watcher."""
+
+    io = "sockets"
 
     def __init__(
         self,
@@ -240,6 +243,9 @@ class PortSet:
             self.on_link(port.number, up)
         except Exception:
             log.exception("port=%d link_handler_failed", port.number)
+
+    def sync_counters(self) -> None:
+        """Bring each Port's counters up to date (sockets count in Python: nothing to do)."""
 
     def kernel_drops(self) -> dict[int, int]:
         """Refresh and return rx drops the kernel counted per port (PACKET_STATISTICS)."""

@@ -46,6 +46,9 @@ class RunOptions:
     """Extra include directories for the program."""
     ready_file: Path | None = None
     """Written with the gRPC address once the switch serves, for supervisors."""
+    port_io: str = "auto"
+    """How the ports move packets: rings (TPACKET_V3, forwarded in C by the native engine),
+    sockets (one recvfrom/send per packet in Python) or auto (rings with the native engine)."""
 
 
 def port_status_packet(packet_out_widths: list[int] | None, port: int, up: bool, seq: int) -> bytes:
@@ -80,14 +83,17 @@ class SwitchProcess:
     """The running switch: device, ports, P4Runtime and gNMI server."""
 
     def __init__(self, opts: RunOptions) -> None:
+        from softswitch.engine.switch import engine_default
         from softswitch.p4runtime.device import Device
         from softswitch.p4runtime.server import P4RuntimeServer
         from softswitch.ports import PortSet
 
         self.opts = opts
         self.device = Device(opts.device_id, opts.cpu_port)
-        self.ports = PortSet(opts.interfaces, self.device.process, self._on_link)
-        self.device.transmit = self.ports.send
+        self.ports: PortSet = PortSet(opts.interfaces, self.device.process, self._on_link)
+        self._want_rings = opts.port_io == "rings" or (
+            opts.port_io == "auto" and engine_default() == "native")
+        self.device.transmit = self._transmit
         self.server = P4RuntimeServer(self.device, opts.grpc_addr, name=opts.name)
         self.device.on_pipeline_change = lambda _p: self._settle_memory_soon()
         self._seq = 0
@@ -95,6 +101,30 @@ class SwitchProcess:
         self.port_events = 0
         self.server.gnmi.set_ports({n: p.ifname for n, p in self.ports.ports.items()},
                                    lambda n: self.ports.ports[n].up, self.port_counters)
+
+    def _transmit(self, port: int, data: bytes) -> None:
+        self.ports.send(port, data)
+
+    def _open_ports(self) -> None:
+        """Rings where wanted and possible; otherwise (and after a one-line notice naming why)
+        the sockets."""
+        from softswitch.ports import PortSet
+
+        if self._want_rings and self.opts.interfaces:
+            from softswitch.rings import RingError, RingOptions, RingPortSet
+
+            try:
+                rings = RingPortSet(self.opts.interfaces, self.device, self._on_link,
+                                    RingOptions.from_env())
+                rings.open()
+            except RingError as exc:
+                log.warning("switch=%s port_io=sockets reason=%r (mmap rings unavailable)",
+                            self.opts.name, str(exc))
+                self.ports = PortSet(self.opts.interfaces, self.device.process, self._on_link)
+            else:
+                self.ports = rings
+                return
+        self.ports.open()
 
     @staticmethod
     def _settle_memory_soon() -> None:
@@ -112,6 +142,7 @@ class SwitchProcess:
 
     def port_counters(self, number: int) -> dict[str, int]:
         """Counters of one port, named as OpenConfig's interface counters."""
+        self.ports.sync_counters()
         c = self.ports.ports[number].counters
         p = self.device.pipeline
         dropped = p.switch.stats["dropped"].get(number, 0) if p is not None else 0
@@ -146,12 +177,12 @@ class SwitchProcess:
 
     def start(self) -> None:
         """Open the ports, then serve P4Runtime."""
-        self.ports.open()
+        self._open_ports()
         self.ports.start()
         self.server.start()
-        log.info("switch=%s serving grpc=%s device_id=%d cpu_port=%d ports=%s", self.opts.name,
-                 self.server.address, self.opts.device_id, self.opts.cpu_port,
-                 ",".join(f"{n}@{p.ifname}" for n, p in self.ports.ports.items()))
+        log.info("switch=%s serving grpc=%s device_id=%d cpu_port=%d ports=%s port_io=%s",
+                 self.opts.name, self.server.address, self.opts.device_id, self.opts.cpu_port,
+                 ",".join(f"{n}@{p.ifname}" for n, p in self.ports.ports.items()), self.ports.io)
         if self.opts.ready_file is not None:
             self.opts.ready_file.write_text(self.server.address + "\n")
 
@@ -163,6 +194,7 @@ class SwitchProcess:
                  " ".join(f"{k}={v}" for k, v in stats.items()))
         self.ports.kernel_drops()
         self.ports.close()
+        self.ports.sync_counters()
         for n, p in self.ports.ports.items():
             c = p.counters.as_dict()
             c["pipeline_drops"] = self.port_counters(n)["in-discards"] - c["rx_kernel_drops"]
@@ -201,6 +233,10 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument("--engine", choices=["python", "native"], default=None,
                    help="packet engine of every program loaded (default: $SOFTSWITCH_ENGINE, "
                         "else python); native compiles the program to C once (docs/softswitch-engine.md)")
+    p.add_argument("--port-io", choices=["auto", "rings", "sockets"], default="auto",
+                   help="packet I/O of the ports: TPACKET_V3 mmap rings forwarded in C, or one "
+                        "socket call per packet; auto: rings with the native engine, where the "
+                        "kernel makes them (geometry: $SOFTSWITCH_RINGS)")
     return p
 
 
@@ -264,6 +300,7 @@ def main(argv: list[str] | None = None, args: argparse.Namespace | None = None) 
         program=Path(args.program) if args.program else None, interfaces=interfaces,
         device_id=args.device_id, grpc_addr=args.grpc_addr, cpu_port=args.cpu_port,
         name=args.name, include_dirs=tuple(args.include_dirs), ready_file=args.ready_file,
+        port_io=getattr(args, "port_io", "auto"),
     )
     if opts.cpu_port in interfaces:
         print(f"softswitch run: error: port {opts.cpu_port} is the CPU port", file=sys.stderr)

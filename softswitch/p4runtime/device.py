@@ -196,6 +196,11 @@ class Device:
             else:
                 self.transmit(o.port, o.data)
 
+    def packet_in_from(self, p: Pipeline, data: bytes) -> None:
+        """Deliver a frame the pipeline `p` sent to the CPU port (ring I/O runs the engine
+        itself and hands these over after each batch)."""
+        self.on_packet_in(self._packet_in(p, data))
+
     def packet_out(self, msg: p4r.PacketOut) -> None:
         """Inject a PacketOut through the CPU port with its @controller_header metadata."""
         if len(msg.payload) > MAX_PACKET_OUT:

@@ -71,9 +71,10 @@ def hosts():
         teardown()
 
 
-@pytest.fixture
-def switch(hosts, tmp_path):
-    """`softswitch run` on the two switch-side veths; yields (address, p4info path, blob path, proc)."""
+@pytest.fixture(params=["python", "native"])
+def switch(hosts, tmp_path, request):
+    """`softswitch run` on the two switch-side veths, with each engine (native: the ports on
+    mmap rings); yields (address, p4info path, blob path, proc)."""
     blob = device_config_from_file(PROG)
     p4info = tmp_path / "prog.p4info.txtpb"
     p4info.write_text(p4info_text(p4info_from_program(load_program(blob))))
@@ -81,7 +82,8 @@ def switch(hosts, tmp_path):
     ready = tmp_path / "ready"
     log = open(tmp_path / "switch.log", "w")
     cmd = [sys.executable, "-m", "softswitch.runner", str(PROG), "--device-id", "1",
-           "--grpc-addr", "127.0.0.1:0", "--ready-file", str(ready), "--name", "ssp-s1"]
+           "--grpc-addr", "127.0.0.1:0", "--ready-file", str(ready), "--name", "ssp-s1",
+           "--engine", request.param]
     for _, _, sw_if, port, *_ in hosts.values():
         cmd += ["-i", f"{port}@{sw_if}"]
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
@@ -174,3 +176,5 @@ def test_forwarding_and_link_down_through_softswitch_run(hosts, switch):
     assert "port_status port=2 up=False" in log
     assert "port=2 ifname=ssp-s1p2" in log and "link_changes=1" in log
     assert "stopping" in log
+    engine = proc.args[proc.args.index("--engine") + 1]
+    assert f"port_io={'rings' if engine == 'native' else 'sockets'}" in log

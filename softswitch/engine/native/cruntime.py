@@ -184,6 +184,11 @@ static void tbl_free(tbl_t *t) {
     t->n = t->ngroups = 0;
 }
 
+/* memcpy of n bytes; nothing when n is 0 (the source may then be NULL: memcpy forbids it) */
+static inline void copy_n(void *dst, const void *src, size_t n) {
+    if (n) memcpy(dst, src, n);
+}
+
 /* order: for hashed tables, the group order is the order masks first appear in */
 static int tbl_load(tbl_t *t, uint32_t linear, uint32_t n, const u64 *a, const u64 *b,
                     const uint8_t *kind, const uint32_t *action, const u64 *args,
@@ -199,9 +204,9 @@ static int tbl_load(tbl_t *t, uint32_t linear, uint32_t n, const u64 *a, const u
     t->kind = malloc(kn); t->action = malloc(sizeof(uint32_t) * n);
     t->args = malloc(sizeof(u64) * (size_t)n * (na ? na : 1));
     if (!t->a || !t->b || !t->kind || !t->action || !t->args) { tbl_free(t); return -1; }
-    memcpy(t->a, a, sizeof(u64) * (size_t)n * nk); memcpy(t->b, b, sizeof(u64) * (size_t)n * nk);
-    memcpy(t->kind, kind, (size_t)n * nk); memcpy(t->action, action, sizeof(uint32_t) * n);
-    memcpy(t->args, args, sizeof(u64) * (size_t)n * na);
+    copy_n(t->a, a, sizeof(u64) * (size_t)n * nk); copy_n(t->b, b, sizeof(u64) * (size_t)n * nk);
+    copy_n(t->kind, kind, (size_t)n * nk); copy_n(t->action, action, sizeof(uint32_t) * n);
+    copy_n(t->args, args, sizeof(u64) * (size_t)n * na);
     if (t->has_dc) {
         t->dc_p = calloc(n, sizeof(u64)); t->dc_b = calloc(n, sizeof(u64));
         if (!t->dc_p || !t->dc_b) { tbl_free(t); return -1; }
@@ -261,8 +266,8 @@ static int tbl_groups(tbl_t *t, uint32_t ngrp, const uint32_t *grp_len, uint32_t
         if (grp_len[g] > nmem - off) return -1;
         t->grp_off[g] = off; t->grp_len[g] = grp_len[g]; off += grp_len[g];
     }
-    memcpy(t->mem_action, mem_action, sizeof(uint32_t) * nmem);
-    memcpy(t->mem_args, mem_args, sizeof(u64) * (size_t)nmem * na);
+    copy_n(t->mem_action, mem_action, sizeof(uint32_t) * nmem);
+    copy_n(t->mem_args, mem_args, sizeof(u64) * (size_t)nmem * na);
     t->ngrp = ngrp;
     return 0;
 }

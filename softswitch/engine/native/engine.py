@@ -390,12 +390,16 @@ class NativeEngine:
             log_msg(self.layout.log_texts[ids[i]], vals)
 
     def _digests(self, count: int) -> None:
+        self.digests_from(count, self.dg_type, self.dg_vals)
+
+    def digests_from(self, count: int, dg_type: Any, dg_vals: Any) -> None:
+        """Hand `count` digests that ss_process wrote into these arrays to the switch."""
         from ..runtime import Digest
 
         width = self.layout.digest_width
         for i in range(count):
-            name, fields = self.layout.digests[self.dg_type[i]]
-            values = [int(self.dg_vals[i * width + k]) for k in range(len(fields))]
+            name, fields = self.layout.digests[dg_type[i]]
+            values = [int(dg_vals[i * width + k]) for k in range(len(fields))]
             self.switch._emit_digest(Digest(name, tuple((f, w, v) for (f, w), v in zip(fields, values, strict=True))))
 
     def batch(self, packets: list[bytes]) -> PacketBatch:
