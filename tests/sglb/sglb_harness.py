@@ -188,7 +188,8 @@ def configure_leaf(program, mode: LbMode = LbMode.SGLB, tolerance: int = 0,
 
 def configure_spine(program, spine_id: int = 101, leaves=((1, (3,)), (2, (4, 5)), (3, (6,))),
                     capacities: dict[int, float] | None = None, notice_group: int = 7,
-                    copies: int = 1, clock: Clock | None = None) -> Node:
+                    copies: int = 1, clock: Clock | None = None,
+                    settings: SwitchSettings = SPINE_SETTINGS) -> Node:
     """Spine `spine_id`: each (leaf, ports) bundle bound to that leaf, split in
     proportion to `capacities` (Mbit/s, default 10 each), level thresholds
     from them, notices to `notice_group` with `copies` per leaf port."""
@@ -197,7 +198,7 @@ def configure_spine(program, spine_id: int = 101, leaves=((1, (3,)), (2, (4, 5))
     sw = make_switch(program, clock)
     sw.table_set_default("switch_config", "set_switch",
                          switch_args(SwitchTarget.V1MODEL, Role.SPINE, spine_id,
-                                     mac_int(SPINE_MAC), SPINE_SETTINGS,
+                                     mac_int(SPINE_MAC), settings,
                                      notice_group=notice_group))
     replicas = []
     for leaf, ports in leaves:
