@@ -232,7 +232,8 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     p.add_argument("--engine", choices=["python", "native"], default=None,
                    help="packet engine of every program loaded (default: $SOFTSWITCH_ENGINE, "
-                        "else python); native compiles the program to C once (docs/softswitch-engine.md)")
+                        "else native where a C compiler is found, else python); native compiles the "
+                        "program to C once (docs/softswitch-engine.md)")
     p.add_argument("--port-io", choices=["auto", "rings", "sockets"], default="auto",
                    help="packet I/O of the ports: TPACKET_V3 mmap rings forwarded in C, or one "
                         "socket call per packet; auto: rings with the native engine, where the "

@@ -609,7 +609,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("-D", dest="define", action="append", default=[], help="NAME[=VALUE] preprocessor define")
     ap.add_argument("--show-python", action="store_true", help="print the Python the program compiles to, then run")
     ap.add_argument("--engine", choices=["python", "native"], default=None,
-                    help="packet engine (default: $SOFTSWITCH_ENGINE, else python)")
+                    help="packet engine (default: $SOFTSWITCH_ENGINE, else native where a C compiler "
+                         "is found, else python)")
     args = ap.parse_args(argv)
     defines = {}
     for d in args.define:

@@ -55,11 +55,31 @@ ENGINES = ("python", "native")
 
 
 def engine_default() -> str:
-    """The engine of a Switch made without `engine=` ($SOFTSWITCH_ENGINE, default python)."""
-    name = os.environ.get(ENGINE_ENV, "") or "python"
+    """The engine of a Switch made without `engine=`: $SOFTSWITCH_ENGINE, else native where
+    programs can be compiled to C here (a C compiler and cffi), else python, with a notice."""
+    name = os.environ.get(ENGINE_ENV, "")
+    if not name:
+        from .native.cbuild import available
+
+        why = available()
+        if why is None:
+            return "native"
+        _notice(f"softswitch: the python engine runs the programs: the native engine cannot run "
+                f"here ({why}; `make deps` installs a C compiler and cffi)")
+        return "python"
     if name not in ENGINES:
         raise SwitchError("INVALID_ARGUMENT", f"${ENGINE_ENV}={name!r}: choose one of {', '.join(ENGINES)}")
     return name
+
+
+_noticed: set[str] = set()
+
+
+def _notice(text: str) -> None:
+    """Log `text` once per process (a fallback is said once, not per switch or program)."""
+    if text not in _noticed:
+        _noticed.add(text)
+        log.warning("%s", text)
 
 
 def strict_default() -> bool:
@@ -156,6 +176,9 @@ class Switch:
     def __init__(self, program: Program, cpu_port: int = 255, clock: Callable[[], int] | None = None,
                  strict: bool | None = None, engine: str | None = None) -> None:
         self.program = program
+        # neither the caller nor $SOFTSWITCH_ENGINE named the engine: a program that the native
+        # engine cannot run falls back to python (named, it is refused with the reason)
+        chosen = engine is None and not os.environ.get(ENGINE_ENV)
         engine = engine_default() if engine is None else engine
         if engine not in ENGINES:
             raise SwitchError("INVALID_ARGUMENT", f"engine {engine!r}: choose one of {', '.join(ENGINES)}")
@@ -203,8 +226,15 @@ class Switch:
         if engine == "native":
             from .native.engine import NativeEngine
 
-            self._native = NativeEngine(self, built)
-            self.c_source = self._native.source
+            try:
+                self._native = NativeEngine(self, built)
+            except CompileError as exc:
+                if not chosen:
+                    raise
+                _notice(f"softswitch: the python engine runs this program: {exc}")
+                self.engine = "python"
+            else:
+                self.c_source = self._native.source
 
     # ------------------------------------------------------------------ packets
 

@@ -144,8 +144,8 @@ def test_fuzz_sglb_spine_multicast_notices() -> None:
     assert out > sent // 20
 
 
-def test_refusal_names_construct_location_and_the_python_engine() -> None:
-    src = """
+# a bit<128> field: the native engine refuses it, the python engine runs it
+REFUSED = """
 #include <core.p4>
 #include <v1model.p4>
 header h_t { bit<8> a; bit<128> wide; }
@@ -163,6 +163,10 @@ control C(inout hs h, inout m meta) { apply { } }
 control D(packet_out p, in hs h) { apply { p.emit(h.h); } }
 V1Switch(P(), V(), I(), E(), C(), D()) main;
 """
+
+
+def test_refusal_names_construct_location_and_the_python_engine() -> None:
+    src = REFUSED
     prog = compile_source(src, filename="refused.p4")
     with pytest.raises(CompileError) as exc:
         Switch(prog, engine="native")
@@ -202,6 +206,40 @@ def test_engine_is_chosen_by_argument_or_environment(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("SOFTSWITCH_ENGINE", "nonsense")
     with pytest.raises(Exception, match="SOFTSWITCH_ENGINE"):
         Switch(prog)
+
+
+def test_default_engine_is_native_else_python_with_a_notice(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Unnamed, the engine is native where a C compiler is found; a program native refuses
+    runs on python with a notice naming the construct (named, it is refused); without a C
+    compiler every program runs on python, said once."""
+    from softswitch.engine import switch as switch_module
+    from softswitch.engine.native import cbuild
+
+    monkeypatch.setattr(switch_module, "_noticed", set())
+    monkeypatch.delenv("SOFTSWITCH_ENGINE", raising=False)
+    router = compile_file(str(BENCH / "l3_router.p4"))
+    refused = compile_source(REFUSED, filename="refused.p4")
+    assert Switch(router).engine == "native"
+    with caplog.at_level("WARNING", logger="softswitch.engine"):
+        sw = Switch(refused)
+    assert sw.engine == "python" and sw._native is None
+    assert "python engine runs this program" in caplog.text and "refused.p4:4:" in caplog.text
+    monkeypatch.setenv("SOFTSWITCH_ENGINE", "native")
+    with pytest.raises(CompileError, match="wider than 64 bits"):
+        Switch(refused)
+    monkeypatch.delenv("SOFTSWITCH_ENGINE")
+    monkeypatch.setenv("CC", "no-such-c-compiler")
+    cbuild.compiler_version.cache_clear()
+    try:
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="softswitch.engine"):
+            engines = [Switch(router).engine for _ in range(2)]
+        assert engines == ["python", "python"]
+        assert caplog.text.count("no C compiler found") == 1
+    finally:
+        monkeypatch.undo()
+        cbuild.compiler_version.cache_clear()
 
 
 @pytest.mark.skipif(os.environ.get("SOFTSWITCH_NATIVE_SANITIZE") in (None, "", "0"),
