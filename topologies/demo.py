@@ -37,6 +37,7 @@ from pathlib import Path
 
 from fabricmodel import Fabric, FabricError, load
 from topologies import analysis, failover_path
+from topologies.alltoall import scale_fabric
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_FABRIC = REPO / "topologies" / "fabrics" / "ls4x2.yaml"
@@ -75,6 +76,9 @@ class Scenario:
     """float32 elements per collective (128 KiB)."""
     reccl_interval: float = 0.5
     """Least seconds between two collectives of a rank (keeps the links below saturation)."""
+    link_scale: float = 1.0
+    """Every link and NIC rate is the fabric's capacity times this (softswitch's native
+    engine carries 10x the examples' 10 Mbit/s on two cores; the offered load is --rate's)."""
     target: str = field(default_factory=lambda: os.environ.get("TARGET", "softswitch").lower())
     """The switches: softswitch (default) or bmv2 (simple_switch_grpc, sglb.p4 compiled by p4c)."""
 
@@ -242,6 +246,8 @@ def run(sc: Scenario) -> dict:
     from topologies.mininet_fabric import FabricNet, NetOptions
 
     fabric = load(sc.fabric)
+    if sc.link_scale != 1.0:
+        fabric = scale_fabric(fabric, sc.link_scale)
     run_dir = sc.out_dir / time.strftime("testbed-%Y%m%d-%H%M%S")
     run_dir.mkdir(parents=True, exist_ok=True)
     say = (lambda *a: None) if sc.quiet else (lambda *a: print(*a, flush=True))
@@ -259,7 +265,7 @@ def run(sc: Scenario) -> dict:
             f"spines, {len(fabric.hosts)} hosts, links {sorted({lk.capacity_mbps for lk in fabric.links})} "
             "Mbit/s (HTB)")
         fnet.start()
-        say(f"[testbed] {len(fabric.switches)} {TARGET_NAMES[sc.target]} processes up "
+        say(f"[testbed] {len(fabric.switches)} {TARGET_NAMES[sc.target]}{_engine_note(sc)} processes up "
             f"({time.time() - t_begin:.1f} s)")
         control = FabricControl(fnet.fabric, PROGRAM,
                                 ControlOptions(glb=sc.glb, intf_prefix=sc.prefix, target=sc.target,
@@ -455,6 +461,8 @@ def summarise(sc: Scenario, fnet, control, flows: list[Flow], state: RunState, s
         "fabric": fnet.fabric.name,
         "mode": "sglb" if sc.glb else "ecmp",
         "target": sc.target,
+        "engine": switch_engine(sc.target),
+        "link_scale": sc.link_scale,
         "workload": "multi-rail UDP load generator (topologies/udpload.py)"
                     + (" + ReCCL all-to-all / all-reduce (topologies/reccl_job.py)" if sc.reccl
                        else ""),
@@ -525,6 +533,21 @@ def reccl_figures(state: RunState, phases: list[tuple[str, float, float]]) -> di
 
 def _ms(x: float | None) -> str:
     return "n/a" if x is None else f"{x * 1000:.1f} ms"
+
+
+def switch_engine(target: str) -> str | None:
+    """softswitch's packet engine in the switch processes (they inherit this environment), or
+    None for BMv2."""
+    if target != "softswitch":
+        return None
+    from softswitch.engine.switch import engine_default
+
+    return engine_default()
+
+
+def _engine_note(sc: Scenario) -> str:
+    engine = switch_engine(sc.target)
+    return f" ({engine} engine)" if engine else ""
 
 
 def render_summary(s: dict) -> str:
@@ -598,6 +621,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--phase", type=float, default=Scenario.phase_s, help="seconds per phase")
     p.add_argument("--rate", type=float, default=Scenario.rate_mbps, help="Mbit/s per flow")
     p.add_argument("--size", type=int, default=Scenario.size, help="UDP payload bytes")
+    p.add_argument("--link-scale", type=float, default=Scenario.link_scale,
+                   help="link and NIC rates = the fabric's capacities x this")
     p.add_argument("--ecmp", action="store_true", help="leaves in ECMP mode (the baseline)")
     p.add_argument("--no-reccl", action="store_true", help="UDP load generator only")
     p.add_argument("--prefix", default="", help="node name prefix")
@@ -614,8 +639,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"topologies.demo: error: {e}", file=sys.stderr)
             return 2
         return 0
-    if args.phase < 1 or args.rate <= 0 or args.size < 20:
-        p.error("need --phase >= 1, --rate > 0, --size >= 20")
+    if args.phase < 1 or args.rate <= 0 or args.size < 20 or not 0 < args.link_scale <= 1000:
+        p.error("need --phase >= 1, --rate > 0, --size >= 20, 0 < --link-scale <= 1000")
     from topologies.mininet_fabric import FabricNetError, check_names
 
     try:
@@ -645,7 +670,8 @@ def main(argv: list[str] | None = None) -> int:
         for target in targets:
             summaries.append(run(Scenario(args.fabric, args.phase, args.rate, args.size,
                                           args.prefix, args.out, not args.ecmp,
-                                          reccl=not args.no_reccl, target=target)))
+                                          reccl=not args.no_reccl, link_scale=args.link_scale,
+                                          target=target)))
     except KeyboardInterrupt:
         print("\n[testbed] interrupted: cleaned up", file=sys.stderr)
         return 130

@@ -220,3 +220,11 @@ def test_demo_refuses_a_prefix_that_makes_interface_names_too_long():
                        capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "longer than 15 characters" in r.stderr
+
+
+@pytest.mark.parametrize("scale", ["0", "-2", "1e9", "nan"])
+def test_demo_refuses_a_link_scale_out_of_range(scale):
+    r = subprocess.run([sys.executable, "-m", "topologies.demo", "--link-scale", scale],
+                       capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "--link-scale" in r.stderr
