@@ -665,6 +665,9 @@ def main(argv: list[str] | None = None) -> int:
     def on_term(*_):
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, on_term)
+    # a process started in the background by a shell without job control inherits SIGINT
+    # ignored, and Python then keeps ignoring it: Ctrl-C / SIGINT must always clean up
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     summaries = []
     try:
         for target in targets:
