@@ -190,6 +190,33 @@ def test_compiled_program_is_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert [p.stat().st_mtime_ns for p in tmp_path.glob("_ssnative_*")] == [stamp]
 
 
+def test_builds_in_threads_of_one_process_do_not_collide(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """cffi builds in the process's working directory: two at once (a pipeline and the ring
+    I/O, as `softswitch run` did) once linked each other's objects and failed."""
+    import threading
+
+    from softswitch.engine.native import cbuild
+
+    monkeypatch.setenv(cbuild.CACHE_ENV, str(tmp_path))
+    monkeypatch.setattr(cbuild, "_loaded", {})
+    results: dict[int, object] = {}
+
+    def build(i: int) -> None:
+        try:
+            results[i] = cbuild.load(f"int answer{i}(void) {{ return {i}; }}\n",
+                                     f"int answer{i}(void);", f"thread {i}").lib
+        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+            results[i] = exc
+
+    threads = [threading.Thread(target=build, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert {i: getattr(lib, f"answer{i}")() for i, lib in results.items()} == {0: 0, 1: 1, 2: 2}
+
+
 def test_switches_of_one_program_keep_separate_state() -> None:
     prog = compile_file(str(BENCH / "ecmp_router.p4"))
     a, b = (Switch(prog, engine="native") for _ in range(2))

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,10 @@ def available() -> str | None:
 
 
 _loaded: dict[str, Any] = {}
+# cffi builds in the process's working directory (it changes into its tmpdir), which every
+# thread shares: two builds at once (a pipeline and the ring I/O, two P4Runtime requests)
+# link each other's objects or lose their directory. One build at a time per process.
+_build_lock = threading.Lock()
 
 
 def load(source: str, cdef: str, where: str) -> Any:
@@ -84,21 +89,22 @@ def load(source: str, cdef: str, where: str) -> Any:
     abi = sysconfig.get_config_var("SOABI") or sys.version
     digest = hashlib.sha256("\0".join([source, cdef, " ".join(flags), compiler_version(), abi]).encode()).hexdigest()
     name = f"_ssnative_{digest[:24]}"
-    mod = _loaded.get(name)
-    if mod is not None:
+    with _build_lock:
+        mod = _loaded.get(name)
+        if mod is not None:
+            return mod
+        cache = cache_dir()
+        suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+        target = cache / (name + suffix)
+        if not target.exists():
+            _compile(name, source, cdef, flags, cache, target, where)
+        spec = importlib.util.spec_from_file_location(name, target)
+        if spec is None or spec.loader is None:
+            raise CompileError(where, f"cannot load the compiled program {target}")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        _loaded[name] = mod
         return mod
-    cache = cache_dir()
-    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    target = cache / (name + suffix)
-    if not target.exists():
-        _compile(name, source, cdef, flags, cache, target, where)
-    spec = importlib.util.spec_from_file_location(name, target)
-    if spec is None or spec.loader is None:
-        raise CompileError(where, f"cannot load the compiled program {target}")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    _loaded[name] = mod
-    return mod
 
 
 def _compile(name: str, source: str, cdef: str, flags: list[str], cache: Path, target: Path,
