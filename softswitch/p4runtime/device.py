@@ -94,11 +94,15 @@ class Device:
         switch = switch_call(self._make_switch, program)  # can the engine run it?
         return Pipeline(p4info, bytes(config.p4_device_config), cookie, program, schema, switch)
 
-    def set_pipeline(self, action: int, config: p4r.ForwardingPipelineConfig) -> None:
+    def set_pipeline(self, action: int, config: p4r.ForwardingPipelineConfig,
+                     still_wanted: Callable[[], bool] | None = None) -> None:
         """SetForwardingPipelineConfig actions (spec 14).
 
         The config is compiled outside every lock; the change itself is made under the
         control lock, so that it is ordered with Write batches (none is lost or split).
+        ``still_wanted`` (the RPC's liveness) is asked under that lock: a request whose
+        client gave up while it compiled (its deadline passed) changes nothing, so that it
+        cannot land after the client's retry and wipe the entries written since.
         """
         A = p4r.SetForwardingPipelineConfigRequest
         if action not in (A.VERIFY, A.VERIFY_AND_SAVE, A.VERIFY_AND_COMMIT, A.COMMIT,
@@ -108,6 +112,10 @@ class Device:
         if action == A.VERIFY:
             return
         with self.control:
+            if still_wanted is not None and not still_wanted():
+                raise P4RuntimeError(grpc.StatusCode.CANCELLED,
+                                     "the client gave up (deadline passed or cancelled) while "
+                                     "the pipeline compiled: nothing changed")
             if action == A.VERIFY_AND_SAVE:
                 self.saved = new
             elif action == A.VERIFY_AND_COMMIT:

@@ -220,7 +220,7 @@ class P4RuntimeService(p4r_grpc.P4RuntimeServicer):
                 if request.config.p4_device_config:  # compiling takes seconds: say so
                     log.info("switch=%s pipeline_compiling peer=%s bytes=%d", self.name,
                              context.peer(), len(request.config.p4_device_config))
-                self.device.set_pipeline(request.action, request.config)
+                self.device.set_pipeline(request.action, request.config, context.is_active)
         except P4RuntimeError as exc:
             log.info("switch=%s rpc=SetForwardingPipelineConfig error=%r", self.name, str(exc))
             error = exc

@@ -362,6 +362,48 @@ def test_writes_racing_reconcile_and_commit_are_never_lost(primary, config):
     assert sorted(lpm_table(primary, config[0])) == sorted(acknowledged)
 
 
+def test_a_pipeline_whose_client_gave_up_while_it_compiled_changes_nothing(config, caplog):
+    """A first native compile can outlast the client's deadline (finsy's is 10 s); the
+    client retries, commits and writes. The abandoned request, done compiling later, must
+    not commit after that write: in the testbed it did, and wiped every switch's entries."""
+    from softswitch.p4runtime import pipeline_loader
+
+    release, compiling = threading.Event(), threading.Event()
+    calls: list[int] = []
+
+    def make_switch(program):  # the first compile lasts until the test releases it
+        calls.append(1)
+        if len(calls) == 1:
+            compiling.set()
+            release.wait(DEADLINE)
+        return pipeline_loader.make_switch(program, 255)
+
+    srv = P4RuntimeServer(Device(device_id=1, cpu_port=255, make_switch=make_switch),
+                          "127.0.0.1:0").start()
+    c = Client(srv.address, election_id=1000)
+    try:
+        assert c.connect().arbitration.status.code == 0
+        p4info, device_config = config
+        req = A(device_id=1, action=A.VERIFY_AND_COMMIT, election_id=u128(1000))
+        req.config.p4info.CopyFrom(p4info)
+        req.config.p4_device_config = device_config
+        slow = c.stub.SetForwardingPipelineConfig.future(req, timeout=1.0)
+        assert compiling.wait(DEADLINE)
+        with pytest.raises(grpc.RpcError) as gave_up:
+            slow.result()
+        assert gave_up.value.code() == SC.DEADLINE_EXCEEDED
+        c.set_pipeline(*config)  # the retry
+        c.write(insert(lpm(p4info, 7, port=3)))
+        with caplog.at_level(logging.INFO, logger="softswitch"):
+            release.set()
+            assert wait_for(lambda: "while the pipeline compiled" in caplog.text), caplog.text
+        assert lpm_table(c, p4info) == {7: 3}
+    finally:
+        release.set()
+        c.close()
+        srv.stop(0)
+
+
 # ---------------------------------------------------------------- batches
 
 

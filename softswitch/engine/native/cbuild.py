@@ -13,6 +13,7 @@ tests/softswitch/test_native_sanitizers.py).
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import importlib.util
 import os
@@ -97,7 +98,13 @@ def load(source: str, cdef: str, where: str) -> Any:
         suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
         target = cache / (name + suffix)
         if not target.exists():
-            _compile(name, source, cdef, flags, cache, target, where)
+            # switches of one fabric start together with the same program: one process
+            # compiles it, the others wait for the file instead of compiling it again
+            cache.mkdir(parents=True, exist_ok=True)
+            with open(cache / f".{name}.lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                if not target.exists():
+                    _compile(name, source, cdef, flags, cache, target, where)
         spec = importlib.util.spec_from_file_location(name, target)
         if spec is None or spec.loader is None:
             raise CompileError(where, f"cannot load the compiled program {target}")
