@@ -38,9 +38,10 @@
  * early in a period: docs/sglb-vs-ecmp.md, #15). Scaled by about
  * 1.5 / (1 + phase) per quarter of the period (shifts only), the reading stays
  * within 12% of 1.5*R*T, the mean the level scale is fitted to (sglb.config.
- * dre_shift). A leaf reads its uplinks so, a spine its ports for the tag's
- * congestion field. SGLB_DRE_RAW: the bare reading, as before. */
-#if defined(SGLB_DRE_RAW) || DRE_PERIOD_SHIFT < 2
+ * dre_shift). With -DSGLB_DRE_IN_PHASE a leaf reads its uplinks so, a spine
+ * its ports for the tag's congestion field; not the default: it made the
+ * symmetric fabric 2-4% slower under Cubic (#15). */
+#if !defined(SGLB_DRE_IN_PHASE) || DRE_PERIOD_SHIFT < 2
 #define SGLB_DRE_PHASE(X, T, NOW)
 #else
 #define SGLB_DRE_PHASE(X, T, NOW) {                                            \

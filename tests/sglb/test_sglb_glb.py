@@ -188,13 +188,14 @@ def test_no_profile_falls_back_to_ecmp(leaf):
 
 
 
-def test_a_steadily_loaded_uplink_reads_alike_early_and_late_in_the_dre_period(leaf):
+def test_a_steadily_loaded_uplink_reads_alike_early_and_late_in_the_dre_period(program_phase):
     """Path 0 carries a 128-byte frame every 8 us (1,024 B per 64 us DRE period):
     its DRE swings from 1,279 B just after a period starts to 2,047 B at its end,
     levels 4 to 7 at 256 B a level. Read in phase it is level 6 all through the
     period, so a path at remote level 5 is the better one whenever a new flowlet
     comes; read bare, the loaded path looked cheaper early in each period
-    (docs/sglb-vs-ecmp.md, #15)."""
+    (docs/sglb-vs-ecmp.md, #15; -DSGLB_DRE_IN_PHASE)."""
+    leaf = configure_leaf(program_phase)
     leaf.set_profile(1, mask=0b0001)             # the load: path 0 only
     leaf.set_profile(2, mask=0b0011, rq=[0, 5])  # the new flowlets: path 0 or 1
     load = udp(dst="10.1.0.5", sport=1, payload=b"l" * 86)   # a 128-byte frame
