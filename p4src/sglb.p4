@@ -844,14 +844,16 @@ control SglbEgress(inout headers_t hdr,
                     /* CONGA's CE: the worst level on the way, by comparisons
                      * with the port's thresholds (no variable shift). */
                     port_levels.apply();
+                    bit<32> dre_read = dre_x;
+                    SGLB_DRE_PHASE(dre_read, dre_t, now)
                     bit<8> level = 0;
-                    if (dre_x >= meta.t1) { level = 1; }
-                    if (dre_x >= meta.t2) { level = 2; }
-                    if (dre_x >= meta.t3) { level = 3; }
-                    if (dre_x >= meta.t4) { level = 4; }
-                    if (dre_x >= meta.t5) { level = 5; }
-                    if (dre_x >= meta.t6) { level = 6; }
-                    if (dre_x >= meta.t7) { level = 7; }
+                    if (dre_read >= meta.t1) { level = 1; }
+                    if (dre_read >= meta.t2) { level = 2; }
+                    if (dre_read >= meta.t3) { level = 3; }
+                    if (dre_read >= meta.t4) { level = 4; }
+                    if (dre_read >= meta.t5) { level = 5; }
+                    if (dre_read >= meta.t6) { level = 6; }
+                    if (dre_read >= meta.t7) { level = 7; }
                     if (level > hdr.tag.ce) {
                         hdr.tag.ce = level;
                     }

@@ -107,6 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--engine", choices=("python", "native"), default=None,
                     help="softswitch's engine in every switch (default: $SOFTSWITCH_ENGINE, "
                          "else softswitch's default); the results are the same")
+    ap.add_argument("--decisions", action="store_true",
+                    help="record the leaves' new-flowlet decisions and the path state they "
+                         "read (the JSON's decisions; slower)")
     ap.add_argument("--json", type=Path, help="write the results here")
     ap.add_argument("--plot", type=Path, help="write per-link utilisation over time here (PNG)")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -123,7 +126,7 @@ def options(args: argparse.Namespace) -> SimOptions:
         port_event_ms=args.port_event * 1e3, message_ms=args.message_delay * 1e3,
         events=tuple(sorted(args.fail + args.recover, key=lambda e: e.at_s)),
         sample_us=args.sample * 1e6, max_paths=args.max_paths, engine=args.engine,
-        settings=tuple(args.set), defines=tuple(args.define))
+        settings=tuple(args.set), defines=tuple(args.define), decisions=args.decisions)
 
 
 def summary(result: dict[str, Any]) -> str:

@@ -74,6 +74,9 @@ class SimOptions:
     (``$SOFTSWITCH_ENGINE``). Both give the same results, byte for byte."""
     settings: tuple[tuple[str, int], ...] = field(default=())
     """Overrides of the switches' SGLB settings by name (``flowlet_gap_us=500``)."""
+    decisions: bool = False
+    """Record every new-flowlet decision of the leaves with the state the program read
+    (``packetsim.decisions``) in the results' ``decisions``."""
     defines: tuple[tuple[str, str], ...] = field(default=())
     """Preprocessor definitions for compiling sglb.p4 (``SGLB_HASH_DRAW=1``): the program's
     compile-time alternatives, so that one mechanism can be measured against another."""

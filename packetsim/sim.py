@@ -27,6 +27,7 @@ from sglb.config import MAX_PATHS, dre_period_shift_for
 from sglb.settings import DEFAULT, Feedback, SwitchSettings
 
 from . import network
+from .decisions import DecisionLog
 from .observe import Observer
 from .options import LinkEvent, OptionError, SimOptions
 from .switch import SimSwitch, make_pipeline
@@ -191,11 +192,23 @@ def run(fabric_in: Fabric, opts: SimOptions, progress: Callable[[float], None] |
         for lk in fabric.links}
     leaf_of_ip = {n.ip.packed: n.leaf for h in fabric.hosts for n in h.nics}
     first_cut_ns = min((c.at_ns for c in observer.cuts), default=None)
+    log = None
+    if opts.decisions:
+        log = DecisionLog({n: sw for n, sw in switches.items() if sw.core.is_leaf}, dre_shift,
+                          {f.port: f.id for f in flow_list},
+                          dict(leaf_of_ip),
+                          {s.name: s.id for s in fabric.switches})
 
     def on_frame(dev: int, data: bytes, now_ns: int) -> list[tuple[int, bytes]]:
         hops[0] += 1
         flow = observer.from_host(data, now_ns) if host_dev[dev] else None
-        outs = dev_switch[dev].receive(dev_port[dev], data, now_ns)
+        if log is not None and host_dev[dev]:
+            sw = dev_switch[dev]
+            view = log.before(sw.name, data, now_ns // 1000)
+            outs = sw.receive(dev_port[dev], data, now_ns)
+            log.after(sw.name, data, view, [dev_port[d] for d, _ in outs if not host_dev[d]])
+        else:
+            outs = dev_switch[dev].receive(dev_port[dev], data, now_ns)
         for d, frame in outs:
             if host_dev[d]:
                 observer.to_host(frame, now_ns)
@@ -294,6 +307,8 @@ def run(fabric_in: Fabric, opts: SimOptions, progress: Callable[[float], None] |
     wall = time.monotonic() - wall0
     result = _results(fabric_in, opts, flow_list, starts, psim, observer, net, switches,
                       link_devs, samples, end_s)
+    if log is not None:
+        result["decisions"] = log.records
     ns.Simulator.Destroy()
     result["_wall"] = {"setup_s": setup, "run_s": wall - setup, "packet_hops": hops[0],
                        "hops_per_s": hops[0] / (wall - setup) if wall > setup else 0.0}

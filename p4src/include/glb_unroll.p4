@@ -31,6 +31,38 @@
     meta.ep##I = ep##I;
 #define SGLB_NO_PROFILE(I) meta.rq##I = 0; meta.w##I = 1; meta.ep##I = 0;
 
+/* The DRE read in phase: a port fed at a steady rate R holds R*T bytes at the
+ * start of a DRE period and 2*R*T at its end, so a bare reading of a busy port
+ * swings over a factor of 2 (a 5 Gbit/s uplink at 100% read levels 4 to 7,
+ * and looked emptier than 10 Gbit/s paths at 80% whenever a new flowlet came
+ * early in a period: docs/sglb-vs-ecmp.md, #15). Scaled by about
+ * 1.5 / (1 + phase) per quarter of the period (shifts only), the reading stays
+ * within 12% of 1.5*R*T, the mean the level scale is fitted to (sglb.config.
+ * dre_shift). With -DSGLB_DRE_IN_PHASE a leaf reads its uplinks so, a spine
+ * its ports for the tag's congestion field; not the default: it made the
+ * symmetric fabric 2-4% slower under Cubic (#15). */
+#if !defined(SGLB_DRE_IN_PHASE) || DRE_PERIOD_SHIFT < 2
+#define SGLB_DRE_PHASE(X, T, NOW)
+#else
+#define SGLB_DRE_PHASE(X, T, NOW) {                                            \
+    bit<48> dre_quarter = 0;                                                   \
+    if (NOW > T) {                                                             \
+        dre_quarter = ((NOW - T) >> (DRE_PERIOD_SHIFT - 2)) & 3;               \
+    }                                                                          \
+    if (X < 0x40000000) {                                                      \
+        if (dre_quarter == 0) {                                                \
+            X = X + (X >> 2) + (X >> 4);                                       \
+        } else if (dre_quarter == 1) {                                         \
+            X = X + (X >> 3);                                                  \
+        } else if (dre_quarter == 2) {                                         \
+            X = X - (X >> 4);                                                  \
+        } else {                                                               \
+            X = X - (X >> 3) - (X >> 4);                                       \
+        }                                                                      \
+    }                                                                          \
+}
+#endif
+
 /* Liveness of the path's port; its local congestion (the port's DRE decayed
  * to now, quantised by the path's shift); whether it is excluded (the newer of
  * the last failure notice of its spine for this destination and the control
@@ -58,6 +90,7 @@
     } else {                                                                   \
         dre_x = dre_x >> (bit<8>)dre_periods;                                  \
     }                                                                          \
+    SGLB_DRE_PHASE(dre_x, dre_t, standard_metadata.ingress_global_timestamp)  \
     dre_x = dre_x >> meta.shift##I;                                            \
     if (dre_x > QMAX) {                                                        \
         meta.lq##I = QMAX;                                                     \

@@ -195,3 +195,23 @@ def test_both_engines_give_the_same_simulation_byte_for_byte(tmp_path):
     for r in runs.values():
         assert r["options"].pop("engine") is not None
     assert json.dumps(runs["python"]) == json.dumps(runs["native"])
+
+
+def test_the_decision_record_sees_every_new_flowlet_and_changes_nothing(tmp_path):
+    """``--decisions`` records the leaves' new-flowlet decisions with the state the
+    program read; it only reads, so the run is the same without it."""
+    fab = fabric_file(tmp_path, "dec", leaves=2, spines=2, hosts_per_leaf=2)
+    args = ("--workload", "permutation", "--flows", "2", "--bytes", "300000", "--lb", "sglb")
+    plain = simulate(fab, tmp_path / "plain.json", *args)
+    rec = simulate(fab, tmp_path / "rec.json", *args, "--decisions")
+    decisions = rec.pop("decisions")
+    rec["options"].pop("decisions")
+    plain["options"].pop("decisions")
+    assert rec == plain
+    for leaf, events in rec["dataplane_events"].items():
+        mine = [d for d in decisions if d["leaf"] == leaf and d["new_flowlet"]]
+        assert len(mine) == events.get("new_flowlet", 0)
+        for d in mine:
+            assert d["chosen"] in [p["port"] for p in d["paths"]]
+            assert all(p["cost"] == max(p["local"], p["remote"]) for p in d["paths"])
+    assert any(d["flow"] is not None and d["kind"] == "data" for d in decisions)

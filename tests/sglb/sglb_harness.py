@@ -71,33 +71,45 @@ class Clock:
         return self.now
 
 
-def _defines(max_paths: int, dre_period_shift: int | None) -> dict[str, str] | None:
+def _defines(max_paths: int, dre_period_shift: int | None,
+             phase: bool = False) -> dict[str, str] | None:
     defines = {} if max_paths == MAX_PATHS else {"MAX_PATHS": str(max_paths)}
     if dre_period_shift is not None:
         defines["DRE_PERIOD_SHIFT"] = str(dre_period_shift)
+    if phase:
+        defines["SGLB_DRE_IN_PHASE"] = "1"
     return defines or None
 
 
 @functools.cache
-def softswitch_compiled(max_paths: int = MAX_PATHS, dre_period_shift: int | None = None):
+def softswitch_compiled(max_paths: int = MAX_PATHS, dre_period_shift: int | None = None,
+                        phase: bool = False):
     """sglb.p4 compiled by softswitch's front end whatever the target: the tests of
     the program's surface (its ProgramInfo) read it."""
-    return compile_file(str(P4_PATH), defines=_defines(max_paths, dre_period_shift))
+    return compile_file(str(P4_PATH), defines=_defines(max_paths, dre_period_shift, phase))
 
 
 @functools.cache
-def compiled(max_paths: int = MAX_PATHS, dre_period_shift: int | None = None):
-    """sglb.p4 compiled once per MAX_PATHS (and DRE_PERIOD_SHIFT) for the session,
-    for the selected target."""
+def compiled(max_paths: int = MAX_PATHS, dre_period_shift: int | None = None,
+             phase: bool = False):
+    """sglb.p4 compiled once per MAX_PATHS (and DRE_PERIOD_SHIFT, and the in-phase
+    DRE reading SGLB_DRE_IN_PHASE) for the session, for the selected target."""
     if not p4target.on_bmv2():
-        return softswitch_compiled(max_paths, dre_period_shift)
-    return p4target.compile_program(P4_PATH, defines=_defines(max_paths, dre_period_shift))
+        return softswitch_compiled(max_paths, dre_period_shift, phase)
+    return p4target.compile_program(P4_PATH,
+                                    defines=_defines(max_paths, dre_period_shift, phase))
 
 
 @pytest.fixture(scope="session")
 def program():
     """sglb.p4 compiled with the default MAX_PATHS (for the selected target)."""
     return compiled()
+
+
+@pytest.fixture(scope="session")
+def program_phase():
+    """The same with the in-phase DRE reading (-DSGLB_DRE_IN_PHASE)."""
+    return compiled(phase=True)
 
 
 def mac_int(mac: str) -> int:

@@ -307,3 +307,31 @@ def test_by_default_unknown_defers_to_the_profile_so_unmeasured_paths_are_explor
     assert _paths_used(leaf, seed=6) == {0, 1}
     leaf.set_profile(1, mask=0b11, rq=(4, 0), w=(1, 1))
     assert _paths_used(leaf, seed=7) == {1}
+
+
+def test_a_spine_reads_a_steadily_loaded_port_alike_early_and_late_in_the_dre_period(
+        program_phase):
+    """Leaf 2 sends 1,024 bytes every 8 us through the spine to leaf 1 (4 levels of
+    2,048 B per 64 us period): the port's DRE swings from 4 to 8 levels' worth of
+    bytes through each period. The tags of leaf 0's frames crossing it read level
+    6 wherever in the period they come; read bare, 5 early and 7 late
+    (docs/sglb-vs-ecmp.md, #15; -DSGLB_DRE_IN_PHASE)."""
+    spine = configure_spine(program_phase, spine_id=100, leaves=((0, (1,)), (1, (2,)), (2, (3,))),
+                            capacities={1: SPINE_CAP, 2: SPINE_CAP, 3: SPINE_CAP})
+    load = bytes(Ether() / IP(src="10.2.0.9", dst="10.1.0.9") / UDP() / (b"L" * 982))
+    assert len(load) == 1024
+    tagged = bytes(Ether(src=LEAF_MAC, dst=SPINE_MAC)
+                   / SglbTag(npaths=2, src_leaf=0, path=0, ce=0, ts=0, fb_level=FB_NONE)
+                   / IP(src="10.0.0.7", dst="10.1.0.9") / UDP(sport=5, dport=6))
+    period = 64
+    start = (spine.clock.now // period + 1) * period
+    levels: dict[int, set[int]] = {}
+    for i in range(16 * period // 8):
+        spine.clock.now = start + 8 * i
+        assert out_ports(spine.send(3, load)) == [2]
+        if i >= 10 * period // 8 and i % 2 == 1:   # warm, then 1 us after every other frame
+            spine.clock.now += 1
+            (out,) = spine.send(1, tagged)
+            levels.setdefault((spine.clock.now - start) % period, set()).add(
+                Ether(out.data)[SglbTag].ce)
+    assert levels == {9: {6}, 25: {6}, 41: {6}, 57: {6}}

@@ -185,3 +185,30 @@ def test_no_profile_falls_back_to_ecmp(leaf):
     counts = _spread(leaf, 120, dst="10.2.0.9")
     assert set(counts) == set(UPLINK_PORTS)
     assert leaf.event(Event.NEW_FLOWLET) == 0
+
+
+
+def test_a_steadily_loaded_uplink_reads_alike_early_and_late_in_the_dre_period(program_phase):
+    """Path 0 carries a 128-byte frame every 8 us (1,024 B per 64 us DRE period):
+    its DRE swings from 1,279 B just after a period starts to 2,047 B at its end,
+    levels 4 to 7 at 256 B a level. Read in phase it is level 6 all through the
+    period, so a path at remote level 5 is the better one whenever a new flowlet
+    comes; read bare, the loaded path looked cheaper early in each period
+    (docs/sglb-vs-ecmp.md, #15; -DSGLB_DRE_IN_PHASE)."""
+    leaf = configure_leaf(program_phase)
+    leaf.set_profile(1, mask=0b0001)             # the load: path 0 only
+    leaf.set_profile(2, mask=0b0011, rq=[0, 5])  # the new flowlets: path 0 or 1
+    load = udp(dst="10.1.0.5", sport=1, payload=b"l" * 86)   # a 128-byte frame
+    period = 64
+    start = (leaf.clock.now // period + 1) * period
+    phases, chosen = set(), set()
+    for i in range(16 * period // 8):
+        leaf.clock.now = start + 8 * i
+        assert out_ports(leaf.send(10, load)) == [UPLINK_PORTS[0]]
+        if i >= 10 * period // 8 and i % 2 == 1:   # warm, then 1 us after every other frame
+            leaf.clock.now += 1
+            phases.add((leaf.clock.now - start) % period)
+            probe = udp(dst="10.2.0.9", sport=1000 + i, payload=b"p" * 86)
+            chosen.update(out_ports(leaf.send(10, probe)))
+    assert phases == {9, 25, 41, 57}             # once in each quarter of the period
+    assert chosen == {UPLINK_PORTS[1]}
