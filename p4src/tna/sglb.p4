@@ -688,10 +688,11 @@ control SglbIngress(inout tna_headers_t hdr,
                  * both links are up and the packet passed the checks. The
                  * flow's time before leaf_downlinks: a table after it in this
                  * block would wait for it (bf-p4c's next-table order). */
-#ifdef SGLB_TWO_PASS
-                /* Not yet on Tofino: its placement took 14 stages of 12 (the
-                 * chain starts in stage 6, behind the checks' tables), so it
-                 * splits by the hash in both modes there (docs/sglb.md). */
+#if defined(SGLB_TWO_PASS) || MAX_PATHS == 64
+                /* Not yet on Tofino, nor on Tofino 2 at 64 paths: placement
+                 * took 14 stages of 12 there, 20 of 20 here (then bf-p4c's
+                 * second PHV allocation runs out of memory), so the spine
+                 * splits by the hash in both modes (docs/sglb.md). */
                 bool spine_flow = false;
 #else
                 bool spine_flow = meta.lb_mode == MODE_SGLB && meta.leaf_route == 1;

@@ -84,7 +84,7 @@
      * empty). Registers of their own, not the leaf's flowlet_time and
      * flowlet_path (the roles are exclusive): sharing them put these accesses
      * in the stages of the leaf's (docs/sglb.md). A slot never written
-     * answers ~0: a flow not seen, drawn. (Used on Tofino 2 only.) */
+     * answers ~0: a flow not seen, drawn. (Used on Tofino 2 up to 16 paths.) */
     Register<bit<32>, bit<SPINE_FLOW_BITS>>(1 << SPINE_FLOW_BITS, 0) spine_time;
     RegisterAction<bit<32>, bit<SPINE_FLOW_BITS>, bit<32>>(spine_time) flow_age = {
         void apply(inout bit<32> v, out bit<32> rv) {

@@ -805,7 +805,7 @@ class _TnaSpine:
 @pytest.mark.parametrize(("ports", "caps"), [((4, 5), {}), ((5, 4), {4: 5.0, 5: 10.0})],
                          ids=["equal", "listed-high-first"])
 def test_sglb_spine_member_follows_the_v1model_spine(tmp_path, ports, caps):
-    """An SGLB spine of the Tofino program (registers modelled, decisions by its
+    """An SGLB spine of the Tofino program on Tofino 2 at 8 paths (registers modelled, decisions by its
     tables, leaf_downlinks as SyncMesh writes it) sends every packet of 16 flows down
     the member the v1model program's spine does (run in the software target): k
     flows split k * share whatever their 5-tuples hash to; a flow keeps its member
