@@ -20,6 +20,9 @@ What differs from the v1model program's encodings (``sglb.config``), and why
   entry priority and cuts the band at that level plus tie_tolerance in the
   same step, so its entries depend on the switch's tolerance
   (``band_entries``).
+* *A spine's draws without multiplication.* A spine's draw_cursor adds
+  DRAW_STRIDE per draw; the destination's part of the point (v1model's
+  dst_leaf * DRAW_LEAF_STRIDE) comes from leaf_downlinks (``draw_base``).
 * *Write-backs are packets.* A notice epoch is confirmed by a notice of kind
   ``NOTICE_WRITEBACK`` sent as a PacketOut (``writeback_frame``).
 """
@@ -49,6 +52,9 @@ DRAW_COLUMNS = 4                 # paths drawn per row
 WEIGHT_PROFILES = 64             # weight profiles the draws table holds
 U32 = 0xFFFFFFFF
 NS_PER_US = 1000
+MAX_LEAVES = 1024                # p4src/tna/words.p4: 10-bit leaf ids
+DRAW_STRIDE = 40503              # p4src/include/constants.p4: (sqrt(5) - 1) / 2 * 2^16
+DRAW_LEAF_STRIDE = 27146         # (sqrt(2) - 1) * 2^16
 
 
 def level_planes(levels: Sequence[int], max_paths: int = MAX_PATHS) -> tuple[int, int, int]:
@@ -174,6 +180,26 @@ def level_entries(capacity_mbps: float, period_shift: int) -> list[LevelEntry]:
     mask = U32 & ~((1 << shift) - 1)
     return [LevelEntry(level << shift, mask, level) for level in range(QMAX + 1)
             if level << shift <= U32]
+
+
+def draw_base(dst_leaf: int, swapped_share: int | None = None) -> int:
+    """leaf_downlinks' draw_base: the first draw point of ``dst_leaf`` on an SGLB
+    spine, so that its n-th is n * DRAW_STRIDE + dst_leaf * DRAW_LEAF_STRIDE (mod
+    2^16), the v1model program's (draw_cursor adds the other n - 1 strides).
+
+    ``swapped_share``: the v1model share_a of a bundle whose members the Tofino
+    program lists the other way round (port_a the lower port, share_a 256 minus
+    it); the points move down by it, so that every draw gives the same link as
+    in the v1model program: top 8 bits - share < 256 - share iff top >= share.
+    """
+    if isinstance(dst_leaf, bool) or not 0 <= dst_leaf < MAX_LEAVES:
+        raise ValueError(f"dst_leaf {dst_leaf!r} is outside 0..{MAX_LEAVES - 1}")
+    base = DRAW_STRIDE + dst_leaf * DRAW_LEAF_STRIDE
+    if swapped_share is not None:
+        if not 1 <= swapped_share <= 255:
+            raise ValueError(f"share_a {swapped_share!r} is outside 1..255")
+        base -= swapped_share << 8
+    return base % (1 << 16)
 
 
 PATH_WORD_VALID = 1 << 15

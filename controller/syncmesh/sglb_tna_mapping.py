@@ -13,7 +13,7 @@ where they differ (docs/sglb.md, "The Tofino program"):
 | ``dst_profile`` ``set_profile(mask, rq_i, w_i, ep_i)`` | ``set_profile(mask, weighted, rq0..rq2, wprof)`` + ``draws[wprof, row]``; for Tofino (two passes) ``set_profile(wprof)`` and the masks in ``dst_masks`` ``set_masks(mask, weighted, rq0..rq2)`` (an egress table) |
 | ``spine_paths`` ``set_spine(paths)`` | ``set_spine(paths, slot)`` |
 | ``port_peer`` ``peer(leaf, sibling)`` | ``peer(leaf, member)`` (1: lower port, 2: higher, 3: only link) |
-| ``leaf_downlinks`` ``set_downlinks(a, b, share_a)`` | the same, port_a the lower port |
+| ``leaf_downlinks`` ``set_downlinks(a, b, share_a)`` | ``set_downlinks(a, b, share_a, draw_base)``, port_a the lower port; ``draw_base`` places the destination's draw sequence (``sglb.tna_config.draw_base``) |
 | ``port_levels`` ``set_levels(t1..t7)`` | ``port_levels[port, rate ternary]`` ``set_level(k)`` |
 | ``port_neighbour[standard_metadata.ingress_port]`` | ``port_neighbour[ig_intr_md.ingress_port]`` |
 | written-back epochs ``ep_i`` | ``writeback_frame`` PacketOuts (``writeback_frames``) |
@@ -31,6 +31,7 @@ from sglb.settings import switch_params
 from sglb.tna_config import (
     WEIGHT_PROFILES,
     band_entries,
+    draw_base,
     draw_rows,
     level_entries,
     level_planes,
@@ -116,10 +117,13 @@ class TnaMapping:
                 out.append(TableWrite("leaf_downlinks", key, "no_downlinks", ()))
                 continue
             a, b, share = d.members
+            base = draw_base(d.dst_leaf)
             if a > b:   # port_a is the lower port (the member-1 bit), share swapped along
+                base = draw_base(d.dst_leaf, swapped_share=share)
                 a, b, share = b, a, min(255, max(1, 256 - share))
             out.append(TableWrite("leaf_downlinks", key, "set_downlinks",
-                                  (("port_a", a), ("port_b", b), ("share_a", share))))
+                                  (("port_a", a), ("port_b", b), ("share_a", share),
+                                   ("draw_base", base))))
         for port, leaf, sibling in view.peers():
             # member 1 is the lower port of a two-link bundle, 2 the higher, 3 a single
             # link: the bits of the spine's leaf_links register

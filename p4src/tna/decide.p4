@@ -92,8 +92,10 @@
 
     /* -- spine_member: the link a spine sends a packet down, of the one or two
      *    to its leaf (v1model order): both up (links_now zero) and two ports
-     *    (down_x non-zero): by the split (split_left non-zero: a); else a
-     *    when it is up, else b when it is up; else none (NO_LIVE_PATH). -- */
+     *    (down_x non-zero): SGLB, the flow's member (flow_member: 1 a, else
+     *    b), ECMP or a probe (flow_member zero) by the hash (split_left
+     *    non-zero: a); else a when it is up, else b when it is up; else none
+     *    (NO_LIVE_PATH). -- */
     action member_a() {
         ig_tm_md.ucast_egress_port = meta.down_a;
         hdr.bridge.raise_ce = 1;
@@ -111,16 +113,20 @@
     }
 
     table spine_member {
-        key = { meta.links_now: ternary; meta.down_x: ternary; meta.split_left: ternary; }
+        key = {
+            meta.links_now: ternary; meta.down_x: ternary;
+            meta.flow_member: ternary; meta.split_left: ternary;
+        }
         actions = { member_a; member_b; no_member; }
         const entries = {
-            (0, 0, _): member_a();          /* one port: the split is moot */
-            (0, _, 0): member_b();
-            (0, _, _): member_a();
-            (0 &&& 1, _, _): member_a();
-            (0 &&& 2, _, _): member_b();
+            (0, 0, _, _): member_a();       /* one port: the split is moot */
+            (0, _, 1, _): member_a();       /* the flow's member */
+            (0, _, 0, 0): member_b();       /* no flow: the hash */
+            (0, _, 0, _): member_a();
+            (0, _, _, _): member_b();
+            (0 &&& 1, _, _, _): member_a();
+            (0 &&& 2, _, _, _): member_b();
         }
         const default_action = no_member();
         size = 8;
     }
-

@@ -212,9 +212,17 @@ struct ig_meta_t {
     port_t  down_b;
     port_t  down_x;         /* down_a ^ down_b: zero when one port */
     bit<8>  share_a;
+    bit<16> draw_base;      /* the destination's draw sequence offset (set_downlinks) */
     bit<1>  has_downlinks;
     bit<8>  split;
     bit<8>  split_left;     /* share_a - split, saturated: non-zero = link a */
+    /* SGLB spine: the flow's member (spine_time, spine_flow: state.p4) */
+    bit<SPINE_FLOW_BITS> spine_flow_index;
+    bit<32> spine_idle;     /* flowlet_age: ns since the flow's last packet, ~0 if unseen */
+    bit<32> spine_left;     /* gap_unknown - spine_idle, saturated: 0 = draw its member */
+    bit<16> draw_point;     /* draw_next: the destination's next point of [0, 2^16) */
+    bit<8>  draw_left;      /* share_a - draw_point's top 8 bits, saturated: non-zero = a */
+    bit<8>  flow_member;    /* the member spine_flow keeps: 1 a, 2 b; 0 none (ECMP, probe) */
     bit<1>  forwarded;
     bit<1>  leaf_out;       /* leaf_decision: toward a leaf by the GLB engine's pick */
     bit<1>  tag_opened;     /* leaf_decision: the fabric tag opened (tag_stamp fills it) */

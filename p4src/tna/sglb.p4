@@ -57,6 +57,7 @@ control SglbIngress(inout tna_headers_t hdr,
     Hash<bit<FLOWLET_INDEX_BITS>>(HashAlgorithm_t.CRC16) flowlet_hash;
     Hash<bit<DRAW_ROW_BITS>>(HashAlgorithm_t.CRC32) flow_row_hash;
     Hash<bit<8>>(HashAlgorithm_t.CRC32) split_hash;
+    Hash<bit<SPINE_FLOW_BITS>>(HashAlgorithm_t.CRC16) spine_flow_hash;
     Random<bit<DRAW_ROW_BITS>>() draw_random;
     /* Register indices that concatenate two fields: the identity hash builds
      * them, so the fields need not be placed at matching PHV offsets. */
@@ -462,11 +463,13 @@ control SglbIngress(inout tna_headers_t hdr,
         size = MAX_PORTS;
     }
 
-    /* -- leaf_downlinks: one or two parallel links to each leaf (spine) -- */
-    action set_downlinks(port_t port_a, port_t port_b, bit<8> share_a) {
+    /* -- leaf_downlinks: one or two parallel links to each leaf (spine); in
+     *    SGLB mode draw_base places the leaf's draw sequence (draw_cursor) -- */
+    action set_downlinks(port_t port_a, port_t port_b, bit<8> share_a, bit<16> draw_base) {
         meta.down_a = port_a;
         meta.down_b = port_b;
         meta.share_a = share_a;
+        meta.draw_base = draw_base;
         meta.has_downlinks = 1;
     }
 
@@ -675,9 +678,45 @@ control SglbIngress(inout tna_headers_t hdr,
                     frame_step.apply();
                 }
             } else if (meta.leaf_route == 1 || hdr.probe.isValid()) {
+                /* SGLB: the flow's member (flow_member), as the v1model spine
+                 * chooses it: kept while the flow idles less than gap_unknown
+                 * (the spine does not know its members' delays), else the
+                 * destination's next draw point against share_a, so that k
+                 * flows split k * share however few they are (a 5-tuple hash
+                 * put 80% of 16 connections' bytes on one member).
+                 * Speculative, as a leaf's flowlet: spine_member uses it when
+                 * both links are up and the packet passed the checks. The
+                 * flow's time before leaf_downlinks: a table after it in this
+                 * block would wait for it (bf-p4c's next-table order). */
+#if defined(SGLB_TWO_PASS) || MAX_PATHS == 64
+                /* Not yet on Tofino, nor on Tofino 2 at 64 paths: placement
+                 * took 14 stages of 12 there, 20 of 20 here (then bf-p4c's
+                 * second PHV allocation runs out of memory), so the spine
+                 * splits by the hash in both modes (docs/sglb.md). */
+                bool spine_flow = false;
+#else
+                bool spine_flow = meta.lb_mode == MODE_SGLB && meta.leaf_route == 1;
+#endif
+                if (spine_flow) {
+                    meta.spine_flow_index = spine_flow_hash.get({ hdr.ipv4.srcAddr,
+                                                                  hdr.ipv4.dstAddr,
+                                                                  hdr.ipv4.protocol,
+                                                                  meta.l4_src, meta.l4_dst });
+                    meta.spine_idle = flow_age.execute(meta.spine_flow_index);
+                    spine_age_step.apply();
+                }
                 leaf_downlinks.apply();
-                meta.split = split_hash.get({ hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
-                                              hdr.ipv4.protocol, meta.l4_src, meta.l4_dst });
+                if (spine_flow) {
+                    if (meta.spine_left == 0) {
+                        meta.draw_point = draw_next.execute(meta.dst_leaf);
+                    }
+                    spine_draw_step.apply();
+                    spine_flow_access.apply();
+                } else {
+                    /* ECMP (and a probe): by a hash of the 5-tuple */
+                    meta.split = split_hash.get({ hdr.ipv4.srcAddr, hdr.ipv4.dstAddr,
+                                                  hdr.ipv4.protocol, meta.l4_src, meta.l4_dst });
+                }
                 spine_step.apply();
             }
 

@@ -79,6 +79,52 @@
         }
     };
 
+    /* Spine (SGLB): per flow (a slot of SPINE_FLOW_BITS), its last-seen time
+     * (ns, never 0: now | 1) and its member, 1 = link a, 2 = link b (0 =
+     * empty). Registers of their own, not the leaf's flowlet_time and
+     * flowlet_path (the roles are exclusive): sharing them put these accesses
+     * in the stages of the leaf's (docs/sglb.md). A slot never written
+     * answers ~0: a flow not seen, drawn. (Used on Tofino 2 up to 16 paths.) */
+    Register<bit<32>, bit<SPINE_FLOW_BITS>>(1 << SPINE_FLOW_BITS, 0) spine_time;
+    RegisterAction<bit<32>, bit<SPINE_FLOW_BITS>, bit<32>>(spine_time) flow_age = {
+        void apply(inout bit<32> v, out bit<32> rv) {
+            if (v == 0) {
+                rv = 0xFFFFFFFF;
+            } else {
+                rv = meta.now - v;
+            }
+            v = meta.now | 1;
+        }
+    };
+    Register<bit<8>, bit<SPINE_FLOW_BITS>>(1 << SPINE_FLOW_BITS, 0) spine_flow;
+    RegisterAction<bit<8>, bit<SPINE_FLOW_BITS>, bit<8>>(spine_flow) member_keep = {
+        void apply(inout bit<8> v, out bit<8> rv) { rv = v; }
+    };
+    RegisterAction<bit<8>, bit<SPINE_FLOW_BITS>, bit<8>>(spine_flow) member_give_a = {
+        void apply(inout bit<8> v, out bit<8> rv) {
+            v = 1;
+            rv = v;
+        }
+    };
+    RegisterAction<bit<8>, bit<SPINE_FLOW_BITS>, bit<8>>(spine_flow) member_give_b = {
+        void apply(inout bit<8> v, out bit<8> rv) {
+            v = 2;
+            rv = v;
+        }
+    };
+
+    /* Spine (SGLB): per destination leaf, the next point of its draw sequence
+     * less draw_base: point n = n * DRAW_STRIDE + leaf * DRAW_LEAF_STRIDE (mod
+     * 2^16) as in the v1model program (the control plane adds the leaf's part
+     * and the first stride: leaf_downlinks' draw_base; no multiplication). */
+    Register<bit<16>, bit<16>>(MAX_LEAVES, 0) draw_cursor;
+    RegisterAction<bit<16>, bit<16>, bit<16>>(draw_cursor) draw_next = {
+        void apply(inout bit<16> v, out bit<16> rv) {
+            rv = v + meta.draw_base;
+            v = v + DRAW_STRIDE;
+        }
+    };
+
     /* Destination side of the feedback, per (source leaf, path): the last
      * tag's valid ++ ce ++ time and its one-way delay; per source leaf its
      * path count and the next path to return. */

@@ -48,6 +48,26 @@
                       1: rx_owd_store();, rx_owd_read)
 #endif
 
+    /* -- spine_flow on an SGLB spine (v1model order): a flow idle
+     *    gap_unknown or never seen (spine_left zero) takes the member its draw
+     *    gives; a seen one keeps its member, except a (never kept when its
+     *    share is 0). The member written is the one flow_member answers. -- */
+    action flow_kept() { meta.flow_member = member_keep.execute(meta.spine_flow_index); }
+    action flow_to_a() { meta.flow_member = member_give_a.execute(meta.spine_flow_index); }
+    action flow_to_b() { meta.flow_member = member_give_b.execute(meta.spine_flow_index); }
+    table spine_flow_access {
+        key = { meta.spine_left: ternary; meta.draw_left: ternary; meta.share_a: ternary; }
+        actions = { flow_kept; flow_to_a; flow_to_b; access_none; }
+        const entries = {
+            (0, 0, _): flow_to_b();
+            (0, _, _): flow_to_a();
+            (_, _, 0): flow_to_b();
+            (_, _, _): flow_kept();
+        }
+        const default_action = access_none();
+        size = 4;
+    }
+
     action links_read() { meta.links_now = leaf_links_get.execute(meta.dst_leaf); }
     action links_down() { meta.links_was = leaf_links_down.execute(meta.dst_leaf); }
     action links_up() { meta.links_was = leaf_links_up.execute(meta.dst_leaf); }
@@ -91,6 +111,16 @@
     action spine_split() {
         meta.split_left = meta.share_a |-| meta.split;
         meta.down_x = meta.down_a ^ meta.down_b;
+    }
+
+    /* SGLB spine: time left before the flow's member may change (0: draw it),
+     * and whether the draw falls within share_a (non-zero: link a) */
+    action spine_age() {
+        meta.spine_left = GLB.gap_unknown |-| meta.spine_idle;
+    }
+
+    action spine_draw() {
+        meta.draw_left = meta.share_a |-| meta.draw_point[15:8];
     }
 
     action lowest_number() {
@@ -161,6 +191,8 @@
     SGLB_STEP_TABLE(notice_fail_key, key_of_fail)
     SGLB_STEP_TABLE(notice_other_key, key_of_other)
     SGLB_STEP_TABLE(spine_step, spine_split)
+    SGLB_STEP_TABLE(spine_age_step, spine_age)
+    SGLB_STEP_TABLE(spine_draw_step, spine_draw)
     SGLB_STEP_TABLE(clock_fb, read_clock_fb)
     SGLB_STEP_TABLE(lowest_step, lowest_number)
     SGLB_STEP_TABLE(fb_received_step, fb_received)

@@ -96,6 +96,9 @@
 #endif
 /* Flowlet table: 2^16 entries indexed by a CRC-16 of the 5-tuple. */
 #define FLOWLET_INDEX_BITS 16
+/* An SGLB spine's flows: as many slots as the v1model program's
+ * FLOWLET_ENTRIES (4,096), one SRAM block per register. */
+#define SPINE_FLOW_BITS 12
 /* Capacity-weighted draws: DRAW_ROWS rows per weight profile (2^6). */
 #ifndef DRAW_ROW_BITS
 #define DRAW_ROW_BITS 6

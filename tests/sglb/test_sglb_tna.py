@@ -12,6 +12,7 @@ import random
 import re
 import subprocess
 import sys
+import zlib
 
 import pytest
 from scapy.layers.l2 import Ether
@@ -25,9 +26,11 @@ from sglb.settings import Feedback, SwitchSettings, SwitchTarget, switch_params
 from sglb.tna_config import (
     DRAW_COLUMNS,
     DRAW_ROWS,
+    DRAW_STRIDE,
     NOTICE_WRITEBACK,
     at_most,
     band_entries,
+    draw_base,
     draw_rows,
     level_entries,
     level_planes,
@@ -345,6 +348,13 @@ def _front_end_entries(tmp_path, max_paths: int, table: str, target: str = "tofi
     """The const entries of ``table`` as p4c's front end emits them for ``target``:
     a list of (priority, [a predicate per key, in key order], action name,
     parameters), highest priority first."""
+    tables = _front_end_tables(tmp_path, max_paths, [table], target)
+    return tables[table][1]
+
+
+def _front_end_tables(tmp_path, max_paths: int, names: list[str], target: str = "tofino2"):
+    """{table: (key names, entries as _front_end_entries gives them)} for those of
+    ``names`` that the program has (one front-end run)."""
     from finsy.proto import p4i, p4r
     from google.protobuf import text_format
 
@@ -354,18 +364,26 @@ def _front_end_entries(tmp_path, max_paths: int, table: str, target: str = "tofi
     tofino.front_end_p4info(target, max_paths, info_path, INCLUDE, entries=entries_path)
     info = text_format.Parse(info_path.read_text(), p4i.P4Info())
     request = text_format.Parse(entries_path.read_text(), p4r.WriteRequest())
-    t = next(t for t in info.tables if t.preamble.name == table)
     actions = {a.preamble.id: a.preamble.name.split(".")[-1] for a in info.actions}
-    out = []
-    for update in request.updates:
-        e = update.entity.table_entry
-        if e.table_id != t.preamble.id:
+    out = {}
+    for t in info.tables:
+        if t.preamble.name not in names:
             continue
-        by_field = {m.field_id: _matcher(m) for m in e.match}
-        keys = [by_field.get(f.id, _ANY) for f in t.match_fields]
-        params = tuple(int.from_bytes(p.value, "big") for p in e.action.action.params)
-        out.append((e.priority, keys, actions[e.action.action.action_id], params))
-    return sorted(out, key=lambda entry: -entry[0])
+        entries = []
+        for update in request.updates:
+            e = update.entity.table_entry
+            if e.table_id != t.preamble.id:
+                continue
+            by_field = {m.field_id: _matcher(m) for m in e.match}
+            keys = [by_field.get(f.id, _ANY) for f in t.match_fields]
+            params = tuple(int.from_bytes(p.value, "big") for p in e.action.action.params)
+            entries.append((e.priority, keys, actions[e.action.action.action_id], params))
+        out[t.preamble.name] = ([f.name for f in t.match_fields],
+                                sorted(entries, key=lambda entry: -entry[0]))
+    missing = set(names) - set(out)
+    if names == [names[0]] and missing:
+        raise AssertionError(f"the program has no table {names[0]}")
+    return out
 
 
 def _ANY(_value: int) -> bool:
@@ -714,25 +732,139 @@ def test_leaf_decision_follows_the_v1model_order(tmp_path, target):
 
 @needs_tna_include
 def test_spine_member_follows_the_v1model_order(tmp_path):
-    """spine_member sends down the member the v1model chain picks: by the split when
-    both links are up and they are two ports, else the one that is up (a first),
-    else none (NO_LIVE_PATH)."""
+    """spine_member sends down the member the v1model chain picks: when both links
+    are up and they are two ports, the flow's member in SGLB mode (flow_member 1: a,
+    else b) or by the hash (ECMP, probes: flow_member 0, split_left non-zero: a);
+    else the one that is up (a first), else none (NO_LIVE_PATH)."""
     entries = _front_end_entries(tmp_path, 8, "SglbIngress.spine_member")
     none = ("no_member", ())
     seen = set()
-    for links, same, left in itertools.product(range(8), (0, 1), (0, 1, 200)):
+    for links, same, member, left in itertools.product(range(8), (0, 1), range(4), (0, 1, 200)):
         down_x = 0 if same else 1 << (links % 9)
         if links == 0 and down_x != 0:
-            want = ("member_a", ()) if left else ("member_b", ())
+            if member == 1 or (member == 0 and left):
+                want = ("member_a", ())
+            else:
+                want = ("member_b", ())
         elif links & 1 == 0:
             want = ("member_a", ())
         elif links & 2 == 0:
             want = ("member_b", ())
         else:
             want = none
-        assert _lookup(entries, [links, down_x, left], none) == want, (links, down_x, left)
+        assert _lookup(entries, [links, down_x, member, left], none) == want, \
+            (links, down_x, member, left)
         seen.add(want)
     assert len(seen) == 3
+
+
+class _TnaSpine:
+    """One SGLB spine of the Tofino program toward one leaf with two links up: its
+    registers as p4src/tna/state.p4 declares them (flowlet_age, draw_next, the
+    flowlet_path actions), its steps as steps.p4's (spine_age, spine_draw), and
+    its decisions by the front end's entries of spine_flow_access and
+    spine_member, looked up by key name (a program without the first splits by
+    the hash: split_left). One flowlet slot per flow (no collisions)."""
+
+    def __init__(self, tables, down: tuple[int, int, int, int], gap_unknown_ns: int):
+        self.tables = tables
+        self.a, self.b, self.share, self.base = down
+        self.gap = gap_unknown_ns
+        self.time: dict[int, int] = {}
+        self.path: dict[int, int] = {}
+        self.cursor = 0
+
+    def _decide(self, table: str, values: dict[str, int], default):
+        names, entries = self.tables[table]
+        return _lookup(entries, [values[n] for n in names], default)
+
+    def send(self, flow: int, tuple_bytes: bytes, now_ns: int) -> int:
+        values = {"meta.links_now": 0, "meta.down_x": self.a ^ self.b,
+                  "meta.share_a": self.share, "meta.flow_member": 0,
+                  "meta.split_left": max(0, self.share - (zlib.crc32(tuple_bytes) & 0xFF))}
+        if "SglbIngress.spine_flow_access" in self.tables:
+            held = self.time.get(flow, 0)
+            idle = 0xFFFFFFFF if held == 0 else (now_ns - held) % (1 << 32)
+            self.time[flow] = now_ns % (1 << 32) | 1
+            values["meta.spine_left"] = max(0, self.gap - idle)
+            point = 0
+            if values["meta.spine_left"] == 0:
+                point = (self.cursor + self.base) % (1 << 16)
+                self.cursor = (self.cursor + DRAW_STRIDE) % (1 << 16)
+            values["meta.draw_left"] = max(0, self.share - (point >> 8))
+            action, _ = self._decide("SglbIngress.spine_flow_access", values,
+                                     ("access_none", ()))
+            given = {"flow_to_a": 1, "flow_to_b": 2}
+            self.path[flow] = given.get(action, self.path.get(flow, 0))
+            values["meta.flow_member"] = self.path[flow]
+        action, _ = self._decide("SglbIngress.spine_member", values, ("no_member", ()))
+        return {"member_a": self.a, "member_b": self.b}[action]
+
+
+@needs_tna_include
+@pytest.mark.parametrize(("ports", "caps"), [((4, 5), {}), ((5, 4), {4: 5.0, 5: 10.0})],
+                         ids=["equal", "listed-high-first"])
+def test_sglb_spine_member_follows_the_v1model_spine(tmp_path, ports, caps):
+    """An SGLB spine of the Tofino program on Tofino 2 at 8 paths (registers modelled, decisions by its
+    tables, leaf_downlinks as SyncMesh writes it) sends every packet of 16 flows down
+    the member the v1model program's spine does (run in the software target): k
+    flows split k * share whatever their 5-tuples hash to; a flow keeps its member
+    across idle times up to gap_unknown (beyond the flowlet gap), and is drawn
+    again after it, the destination's sequence going on. Also for a bundle listed
+    high port first (the Tofino program's a is the lower port, share swapped)."""
+    from sglb_harness import FLOWLET_GAP, SPINE_SETTINGS, compiled, configure_spine, out_ports
+
+    from sglb.config import downlink_share
+    from sglb.settings import switch_params as params
+
+    flows = 16
+    v1 = configure_spine(compiled(8), leaves=((1, (3,)), (2, ports)), capacities=caps)
+    share_v1 = downlink_share(caps.get(ports[0], 10.0), caps.get(ports[1], 10.0))
+    # leaf_downlinks as SglbTnaMapping writes it (port_a the lower port)
+    a, b, share, base = ports[0], ports[1], share_v1, draw_base(2)
+    if a > b:
+        a, b, share, base = b, a, 256 - share_v1, draw_base(2, swapped_share=share_v1)
+    gap_ns = dict(params(SwitchTarget.TOFINO2, Role.SPINE, 101, 0x02, SPINE_SETTINGS,
+                         LbMode.SGLB))["gap_unknown"]
+    tables = _front_end_tables(tmp_path, 8, ["SglbIngress.spine_flow_access",
+                                             "SglbIngress.spine_member"])
+    tna = _TnaSpine(tables, (a, b, share, base), gap_ns)
+    gap_us = SPINE_SETTINGS.feedback.gap_unknown_us
+    assert gap_us * 1000 == gap_ns and gap_us > 10 * FLOWLET_GAP
+
+    def round_(sports) -> list[int]:
+        got = []
+        for sport in sports:
+            v1.clock.now += 1
+            frame = udp_frame(sport)
+            want = out_ports(v1.send(3, frame))
+            member = tna.send(sport, frame[26:38], v1.clock.now * 1000)
+            assert [member] == want, (sport, member, want)
+            got.append(member)
+        return got
+
+    sports = list(range(1000, 1000 + flows))
+    first = round_(sports)
+    # one flowlet slot per flow in the v1model program too (else it would keep a member)
+    assert sum(v1.sw.register_read("flowlet_path", i) != 0 for i in range(4096)) == flows
+    assert abs(first.count(a) - flows * share / 256) <= 1, first
+    for idle in (1, 10 * FLOWLET_GAP, gap_us - flows - 1):
+        v1.clock.now += idle
+        assert round_(sports) == first
+    v1.clock.now += gap_us
+    again = round_(sports)
+    assert abs(again.count(a) - flows * share / 256) <= 1, again
+    assert again != first
+    # new flows continue the destination's sequence alongside the kept ones
+    assert round_(list(range(2000, 2000 + flows)) + sports[:4])[-4:] == again[:4]
+    assert sum(v1.sw.register_read("flowlet_path", i) != 0 for i in range(4096)) == 2 * flows
+
+
+def udp_frame(sport: int) -> bytes:
+    """A frame from leaf 1's host to one on leaf 2 (the spine's test fabric)."""
+    from sglb_harness import udp
+
+    return udp(dst="10.2.0.5", src="10.1.0.1", sport=sport, payload=b"d" * 100)
 
 
 @needs_tna_include

@@ -5,6 +5,7 @@ include files (skipped without them); the Tofino-only encodings by hand."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -28,7 +29,7 @@ from syncmesh.sglb_tna_mapping import TnaMapping, writeback_frames
 from fabricmodel import leaf_spine, load
 from sglb import tofino
 from sglb.settings import Feedback, SwitchSettings, SwitchTarget
-from sglb.tna_config import level_planes
+from sglb.tna_config import draw_base, level_planes
 
 ROOT = Path(__file__).resolve().parents[2]
 FABRICS = ["ls2x2.yaml", "ls4x2.yaml", "ls4x2-asym.yaml"]
@@ -167,9 +168,16 @@ def test_tables_shared_with_v1model_are_the_same_entities():
         desired = SyncMeshCore(fab, name, 1).desired()
         v1 = entities(desired, Identity(1))
         tna = tna_entities(desired, tna_id())
-        for table in ("ipv4_route", "arp_proxy", "leaf_downlinks"):   # bundles ascend here
+        for table in ("ipv4_route", "arp_proxy"):
             assert [e for e in v1 if isinstance(e, TableWrite) and e.table == table] == \
                 [e for e in tna if isinstance(e, TableWrite) and e.table == table]
+        # leaf_downlinks: the same (bundles ascend here) plus where the draws start
+        tna_down = [e for e in tna if isinstance(e, TableWrite) and e.table == "leaf_downlinks"]
+        assert [replace(e, params=e.params[:3]) for e in tna_down] == \
+            [e for e in v1 if isinstance(e, TableWrite) and e.table == "leaf_downlinks"]
+        for e in tna_down:
+            leaf = dict(e.match)["meta.dst_leaf"]
+            assert e.params[3:] == (("draw_base", draw_base(leaf)),), e
         assert [e for e in v1 if isinstance(e, MulticastWrite)] == \
             [e for e in tna if isinstance(e, MulticastWrite)]
         renamed = {dict(e.match)["ig_intr_md.ingress_port"]: e.params for e in tna
@@ -239,7 +247,8 @@ def test_spine_members_and_levels_by_range():
     swapped = [e for e in tna_entities(desired, tna_id())
                if isinstance(e, TableWrite) and e.table == "leaf_downlinks"
                and dict(e.match)["meta.dst_leaf"] == 3]
-    assert [dict(e.params) for e in swapped] == [{"port_a": 5, "port_b": 6, "share_a": 85}]
+    assert [dict(e.params) for e in swapped] == [{"port_a": 5, "port_b": 6, "share_a": 85,
+                                                  "draw_base": draw_base(3, swapped_share=171)}]
     single = tna_entities(SyncMeshCore(leaf_spine(2, 1, 1, 1), "s1", 1).desired(),
                           tna_id())
     assert {dict(e.params)["member"] for e in single
