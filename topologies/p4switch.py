@@ -101,6 +101,17 @@ class P4RuntimeSwitch(Switch):
                 *self.interface_options()]
         return cmd
 
+    def environment(self) -> dict[str, str]:
+        """The target's environment: this process's, and for softswitch's ring I/O
+        TPACKET_V2 unless $SOFTSWITCH_RINGS says otherwise. The testbed's frames (at most
+        1,534 bytes) fit V2's 2,048-byte slots, and V2 hands each frame over at once where
+        V3 holds a block up to 1 ms: through veths 0.10 ms a round trip against 1.14 ms,
+        at the same rate (bench/bench_targets.py --only pps,latency)."""
+        env = dict(os.environ)
+        if self.target == "softswitch":
+            env.setdefault("SOFTSWITCH_RINGS", "version=2")
+        return env
+
     def bmv2_command(self) -> list[str]:
         """simple_switch_grpc on this node's interfaces, its own Thrift port and device id,
         started without a program: the controller pushes p4c's JSON over P4Runtime."""
@@ -147,7 +158,7 @@ class P4RuntimeSwitch(Switch):
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "w")  # noqa: SIM115 - owned by the child
         self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+                                     start_new_session=True, env=self.environment())
         log.close()
         stop_at_exit(self.proc)
         deadline = time.monotonic() + self.start_timeout
