@@ -228,3 +228,18 @@ def test_demo_refuses_a_link_scale_out_of_range(scale):
                        capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "--link-scale" in r.stderr
+
+
+def test_testbed_softswitches_use_v2_rings_unless_told_otherwise(monkeypatch):
+    """V2 rings hand each frame over at once (V3 holds a block up to 1 ms); the testbed's
+    frames fit V2's slots. $SOFTSWITCH_RINGS still decides; BMv2 gets no such variable."""
+    from types import SimpleNamespace
+
+    from topologies.p4switch import P4RuntimeSwitch
+
+    monkeypatch.delenv("SOFTSWITCH_RINGS", raising=False)
+    assert P4RuntimeSwitch.environment(SimpleNamespace(target="softswitch"))["SOFTSWITCH_RINGS"] == "version=2"
+    assert "SOFTSWITCH_RINGS" not in P4RuntimeSwitch.environment(SimpleNamespace(target="bmv2"))
+    monkeypatch.setenv("SOFTSWITCH_RINGS", "version=3,timeout_ms=2")
+    env = P4RuntimeSwitch.environment(SimpleNamespace(target="softswitch"))
+    assert env["SOFTSWITCH_RINGS"] == "version=3,timeout_ms=2"
