@@ -3,10 +3,8 @@ through the software target; unequal parallel links split by capacity."""
 
 from __future__ import annotations
 
-import dataclasses
 import random
 
-import p4target
 import pytest
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
@@ -16,11 +14,12 @@ from sglb_harness import (
     HOST_PORT,
     LEAF_MAC,
     SPINE_MAC,
-    SPINE_SETTINGS,
     compiled,
     configure_leaf,
     configure_spine,
+    longest_kept_idle,
     out_ports,
+    sticky_spine_settings,
     udp,
 )
 
@@ -113,12 +112,7 @@ def test_sglb_spine_splits_few_flows_by_capacity_and_keeps_each_on_its_member(pr
     member); each flow stays on its member while it sends, also across idle times
     longer than the flowlet gap (the spine does not know its members' delays, so a
     move could reorder: it waits gap_unknown), and is drawn again after that."""
-    settings = SPINE_SETTINGS
-    if p4target.on_bmv2():
-        # BMv2's clock is the host's, which runs on while the packets go in (some ms
-        # each): a round of 50 flows must take less than gap_unknown there
-        settings = dataclasses.replace(settings, feedback=dataclasses.replace(
-            settings.feedback, gap_unknown_us=2_000_000, stale_us=2_000_000))
+    settings = sticky_spine_settings()
     spine = configure_spine(program, settings=settings)
     gap_unknown = settings.feedback.gap_unknown_us
     assert gap_unknown > 10 * FLOWLET_GAP
@@ -129,8 +123,7 @@ def test_sglb_spine_splits_few_flows_by_capacity_and_keeps_each_on_its_member(pr
         spine.clock.now += 1
         member += out_ports(spine.send(3, data))
     assert abs(member.count(4) - flows / 2) <= 1, member
-    longest = gap_unknown // 2 if p4target.on_bmv2() else gap_unknown - flows - 1
-    for idle in (1, 10 * FLOWLET_GAP, longest):
+    for idle in (1, 10 * FLOWLET_GAP, longest_kept_idle(gap_unknown, flows)):
         spine.clock.now += idle
         for data, port in zip(datas, member, strict=True):
             spine.clock.now += 1

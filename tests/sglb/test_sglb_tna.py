@@ -6,7 +6,6 @@ encodings (sglb.tna_config) by hand; the resource figures' reader and the
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import json
 import random
@@ -15,7 +14,6 @@ import subprocess
 import sys
 import zlib
 
-import p4target
 import pytest
 from scapy.layers.l2 import Ether
 
@@ -814,18 +812,20 @@ def test_sglb_spine_member_follows_the_v1model_spine(tmp_path, ports, caps):
     across idle times up to gap_unknown (beyond the flowlet gap), and is drawn
     again after it, the destination's sequence going on. Also for a bundle listed
     high port first (the Tofino program's a is the lower port, share swapped)."""
-    from sglb_harness import FLOWLET_GAP, SPINE_SETTINGS, compiled, configure_spine, out_ports
+    from sglb_harness import (
+        FLOWLET_GAP,
+        compiled,
+        configure_spine,
+        longest_kept_idle,
+        out_ports,
+        sticky_spine_settings,
+    )
 
     from sglb.config import downlink_share
     from sglb.settings import switch_params as params
 
     flows = 16
-    settings = SPINE_SETTINGS
-    if p4target.on_bmv2():
-        # BMv2's clock is the host's, which runs on while the packets go in (some ms
-        # each): a round of the flows must take less than gap_unknown there
-        settings = dataclasses.replace(settings, feedback=dataclasses.replace(
-            settings.feedback, gap_unknown_us=2_000_000, stale_us=2_000_000))
+    settings = sticky_spine_settings()
     v1 = configure_spine(compiled(8), leaves=((1, (3,)), (2, ports)), capacities=caps,
                          settings=settings)
     share_v1 = downlink_share(caps.get(ports[0], 10.0), caps.get(ports[1], 10.0))
@@ -857,8 +857,7 @@ def test_sglb_spine_member_follows_the_v1model_spine(tmp_path, ports, caps):
     # one flowlet slot per flow in the v1model program too (else it would keep a member)
     assert sum(v1.sw.register_read("flowlet_path", i) != 0 for i in range(4096)) == flows
     assert abs(first.count(a) - flows * share / 256) <= 1, first
-    longest = gap_us // 2 if p4target.on_bmv2() else gap_us - flows - 1
-    for idle in (1, 10 * FLOWLET_GAP, longest):
+    for idle in (1, 10 * FLOWLET_GAP, longest_kept_idle(gap_us, flows)):
         v1.clock.now += idle
         assert round_(sports) == first
     v1.clock.now += gap_us
