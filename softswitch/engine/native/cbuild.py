@@ -118,7 +118,6 @@ def _compile(name: str, source: str, cdef: str, flags: list[str], cache: Path, t
              where: str) -> None:
     import cffi  # type: ignore[import-untyped]
 
-    cache.mkdir(parents=True, exist_ok=True)
     ffi = cffi.FFI()
     ffi.cdef(cdef)
     ffi.set_source(name, source, extra_compile_args=flags,
