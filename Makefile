@@ -5,7 +5,7 @@ VENV      := .venv
 PY        := $(VENV)/bin/python
 PIP       := $(VENV)/bin/pip
 STAMP     := $(VENV)/.deps-stamp
-APT_PKGS  := iproute2 iputils-ping ethtool tcpdump mininet openssl tcpreplay gcc libc6-dev python3-dev
+APT_PKGS  := iproute2 iputils-ping ethtool tcpdump mininet openssl tcpreplay netsniff-ng gcc libc6-dev python3-dev
 PYTEST_ARGS ?=
 
 .PHONY: deps test test-unit test-bmv2 run cli bench lint clean

@@ -49,11 +49,13 @@ class FixedClock:
 def setup_sglb_leaf(sw: Switch, table_routes) -> None:
     """Leaf 0 in SGLB mode with feedback; 4 uplinks; every route leads to leaf 1 or 2."""
     from sglb.codes import LbMode, Role
-    from sglb.config import Feedback, profile_args, switch_args, uplinks_args
+    from sglb.config import profile_args, uplinks_args
+    from sglb.settings import Feedback, SwitchSettings, SwitchTarget, switch_args
 
+    settings = SwitchSettings(flowlet_gap_us=50, feedback=Feedback(enabled=True))
     sw.table_set_default("switch_config", "set_switch",
-                         switch_args(Role.LEAF, 0, 0x0200000000F0, 50, LbMode.SGLB, 0,
-                                     feedback=Feedback(enabled=True)))
+                         switch_args(SwitchTarget.V1MODEL, Role.LEAF, 0, 0x0200000000F0, settings,
+                                     LbMode.SGLB))
     sw.table_set_default("uplinks", "set_uplinks", uplinks_args([1, 2, 3, 4], [8] * 4, 8))
     sw.table_add("port_neighbour", [Exact(10)], "bind_host", [])
     for i, port in enumerate((1, 2, 3, 4)):

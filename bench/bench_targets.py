@@ -8,14 +8,20 @@ started without a program; the program is pushed over P4Runtime (softswitch:
 its source; BMv2: p4c-bm2-ss's JSON) and its entries written over P4Runtime.
 
 1. Packets per second (needs root): ``bench/programs/l3_router.p4`` between two
-   network namespaces. tcpreplay (C) replays 64-byte UDP frames at top speed into
-   the switch's port 1 for ``--seconds``; the rate is what the kernel counts
-   arriving at the sink's interface behind port 2 over the last part of the run
-   (the first second is warm-up); the generator's own count shows whether it offered
-   more than the switch forwards (if not, the generator was the limit). softswitch
-   runs in four variants: the Python engine on sockets, the native engine on
-   sockets, on TPACKET_V3 rings and on TPACKET_V2 rings (``--port-io``,
-   ``$SOFTSWITCH_RINGS``); the load average is printed before and after.
+   network namespaces. The load generator (``--generator``: trafgen from netsniff-ng,
+   which sends from an mmap TX ring, where installed; else tcpreplay, one send per
+   frame) replays 64-byte UDP frames at top speed into the switch's port 1 for
+   ``--seconds``; the rate is what the kernel counts arriving at the sink's
+   interface behind port 2 over the last part of the run (the first second is
+   warm-up); the generator's own count shows whether it offered more than the
+   switch forwards (if not, the generator was the limit; if so, the figure is the
+   switch's own ceiling). softswitch runs in four variants: the Python engine on
+   sockets, the native engine on sockets, on TPACKET_V3 rings and on TPACKET_V2
+   rings (``--port-io``, ``$SOFTSWITCH_RINGS``); the load average is printed
+   before and after. ``leaf`` does the same with ``p4src/sglb.p4`` as a leaf in
+   SGLB mode with feedback (bench_softswitch_native's entries, written over
+   P4Runtime): frames enter the host port and leave on four uplinks, each to the
+   sink namespace; softswitch only (BMv2 would need sglb.p4 through p4c).
    ``latency`` pings the sink from the generator through each variant (every
    round trip crosses the switch twice): median, p99 and worst.
 2. P4Runtime writes per second (no root): 1,000 LPM entries inserted into the same
@@ -27,7 +33,7 @@ its source; BMv2: p4c-bm2-ss's JSON) and its entries written over P4Runtime.
 Ratios are against softswitch (the Python engine on sockets) measured in the same run. Targets whose tools are
 missing are skipped with the reason. Needs p4c-bm2-ss and simple_switch_grpc for
 the BMv2 columns (docs/bmv2.md); run under the network lock (brief):
-``flock /tmp/sglb-net.lock .venv/bin/python bench/bench_targets.py [--only pps,latency,writes,failover]``
+``flock /tmp/sglb-net.lock .venv/bin/python bench/bench_targets.py [--only pps,leaf,latency,writes,failover]``
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ import argparse
 import contextlib
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -53,6 +60,8 @@ from bmv2.process import Bmv2Options, Bmv2Process, free_ports, p4runtime_ready  
 from bmv2.session import Session  # noqa: E402
 
 PROG = ROOT / "bench" / "programs" / "l3_router.p4"
+SGLB = ROOT / "p4src" / "sglb.p4"
+LEAF_HOST_PORT, LEAF_UPLINKS = 10, (1, 2, 3, 4)  # as bench_softswitch_native's leaf binds them
 N_ENTRIES = 1000
 BATCH = 250
 NS_GEN, NS_SINK = "bt-gen", "bt-sink"
@@ -107,21 +116,21 @@ def targets(tuned: str | None) -> tuple[list[Target], list[str]]:
     return out, notes
 
 
-def pipeline(kind: str, work: Path):
-    """(P4Info message, device config bytes) of the benchmark program for a target."""
+def pipeline(kind: str, work: Path, prog: Path = PROG):
+    """(P4Info message, device config bytes) of a benchmark program for a target."""
     from finsy.proto import p4i
     from google.protobuf import text_format
 
     from switchtarget.pipeline import compile_pipeline
 
-    files = compile_pipeline(PROG, work / kind, target=kind)
+    files = compile_pipeline(prog, work / f"{kind}-{prog.stem}", target=kind)
     return (text_format.Parse(files.p4info.read_text(), p4i.P4Info()),
             files.device_config.read_bytes())
 
 
 @contextlib.contextmanager
-def switch(target: Target, work: Path, interfaces: tuple[tuple[int, str], ...] = ()
-           ) -> Iterator[tuple[Session, object]]:
+def switch(target: Target, work: Path, interfaces: tuple[tuple[int, str], ...] = (),
+           prog: Path = PROG) -> Iterator[tuple[Session, object]]:
     """A running switch of ``target`` with the program pushed: a primary session, the P4Info."""
     grpc_port, thrift_port = free_ports(2)
     address = f"127.0.0.1:{grpc_port}"
@@ -148,7 +157,7 @@ def switch(target: Target, work: Path, interfaces: tuple[tuple[int, str], ...] =
     session = Session(address, 1)
     try:
         session.connect()
-        p4info, config = pipeline(target.kind, work)
+        p4info, config = pipeline(target.kind, work, prog)
         session.set_pipeline(p4info, config)
         yield session, p4info
     finally:
@@ -212,16 +221,23 @@ def ns_counter(ns: str | None, intf: str, name: str) -> int:
     return int(out)
 
 
+def sinks(outs: int) -> list[tuple[str, str]]:
+    """(switch side, sink side) of the ``outs`` links toward the sink namespace."""
+    return [(SW_OUT, SINK_IF)] + [(f"btsw{2 + k}", f"btsink{1 + k}") for k in range(1, outs)]
+
+
 @contextlib.contextmanager
-def wires(addressed: bool = False) -> Iterator[None]:
+def wires(addressed: bool = False, outs: int = 1) -> Iterator[None]:
     """gen ns -- veth -- switch port 1 ; switch port 2 -- veth -- sink ns (removed after);
-    `addressed`: the hosts get 10.0.1.1 and 10.0.2.1 with the switch as their router."""
+    `outs` > 1: more links into the sink ns (``sinks``); `addressed`: the hosts get 10.0.1.1
+    and 10.0.2.1 with the switch as their router."""
     made: list[str] = []
     try:
         for ns in (NS_GEN, NS_SINK):
             sh("ip", "netns", "add", ns)
             made.append(ns)
-        for sw_if, far_if, ns in ((SW_IN, GEN_IF, NS_GEN), (SW_OUT, SINK_IF, NS_SINK)):
+        links = [(SW_IN, GEN_IF, NS_GEN)] + [(a, b, NS_SINK) for a, b in sinks(outs)]
+        for sw_if, far_if, ns in links:
             sh("ip", "link", "add", sw_if, "type", "veth", "peer", "name", far_if)
             sh("ip", "link", "set", far_if, "netns", ns)
             for cmd in (["sysctl", "-q", f"net.ipv6.conf.{sw_if}.disable_ipv6=1"],
@@ -243,43 +259,97 @@ def wires(addressed: bool = False) -> Iterator[None]:
                 sh(*ex, "ip", "route", "add", f"{other}.0/24", "via", f"{mine}.254")
         yield
     finally:
-        for intf in (SW_IN, SW_OUT):
+        for intf in [SW_IN] + [a for a, _ in sinks(outs)]:
             sh("ip", "link", "del", intf, check=False)
         for ns in made:
             sh("ip", "netns", "del", ns, check=False)
 
 
 def frames_pcap(path: Path, n: int = 256) -> None:
-    """``n`` 64-byte-payload UDP frames toward 10.0.2.0/24 (different flows)."""
+    """``n`` 64-byte-payload UDP frames toward 10.0.2.0/24 (different flows), as a pcap and
+    as trafgen's configuration beside it (``.cfg``: trafgen sends a pcap only once)."""
     from scapy.layers.inet import IP, UDP
     from scapy.layers.l2 import Ether
     from scapy.utils import wrpcap
 
-    wrpcap(str(path), [Ether(src="02:00:00:00:01:01", dst=SWITCH_MAC)
-                       / IP(src="10.0.1.1", dst=f"10.0.2.{1 + i % 200}", ttl=64)
-                       / UDP(sport=1024 + i, dport=9000) / (b"p" * 64) for i in range(n)])
+    frames = [Ether(src="02:00:00:00:01:01", dst=SWITCH_MAC)
+              / IP(src="10.0.1.1", dst=f"10.0.2.{1 + i % 200}", ttl=64)
+              / UDP(sport=1024 + i, dport=9000) / (b"p" * 64) for i in range(n)]
+    wrpcap(str(path), frames)
+    path.with_suffix(".cfg").write_text("".join(
+        "{ " + ", ".join(f"0x{b:02x}" for b in bytes(f)) + " }\n" for f in frames))
 
 
-def packets_per_second(target: Target, work: Path, seconds: float) -> dict[str, float]:
-    """Forwarded and offered packets/s of one target (root only)."""
+GENERATORS = ("trafgen", "tcpreplay")
+"""trafgen (netsniff-ng: a TX_RING of the frames, sent in batches) offers more packets per
+CPU-second than tcpreplay (one send per frame), which leaves more of the two cores to the switch."""
+
+
+def generator_command(generator: str, pcap: Path) -> list[str]:
+    """The load generator replaying ``pcap`` into the switch's port 1 at top speed, forever."""
+    run = ["ip", "netns", "exec", NS_GEN]
+    if generator == "trafgen":  # one process (-P 1), the host's socket memory left alone
+        return run + ["trafgen", "--no-sock-mem", "-P", "1", "-o", GEN_IF,
+                      "-i", str(pcap.with_suffix(".cfg"))]
+    return run + ["tcpreplay", "-q", "--topspeed", "--loop=0", "-i", GEN_IF, str(pcap)]
+
+
+def stop_group(proc: subprocess.Popen) -> None:
+    """SIGINT to the process group ``proc`` leads, SIGKILL if it is still there 10 s later."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGINT)
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+
+
+def configure_leaf(session: Session, p4info) -> None:
+    """sglb.p4 as leaf 0 in SGLB mode with feedback, host on port 10, four uplinks: the
+    entries of bench_softswitch_native's leaf, written over P4Runtime."""
+    from bench_softswitch_native import setup_sglb_leaf
+
+    from bmv2.tables import P4RuntimeTables
+
+    setup_sglb_leaf(P4RuntimeTables(p4info, session), [(0x0A000200, 24)])
+
+
+def packets_per_second(target: Target, work: Path, seconds: float, generator: str = "tcpreplay",
+                       leaf: bool = False) -> dict[str, float]:
+    """Forwarded and offered packets/s of one target (root only): the L3 router from port 1 to
+    port 2, or (`leaf`) sglb.p4's leaf from its host port to four uplinks."""
     pcap = work / "frames.pcap"
     if not pcap.exists():
         frames_pcap(pcap)
-    with wires(), switch(target, work, ((1, SW_IN), (2, SW_OUT))) as (s, p4info):
-        s.write([lpm_update(p4info, -1, dmac=int(SINK_MAC.replace(":", ""), 16))])
-        gen = subprocess.Popen(["ip", "netns", "exec", NS_GEN, "tcpreplay", "-q", "--topspeed",
-                                "--loop=0", "-i", GEN_IF, str(pcap)],
+    outs = len(LEAF_UPLINKS) if leaf else 1
+    if leaf:
+        uplinks = tuple(zip(LEAF_UPLINKS, (a for a, _ in sinks(outs)), strict=True))
+        ports = ((LEAF_HOST_PORT, SW_IN),) + uplinks
+    else:
+        ports = ((1, SW_IN), (2, SW_OUT))
+
+    def delivered() -> int:
+        return sum(ns_counter(NS_SINK, b, "rx_packets") for _, b in sinks(outs))
+
+    with wires(outs=outs), switch(target, work, ports, SGLB if leaf else PROG) as (s, p4info):
+        if leaf:
+            configure_leaf(s, p4info)
+        else:
+            s.write([lpm_update(p4info, -1, dmac=int(SINK_MAC.replace(":", ""), 16))])
+        # its own process group: trafgen's worker is a child that ends only on SIGINT
+        gen = subprocess.Popen(generator_command(generator, pcap), start_new_session=True,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             time.sleep(1.0)  # warm-up
-            c0 = (ns_counter(NS_GEN, GEN_IF, "tx_packets"), ns_counter(NS_SINK, SINK_IF, "rx_packets"))
+            c0 = (ns_counter(NS_GEN, GEN_IF, "tx_packets"), delivered())
             t0 = time.monotonic()
             time.sleep(seconds)
-            c1 = (ns_counter(NS_GEN, GEN_IF, "tx_packets"), ns_counter(NS_SINK, SINK_IF, "rx_packets"))
+            c1 = (ns_counter(NS_GEN, GEN_IF, "tx_packets"), delivered())
             dt = time.monotonic() - t0
         finally:
-            gen.terminate()
-            gen.wait(10)
+            stop_group(gen)
     check_port_io(target, work)
     return {"offered": (c1[0] - c0[0]) / dt, "forwarded": (c1[1] - c0[1]) / dt}
 
@@ -343,8 +413,10 @@ def ms(values: list[float | None]) -> str:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--only", default="pps,latency,writes,failover",
-                   help="comma-separated parts: pps, latency, writes, failover")
+    p.add_argument("--only", default="pps,leaf,latency,writes,failover",
+                   help="comma-separated parts: pps, leaf, latency, writes, failover")
+    p.add_argument("--generator", choices=("auto",) + GENERATORS, default="auto",
+                   help="pps and leaf load generator (auto: trafgen where installed, else tcpreplay)")
     p.add_argument("--tuned", help="the tuned simple_switch_grpc (default: $BMV2_TUNED)")
     p.add_argument("--seconds", type=float, default=5.0, help="measurement window of pps")
     p.add_argument("--rounds", type=int, default=3, help="repetitions of pps and writes")
@@ -378,31 +450,40 @@ def main() -> int:
                 many = statistics.median(x[1] for x in got[t.name])
                 print(f"  {t.name:<12} 1/request {one:8.0f} ({one / base1:4.2f}x)   "
                       f"{BATCH}/request {many:8.0f} ({many / base2:4.2f}x)")
-        if "pps" in parts:
+        generator = args.generator
+        if generator == "auto":
+            generator = next((g for g in GENERATORS if shutil.which(g)), "tcpreplay")
+        for part, leaf in (("pps", False), ("leaf", True)):
+            if part not in parts:
+                continue
             if not root:
-                print("\npackets/s: skipped (needs root: network namespaces)")
-            elif shutil.which("tcpreplay") is None:
-                print("\npackets/s: skipped (tcpreplay not installed: make deps)")
-            else:
-                pps_tgts = SOFTSWITCH_VARIANTS + tgts[1:]
-                rates: dict[str, list[dict[str, float]]] = {t.name: [] for t in pps_tgts}
-                load0 = os.getloadavg()
-                for _ in range(args.rounds):
-                    for t in pps_tgts:
-                        rates[t.name].append(packets_per_second(t, work, args.seconds))
-                load1 = os.getloadavg()
-                base = statistics.median(r["forwarded"] for r in rates["softswitch"])
-                print(f"\npackets/s forwarded, {PROG.name}, 64-byte UDP payloads, tcpreplay "
-                      f"--topspeed, kernel counters over {args.seconds:g} s (median of "
-                      f"{args.rounds}; ratio to softswitch, python engine on sockets)")
-                print(f"  load average (1, 5, 15 min) before {load0[0]:.2f} {load0[1]:.2f} "
-                      f"{load0[2]:.2f}, after {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f} "
-                      f"on {os.cpu_count()} CPUs")
+                print(f"\n{part}: skipped (needs root: network namespaces)")
+                continue
+            if shutil.which(generator) is None:
+                print(f"\n{part}: skipped ({generator} not installed: make deps)")
+                continue
+            # the leaf: BMv2's columns need sglb.p4 through p4c, measured by `pps` on the router
+            pps_tgts = SOFTSWITCH_VARIANTS + ([] if leaf else tgts[1:])
+            rates: dict[str, list[dict[str, float]]] = {t.name: [] for t in pps_tgts}
+            load0 = os.getloadavg()
+            for _ in range(args.rounds):
                 for t in pps_tgts:
-                    fwd = statistics.median(r["forwarded"] for r in rates[t.name])
-                    off = statistics.median(r["offered"] for r in rates[t.name])
-                    print(f"  {t.name:<16} {fwd:9.0f} pkt/s ({fwd / base:5.2f}x)   "
-                          f"generator offered {off:9.0f} pkt/s")
+                    rates[t.name].append(packets_per_second(t, work, args.seconds, generator, leaf))
+            load1 = os.getloadavg()
+            base = statistics.median(r["forwarded"] for r in rates["softswitch"]) or float("nan")
+            what = (f"{SGLB.name} as a leaf in SGLB mode, host port to {len(LEAF_UPLINKS)} uplinks"
+                    if leaf else PROG.name)
+            print(f"\npackets/s forwarded, {what}, 64-byte UDP payloads, {generator} "
+                  f"at top speed, kernel counters over {args.seconds:g} s (median of "
+                  f"{args.rounds}; ratio to softswitch, python engine on sockets)")
+            print(f"  load average (1, 5, 15 min) before {load0[0]:.2f} {load0[1]:.2f} "
+                  f"{load0[2]:.2f}, after {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f} "
+                  f"on {os.cpu_count()} CPUs")
+            for t in pps_tgts:
+                fwd = statistics.median(r["forwarded"] for r in rates[t.name])
+                off = statistics.median(r["offered"] for r in rates[t.name])
+                print(f"  {t.name:<16} {fwd:9.0f} pkt/s ({fwd / base:5.2f}x)   "
+                      f"generator offered {off:9.0f} pkt/s")
         if "latency" in parts:
             if not root:
                 print("\nlatency: skipped (needs root: network namespaces)")
