@@ -6,9 +6,11 @@ per switch programming its switch over P4Runtime), then runs ``--reps``
 all-to-alls (topologies/alltoall.py): every host sends ``--bytes`` to every
 host it shares no leaf with, on both rails, over ``--flows`` TCP connections
 per pair and rail. Links run at the fabric's capacities times ``--scale``
-(0.2: 2 Mbit/s, so the ~1,300 frames/s the hosts inject stay well within what
-six Python switches forward on two cores; the fabric file given to the daemons
-is scaled too, so their capacity-normalised congestion levels are right).
+(0.2: 2 Mbit/s, chosen when the switches ran on the Python engine, so that the
+~1,300 frames/s the hosts inject stayed within what six of them forward on two
+cores; on the native engine the switches are not the limit, yet at ``--scale 2``
+the whole testbed was CPU-bound: docs/testbed.md). The fabric file given to the
+daemons is scaled too, so their capacity-normalised congestion levels are right.
 
 Modes: ECMP (the baseline), SGLB (in-band feedback: leaves tag their traffic,
 spines mark congestion, destinations return it; flowlets move only after the

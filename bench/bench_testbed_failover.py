@@ -7,8 +7,9 @@ source leaf is at the cut (local failover, decided by l1's data plane) and for
 flows toward l1 (remote: the other leaves learn it from s1's in-band notice),
 when every SyncMesh daemon agreed, and where the time goes (the cut until the
 switch process logged the carrier loss). Median and worst over the cuts.
-The published hardware figure is 45 us; this is a Python switch on 2 shared
-cores with packets every ~1.6 ms per flow and rail.
+The published hardware figure is 45 us; this is a software switch (softswitch's
+engine, native by default) on 2 shared cores with packets every ~1.6 ms per flow
+and rail (``--link-scale`` shortens that interval with the rates).
 Needs root (Mininet). Usage: bench_testbed_failover.py [--cuts N] [--phase S]
 """
 
