@@ -12,12 +12,13 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fabricsim.experiment import Scenario, run_many, summarise  # noqa: E402
 
-VARIANTS = {
+VARIANTS: dict[str, dict[str, Any]] = {
     "as built (SyncMesh: spine counters 10 ms, profiles on a level change, 16 ms delivery)": {},
     "SyncMesh at hardware speed (1 ms profiles and counters, no delivery delay)":
         {"profile_period": 1e-3, "counter_interval": 1e-3, "delivery": 0.0},

@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import grpc
@@ -203,7 +204,7 @@ class WriteClient:
         self.channel.close()
 
 
-def _paired(mine: list[tuple[float, ...]], theirs: list[tuple[float, ...]], i: int) -> str:
+def _paired(mine: Sequence[tuple[float, ...]], theirs: Sequence[tuple[float, ...]], i: int) -> str:
     """Median and range of the per-round ratios (rounds alternate targets, so a round's
     ratio compares two measurements taken under nearly the same machine load)."""
     ratios = sorted(a[i] / b[i] for a, b in zip(mine, theirs, strict=True))
@@ -441,7 +442,7 @@ def in_ns(ns: str, code: str, *args: str) -> subprocess.Popen:
 
 def rtts(ns_src: str, ns_dst: str, dst_ip: str, n: int) -> list[int]:
     echo = in_ns(ns_dst, ECHO, dst_ip)
-    assert echo.stdout.readline().strip() == "ready"
+    assert echo.stdout is not None and echo.stdout.readline().strip() == "ready"
     out = in_ns(ns_src, PINGER, dst_ip, str(n)).communicate(timeout=120)[0]
     echo.wait(10)
     return [int(x) for x in out.split()]
@@ -493,7 +494,7 @@ def bench_namespaces() -> None:
               f"p99 {(p99_s - p99_d) / 2e3:.1f}  ((through - direct) / 2)")
 
         echo = in_ns(h2[0], ECHO, h2[4])
-        assert echo.stdout.readline().strip() == "ready"
+        assert echo.stdout is not None and echo.stdout.readline().strip() == "ready"
         seconds = 5.0
         sent, got = map(int, in_ns(h1[0], BLASTER, h2[4], str(seconds), "32").communicate(timeout=60)[0].split())
         subprocess.run(["ip", "netns", "exec", h1[0], sys.executable, "-c",
@@ -521,8 +522,12 @@ def bench_link_events(flaps: int = 40) -> None:
     sh("ip", "link", "add", "sspb-l0", "type", "veth", "peer", "name", "sspb-l1")
     seen = threading.Event()
     stamps: list[int] = []
-    ports = PortSet({1: "sspb-l0"}, lambda p, d: None,
-                    lambda p, up: (stamps.append(time.perf_counter_ns()), seen.set()))
+
+    def on_port(port: int, up: bool) -> None:
+        stamps.append(time.perf_counter_ns())
+        seen.set()
+
+    ports = PortSet({1: "sspb-l0"}, lambda p, d: None, on_port)
     try:
         sh("ip", "link", "set", "sspb-l0", "up")
         sh("ip", "link", "set", "sspb-l1", "up")

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import sys
 
 from reccl.perf import drive
 
@@ -73,4 +72,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -19,7 +19,6 @@ import argparse
 import os
 import re
 import signal
-import sys
 import threading
 import time
 
@@ -94,4 +93,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

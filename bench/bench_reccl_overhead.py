@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import sys
 import time
 
 import numpy as np
@@ -112,4 +111,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -53,7 +53,8 @@ def main() -> None:
 
     # CPU time of this process (time.process_time): the machine may be shared, and
     # wall time then mostly measures the other processes
-    totals, walls, stages = [], [], {"preprocess": [], "parse": [], "check": []}
+    totals, walls = [], []
+    stages: dict[str, list[float]] = {"preprocess": [], "parse": [], "check": []}
     for _ in range(a.runs):
         w0, t0 = time.perf_counter(), time.process_time()
         compile_source(src, filename="bench.p4")
@@ -65,6 +66,8 @@ def main() -> None:
         t1 = time.process_time()
         tree = p4parser.parse(pre, rep)
         t2 = time.process_time()
+        if tree is None:
+            raise SystemExit("bench: the benchmark program does not parse")
         Checker(rep).check(tree)
         t3 = time.process_time()
         stages["preprocess"].append(t1 - t0)

@@ -48,7 +48,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -406,7 +406,7 @@ def failover(target: Target, cuts: int, phase: float, rate_mbps: float = 1.0,
             "baseline_lost": [next(iter(s["phases"].values()))["lost"]]}
 
 
-def ms(values: list[float | None]) -> str:
+def ms(values: Sequence[float | None]) -> str:
     v = [x * 1000 for x in values if x is not None]
     return f"{statistics.median(v):6.1f} / {max(v):6.1f}" if v else "n/a"
 

@@ -39,6 +39,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -73,7 +74,7 @@ def run_mode(fabric, glb: bool, gap_us: int, feedback: Feedback, label: str, arg
     from topologies.control import ControlOptions, FabricControl
     from topologies.mininet_fabric import FabricNet, NetOptions
 
-    timing: dict[str, float] = {}
+    timing: dict[str, Any] = {}
     t0 = time.time()
     fnet = FabricNet(fabric, NetOptions(prefix=PREFIX, log_dir=run_dir / "logs",
                                         fabric_mtu=args.fabric_mtu))

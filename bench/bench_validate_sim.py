@@ -105,12 +105,12 @@ def main(argv: list[str] | None = None) -> int:
         tb_text = "-"
         tb_more = []
         if tb:
-            e = statistics.median(x["completion_s"] for x in tb["modes"]["ECMP"]["reps"])
+            ecmp_s = statistics.median(x["completion_s"] for x in tb["modes"]["ECMP"]["reps"])
             for label, m in tb["modes"].items():
                 if label == "ECMP":
                     continue
                 s = statistics.median(x["completion_s"] for x in m["reps"])
-                text = f"{e / s:.3f} ({e:.2f}/{s:.2f} s)"
+                text = f"{ecmp_s / s:.3f} ({ecmp_s:.2f}/{s:.2f} s)"
                 if label == "SGLB":
                     tb_text = text
                 else:

@@ -75,8 +75,10 @@ def probe(args: argparse.Namespace) -> int:
             if next_send < now:                # fell behind (loaded machine): do not burst
                 next_send = now + args.interval
         for key, _ in sel.select(timeout=max(0.0, next_send - time.monotonic())):
+            sock = key.fileobj
+            assert isinstance(sock, socket.socket)  # only sockets are registered
             try:
-                key.fileobj.recv(2048)
+                sock.recv(2048)
             except OSError:
                 pass
     return 0

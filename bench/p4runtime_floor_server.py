@@ -28,6 +28,12 @@ class NothingServicer(p4r_grpc.P4RuntimeServicer):
     def Write(self, request, context):
         return p4r.WriteResponse()
 
+    def GetForwardingPipelineConfig(self, request, context):
+        return p4r.GetForwardingPipelineConfigResponse()
+
+    def Read(self, request, context):
+        yield from ()  # no entities
+
     def StreamChannel(self, request_iterator, context):
         for msg in request_iterator:
             if msg.HasField("arbitration"):  # every client is primary
