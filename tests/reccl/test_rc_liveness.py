@@ -87,8 +87,10 @@ def silent_rail(comm):
     comm.all_reduce(x)
     if comm.rank == 0:
         comm.set_link(1, False, silent=True)  # gray failure: no carrier change
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < 2.5:
+    # Every rank must call the same collectives: a loop timed by each rank's own clock let
+    # one rank run one all_reduce more, which met the other's final barrier (close()) and
+    # failed with "got 0 elements". 50 rounds of >= 50 ms outlast the 1 s silence timeout.
+    for _ in range(50):
         y = comm.all_reduce(x)
         time.sleep(0.05)
     if comm.rank == 0:
