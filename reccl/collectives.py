@@ -32,10 +32,18 @@ class P2P(Protocol):
     def recv(self, peer: int, tag: int) -> Message: ...
 
 
+def _size_error(what: str, got: int, count: int) -> ValueError:
+    # Sizes agree by construction when every rank runs the same collectives in the same
+    # order; a mismatch almost always means they did not (tags count collectives per rank).
+    return ValueError(f"{what}: got {got} elements, expected {count} (a message of another "
+                      f"collective? every rank must call the same collectives, with the same "
+                      f"sizes, in the same order)")
+
+
 def _view(buf: Any, dtype: np.dtype, count: int, what: str) -> np.ndarray:
     arr = np.frombuffer(contiguous(buf), dtype=dtype)
     if arr.size != count:
-        raise ValueError(f"{what}: got {arr.size} elements, expected {count}")
+        raise _size_error(what, arr.size, count)
     return arr
 
 
@@ -51,7 +59,7 @@ def _parts(buf: Any, dtype: np.dtype, count: int, what: str
         out.append((off // dtype.itemsize, arr))
         total += arr.size
     if total != count:
-        raise ValueError(f"{what}: got {total} elements, expected {count}")
+        raise _size_error(what, total, count)
     return out
 
 

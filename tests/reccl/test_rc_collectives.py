@@ -182,6 +182,20 @@ def test_every_path_down_gives_a_clean_error():
     assert "ReCCLError" in res[1]
 
 
+def one_collective_more(comm):
+    x = np.ones(1 << 18, dtype=np.float32)
+    for _ in range(2 + comm.rank):  # rank 1 runs one all_reduce more than rank 0
+        comm.all_reduce(x)
+
+
+def test_ranks_out_of_step_get_an_error_that_says_so():
+    res = run_ranks(one_collective_more, loopback_layout(2, 1, 2), timeout=60,
+                    allow_errors=True)
+    # rank 1's extra all_reduce meets rank 0's closing barrier (an empty message)
+    assert "got 0 elements, expected 131072" in res[1], res[1]
+    assert "every rank must call the same collectives" in res[1]
+
+
 def fail_stop_job(comm):
     comm.all_reduce(np.ones(10))
     if comm.rank == 0:
