@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -113,9 +114,12 @@ class CpuHogs:
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def __enter__(self) -> CpuHogs:
+        # setpriv --pdeathsig: a hog dies with the thread that started it, so a test process
+        # killed inside the block (a suite stopped by SIGTERM) leaves no busy cores behind
+        cmd = ["setpriv", "--pdeathsig", "KILL", "yes"] if shutil.which("setpriv") else ["yes"]
         try:
             for _ in range(self.count):
-                self.procs.append(subprocess.Popen(["yes"], stdout=subprocess.DEVNULL))
+                self.procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL))
         except BaseException:
             self.__exit__()
             raise
