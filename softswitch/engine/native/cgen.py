@@ -7,10 +7,8 @@ translation unit with `source()`. What the C backend does not take yet raises
 `CompileError` naming the construct and its location and pointing at
 `--engine python`.
 
-Value representation: every scalar is a `u64` holding the value reduced to its
-width (`int<W>` as W-bit two's complement, `bool` as 0/1, `error` and plain
-enums as their member number, as BMv2 encodes them); fields wider than 64 bits
-are refused. Headers and structs are C structs (`valid` for headers).
+The shared state, types and value representation are in cbase.py, the extern
+calls in cexterns.py.
 """
 
 from __future__ import annotations
@@ -19,161 +17,28 @@ from typing import Any
 
 from softswitch.frontend import ast as A
 from softswitch.frontend import types as T
-from softswitch.frontend.program import Program
 
-from ..codegen import Codegen
 from ..codegen.base import args_of, receiver_of
 from ..codegen.values import rt
-from ..errors import CompileError
-
-K = A.CallKind
-MK = A.MemberKind
-MAX_KEYS = 16  # key fields per table (tbl_lookup's buffer)
-PARSER_STEPS = 10000  # state transitions per packet, as the Python engine
-ALGORITHMS = ("crc16", "crc32", "crcCCITT", "csum16", "xor16", "identity")
-LOG_VALUES = 8  # values one log_msg can carry
-MAX_LOGS = 64  # log_msg records one injected packet can leave (more are not logged)
-
-
-class Unsupported(CompileError):
-    """A construct the C backend does not take yet."""
-
-    def __init__(self, node: Any, what: str) -> None:
-        super().__init__(getattr(node, "loc", "?"),
-                         f"the native engine does not support {what} yet; --engine python runs it")
+from .cbase import (  # noqa: F401  (re-exported for cprogram)
+    ALGORITHMS,
+    LOG_VALUES,
+    MAX_KEYS,
+    MAX_LOGS,
+    MK,
+    PARSER_STEPS,
+    K,
+    Unsupported,
+    lit,
+    mask,
+    signed,
+    width,
+)
+from .cexterns import ExternCode
 
 
-def width(t: T.P4Type) -> int:
-    """Bits of a scalar's representation (error and plain enums: 32, their member number)."""
-    t = rt(t)
-    if isinstance(t, T.Bits):
-        return t.width
-    if isinstance(t, T.BoolType):
-        return 1
-    if isinstance(t, T.EnumType | T.ErrorType):
-        return 32
-    if isinstance(t, T.InfInt):
-        return 64
-    return 0
-
-
-def signed(t: T.P4Type) -> bool:
-    t = rt(t)
-    return isinstance(t, T.Bits) and t.signed
-
-
-def mask(w: int) -> str:
-    return "~0ULL" if w >= 64 else hex((1 << w) - 1) + "ULL"
-
-
-def lit(v: int, w: int) -> str:
-    return hex(v & ((1 << w) - 1) if w < 64 else v & ((1 << 64) - 1)) + "ULL"
-
-
-class CGen:
+class CGen(ExternCode):
     """One program's C source (see the module docstring)."""
-
-    def __init__(self, program: Program, gen: Codegen) -> None:
-        self.program = program
-        self.gen = gen
-        self.types: dict[int, str] = {}
-        self.type_src: list[str] = []
-        self.vars: dict[int, str] = {}  # id(decl) -> C l-value
-        self.fns: list[str] = []  # function bodies
-        self.protos: list[str] = []
-        self.out: list[str] = []
-        self.counter = 0
-        self.pkt_fields: list[str] = []  # control-level variables kept in the packet
-        self.table_ids: dict[int, int] = {}  # id(TableDecl) -> index
-        self.table_infos: list[Any] = []
-        self.table_actions: list[list[str]] = []  # per table: action names in the runtime's order
-        self.action_fn: dict[str, str] = {}  # action fq name -> C function
-        self.action_params: dict[str, list[A.Param]] = {}
-        self.registers: list[tuple[str, int, int]] = []  # (name, size, width)
-        self.reg_ids: dict[int, int] = {}
-        self.counters: list[tuple[str, int]] = []
-        self.ctr_ids: dict[int, int] = {}
-        self.meters: list[tuple[str, int, str]] = []  # (name, size, unit)
-        self.direct_meter_of: dict[int, bool] = {}
-        self.met_ids: dict[int, int] = {}
-        self.in_action: A.ActionDecl | None = None
-        self.in_parser = False
-        self.hdr_t: T.P4Type | None = None
-        self.may_exit = False
-        self.emit_sizes: list[int] = []
-        self.err_members: list[str] = list(program.error_type.members)
-        self.uses_passes = False  # clone, resubmit or recirculate: the job pipeline (cpasses.py)
-        self.digests: list[tuple[str, list[tuple[str, int]]]] = []
-        self.functions: dict[int, str] = {}  # id(FunctionDecl) -> C function
-        self.log_texts: list[str] = []  # log_msg messages, by number
-        self.fn_returns = False  # compiling a function that returns a value
-        self.digest_width = 1
-
-    # ------------------------------------------------------------------ helpers
-
-    def fresh(self, base: str) -> str:
-        self.counter += 1
-        return f"{base}{self.counter}"
-
-    def e(self, line: str) -> None:
-        self.out.append(line)
-
-    def err_code(self, name: str) -> int:
-        return self.err_members.index(name) if name in self.err_members else 0
-
-    # ------------------------------------------------------------------ types
-
-    def ctype(self, t: T.P4Type, node: Any) -> str:
-        t0 = T.strip_newtype(t)
-        if isinstance(t0, T.HeaderStack):
-            return self.stack_type(t0, node)
-        if isinstance(t0, T.HeaderUnionType):
-            raise Unsupported(node, "header unions")
-        if isinstance(t0, T.Varbit):
-            raise Unsupported(node, "varbit fields")
-        if isinstance(t0, T.StructLike):
-            return self.struct(t0, node)
-        w = width(t0)
-        if not w:
-            raise Unsupported(node, f"values of type {t0}")
-        if w > 64:
-            raise Unsupported(node, f"values wider than 64 bits ({t0})")
-        return "u64"
-
-    def struct(self, t: T.StructLike, node: Any) -> str:
-        name = self.types.get(id(t))
-        if name is not None:
-            return name
-        fields = [(f.name, self.ctype(f.type, f.decl or node)) for f in t.fields]
-        name = f"S{len(self.types)}_{t.name}"[:60]
-        self.types[id(t)] = name
-        body = "".join(f"    {ct} f_{fn};\n" for fn, ct in fields)
-        if isinstance(t, T.HeaderType):
-            body += "    uint8_t valid;\n"
-        if not body:
-            body = "    uint8_t empty;\n"
-        self.type_src.append(f"typedef struct {{\n{body}}} {name};\n")
-        return name
-
-    def stack_type(self, t: T.HeaderStack, node: Any) -> str:
-        """A header stack: its elements and nextIndex `n` (spec 8.18)."""
-        name = self.types.get(id(t))
-        if name is not None:
-            return name
-        elem = rt(t.element)
-        if not isinstance(elem, T.HeaderType):
-            raise Unsupported(node, "stacks of header unions")
-        ect = self.ctype(elem, node)
-        name = f"K{len(self.types)}_{ect}"[:60]
-        self.types[id(t)] = name
-        self.type_src.append(f"typedef struct {{\n    {ect} e[{t.size}];\n    u64 n;\n}} {name};\n")
-        return name
-
-    def stack_of(self, e: A.Expression) -> tuple[str, T.HeaderStack, str]:
-        """(l-value, type, element C type) of a header stack expression."""
-        t = rt(e.type)
-        assert isinstance(t, T.HeaderStack)
-        return self.lval(e), t, self.ctype(t.element, e)
 
     # ------------------------------------------------------------------ expressions
 
@@ -748,228 +613,6 @@ class CGen:
 
     def table_apply(self, c: A.CallExpr) -> str:
         return f"TA_{self.table_id(c)}(p)"
-
-    def extern_function(self, c: A.CallExpr) -> None:
-        name = c.target.name
-        b = args_of(c)
-        if name == "mark_to_drop":
-            sm = self.lval(b[0]) if b and b[0] is not None else "p->sm"
-            self.e(f"{sm}.f_egress_spec = 511; {sm}.f_mcast_grp = 0;")
-        elif name == "static_assert":
-            pass  # the front end's
-        elif name == "log_msg":
-            self.log_msg(c)
-        elif name in ("assert", "assume"):
-            # the packet is dropped and counted, as the Python engine's _Drop
-            self.e(f"if (!({self.x(b[0])})) {{ p->abort = 1; p->exited = 1; return; }}")
-        elif name in ("clone", "clone_preserving_field_list"):
-            ctype = b[0].const_value
-            slot = "ci" if ctype == "I2E" else "ce"
-            sess = self.fresh("_s")
-            self.e(f"{{ u64 {sess} = {self.x(b[1])};")
-            fl = self.x(b[2]) if name == "clone_preserving_field_list" else "~0ULL"
-            self.e(f"p->{slot} = 1; p->{slot}_sess = {sess}; p->{slot}_fl = {fl}; }}")
-            self.uses_passes = True
-        elif name == "resubmit_preserving_field_list":
-            self.e(f"p->resub = 1; p->resub_fl = {self.x(b[0])};")
-            self.uses_passes = True
-        elif name == "recirculate_preserving_field_list":
-            self.e(f"p->recirc = 1; p->recirc_fl = {self.x(b[0])};")
-            self.uses_passes = True
-        elif name == "digest":
-            self.digest(c)
-        elif name == "random":
-            # uniform in [lo, hi] (lo when hi <= lo) from the switch's own generator; its
-            # values are not the Python engine's (neither engine's are reproducible by BMv2)
-            lo, hi, r = self.fresh("_lo"), self.fresh("_hi"), self.fresh("_r")
-            self.e(f"{{ u64 {lo} = {self.x(b[1])}; u64 {hi} = {self.x(b[2])}; u64 {r} = {lo};")
-            self.e(f"if ({hi} > {lo}) {{ u64 x = rng_next(p->sw); "
-                   f"{r} = {hi} - {lo} == ~0ULL ? x : {lo} + x % ({hi} - {lo} + 1); }}")
-            self.e(f"{self.lval(b[0])} = {r} & {mask(width(b[0].type))}; }}")
-        elif name == "truncate":
-            self.e(f"p->trunc = {self.x(b[0])};")
-        elif name == "verify":
-            if not self.in_parser:
-                raise Unsupported(c, "verify outside the parser")
-            self.e(f"if (!({self.x(b[0])})) {{ p->perr = {self.x(b[1])}; goto reject; }}")
-        elif name == "hash":
-            algo = str(b[1].const_value)
-            if algo not in ALGORITHMS:
-                raise Unsupported(c, f"the hash algorithm {algo}")
-            dst = self.lval(b[0])
-            w = width(b[0].type)
-            self.e("{")
-            base = self.fresh("_b")
-            self.e(f"u64 {base} = {self.x(b[2])};")
-            buf, n = self.pack(b[3])
-            top = self.fresh("_m")
-            self.e(f"u64 {top} = {self.x(b[4])};")
-            h = f"alg_{algo}({buf}, {n})"
-            self.e(f"{dst} = ({top} ? {base} + ({h}) % {top} : {base}) & {mask(w)};")
-            self.e("}")
-        elif name in ("verify_checksum", "update_checksum", "verify_checksum_with_payload",
-                      "update_checksum_with_payload"):
-            algo = str(b[3].const_value)
-            if algo not in ALGORITHMS:
-                raise Unsupported(c, f"the checksum algorithm {algo}")
-            self.e(f"if ({self.x(b[0])}) {{")
-            buf, n = self.pack(b[1])
-            h = f"alg_{algo}({buf}, {n})"
-            if name.endswith("_with_payload"):
-                h = f"with_payload(p, alg_{algo}, {buf}, {n})"
-                name = name[: -len("_with_payload")]
-            if name == "verify_checksum":
-                self.e(f"if (({h}) != {self.x(b[2])}) p->sm.f_checksum_error = 1;")
-            else:
-                self.e(f"{self.lval(b[2])} = ({h}) & {mask(width(b[2].type))};")
-            self.e("}")
-        else:
-            raise Unsupported(c, f"the extern function {name}")
-
-    def log_msg(self, c: A.CallExpr) -> None:
-        """log_msg(text[, values]): recorded in C, logged by engine.py as the Python engine does."""
-        b = args_of(c)
-        text = b[0].const_value
-        if not isinstance(text, str):
-            raise Unsupported(c, "log_msg with a run-time message")
-        items = []
-        if len(b) > 1 and b[1] is not None:  # every scalar of the list, no validity (as flatten)
-            items = [code for code, _w, _v in self.flatten(b[1])]
-        if len(items) > LOG_VALUES:
-            raise Unsupported(c, f"log_msg with more than {LOG_VALUES} values")
-        if text not in self.log_texts:
-            self.log_texts.append(text)
-        v = self.fresh("_lv")
-        vals = ", ".join(items) or "0"
-        self.e(f"{{ u64 {v}[] = {{{vals}}}; log_out(p, {self.log_texts.index(text)}, {len(items)}, {v}); }}")
-
-    def digest(self, c: A.CallExpr) -> None:
-        """digest(receiver, data): the last call of a pass is sent (BMv2 keeps one per packet)."""
-        b = args_of(c)
-        t = rt(b[1].type)
-        if not isinstance(t, T.StructType):
-            raise Unsupported(c, "digests of non-struct values")
-        self.e("{")
-        if isinstance(b[1], A.StructInitExpr | A.ListExpr):
-            base = self.fresh("_dg")
-            self.e(f"{self.ctype(t, c)} {base}; memset(&{base}, 0, sizeof {base});")
-            self.assign_agg(base, b[1], t)
-        else:
-            base = self.lval(b[1])
-        items = []
-        for f in t.fields:
-            for code, w, _ in self.flatten_value(f"{base}.f_{f.name}", f.type, None, c):
-                items.append((f.name, w, code))
-        fields = [(n, w) for n, w, _ in items]
-        key = (t.name, fields)
-        if key not in self.digests:
-            self.digests.append(key)
-        self.digest_width = max(self.digest_width, len(items))
-        self.e(f"p->dg = {self.digests.index(key) + 1};")
-        for i, (_, _, code) in enumerate(items):
-            self.e(f"p->dgv[{i}] = {code};")
-        self.e("}")
-
-    def pack(self, e: A.Expression) -> tuple[str, str]:
-        """Emit a field list packed as BMv2's buffer builder does; (buffer, byte count)."""
-        items = self.flatten(e)
-        total = sum(w for _, w, _ in items)
-        buf, wr = self.fresh("_buf"), self.fresh("_wr")
-        self.e(f"uint8_t {buf}[{(total + 7) // 8 + 1}]; wr_t {wr} = {{{buf}, 0, {(total + 7) // 8 + 1}, 0}};")
-        for code, w, valid in items:
-            if valid is None:
-                self.e(f"wr_bits(&{wr}, {code}, {w});")
-            else:
-                self.e(f"if ({valid}) wr_bits(&{wr}, {code}, {w});")
-        return buf, f"wr_bytes(&{wr})"
-
-    def flatten(self, e: A.Expression) -> list[tuple[str, int, str | None]]:
-        if isinstance(e, A.ListExpr):
-            return [x for it in e.items for x in self.flatten(it)]
-        if isinstance(e, A.StructInitExpr):
-            return [x for _, it in e.fields for x in self.flatten(it)]
-        t = rt(e.type)
-        if isinstance(t, T.StructLike | T.HeaderStack):
-            return self.flatten_value(self.lval(e), t, None, e)
-        valid = None
-        if isinstance(e, A.MemberExpr) and e.kind is MK.FIELD and isinstance(rt(e.expr.type), T.HeaderType):
-            valid = f"{self.lval(e.expr)}.valid"
-        return [(self.x(e), width(t), valid)]
-
-    def flatten_value(self, base: str, t: T.P4Type, valid: str | None, node: Any) -> list[tuple[str, int, str | None]]:
-        t = rt(t)
-        if isinstance(t, T.HeaderStack):
-            return [x for i in range(t.size) for x in self.flatten_value(f"{base}.e[{i}]", t.element, valid, node)]
-        if isinstance(t, T.StructLike):
-            if isinstance(t, T.HeaderUnionType):
-                raise Unsupported(node, "header unions")
-            own = f"{base}.valid" if isinstance(t, T.HeaderType) else valid
-            return [x for f in t.fields for x in self.flatten_value(f"{base}.f_{f.name}", f.type, own, node)]
-        w = width(t)
-        if not w or w > 64:
-            raise Unsupported(node, f"hashing values of type {t}")
-        return [(base, w, valid)]
-
-    def extern_method(self, c: A.CallExpr) -> None:
-        info = self.gen.extern_info(c.target, c)
-        b = args_of(c)
-        tn, meth = info.type_name, c.method
-        size = info.args[0] if info.args and isinstance(info.args[0], int) else None
-        if tn == "register" and size is not None:
-            rid = self.register_id(info)
-            i = self.fresh("_i")
-            if meth == "read":
-                self.e(f"{{ u64 {i} = {self.x(b[1])}; if ({i} < {size}) {self.lval(b[0])} = p->sw->reg[{rid}][{i}]; }}")
-                return
-            if meth == "write":
-                v = self.fresh("_v")
-                self.e(f"{{ u64 {i} = {self.x(b[0])}; u64 {v} = {self.x(b[1])}; "
-                       f"if ({i} < {size}) p->sw->reg[{rid}][{i}] = {v}; }}")
-                return
-        if tn == "counter" and meth == "count" and size is not None:
-            cid = self.counter_id(info)
-            i = self.fresh("_i")
-            self.e(f"{{ u64 {i} = {self.x(b[0])}; if ({i} < {size}) {{ p->sw->cnt_p[{cid}][{i}]++; "
-                   f"p->sw->cnt_b[{cid}][{i}] += p->len; }} }}")
-            return
-        if tn == "direct_counter" and meth == "count":
-            return  # every hit of the table counts (BMv2), in its apply function
-        if tn == "direct_meter" and meth == "read":
-            self.e(f"{self.lval(b[0])} = p->dm & {mask(width(b[0].type))};")
-            return
-        if tn == "meter" and meth == "execute_meter" and size is not None:
-            mid = self.meter_id(info)
-            i = self.fresh("_i")
-            amount = "1" if str(info.args[1]) == "packets" else "p->len"
-            self.e(f"{{ u64 {i} = {self.x(b[0])}; if ({i} < {size}) {self.lval(b[1])} = "
-                   f"meter_exec(&p->sw->met[{mid}][{i}], {amount}, p->now) & {mask(width(b[1].type))}; }}")
-            return
-        raise Unsupported(c, f"the extern method {tn}.{meth}")
-
-    def meter_id(self, info: Any) -> int:
-        mid = self.met_ids.get(id(info))
-        if mid is None:
-            mid = self.met_ids[id(info)] = len(self.meters)
-            self.meters.append((info.name, int(info.args[0]), str(info.args[1])))
-        return mid
-
-    def register_id(self, info: Any) -> int:
-        rid = self.reg_ids.get(id(info))
-        if rid is None:
-            t = rt(info.type_args[0]) if info.type_args else T.Bits(32)
-            w = width(t)
-            if not w or w > 64:
-                raise Unsupported(info.decl, f"registers of {t}")
-            rid = self.reg_ids[id(info)] = len(self.registers)
-            self.registers.append((info.name, int(info.args[0]), w))
-        return rid
-
-    def counter_id(self, info: Any) -> int:
-        cid = self.ctr_ids.get(id(info))
-        if cid is None:
-            cid = self.ctr_ids[id(info)] = len(self.counters)
-            self.counters.append((info.name, int(info.args[0])))
-        return cid
 
     # ------------------------------------------------------------------ parser and deparser
 
