@@ -33,7 +33,6 @@ pytestmark = pytest.mark.skipif(available() is not None, reason=f"native engine:
 NATIVE_REFUSES = {
     "control_flow": "sub-control",
     "edge_semantics": "wider than 64 bits",
-    "hash": "crc16_custom",
     "ipv4_options": "varbit",
     "ipv6": "wider than 64 bits",
     "lookahead_bits": "wider than 64 bits",
@@ -408,3 +407,29 @@ def test_every_truncation_of_a_frame_agrees(program: str) -> None:
                 assert py.process_packet(port, frame[:cut]) == nat.process_packet(port, frame[:cut]), (
                     f"{program}: port {port}, first {cut} bytes of {frame.hex()}")
     assert py.stats == nat.stats
+
+
+def test_reconfigured_custom_crcs_agree() -> None:
+    """crc16_custom and crc32_custom follow the switch's HashEngine.set_custom on both
+    engines (reflected and unreflected parameters, set before and between packets)."""
+    from softswitch.engine import hashes
+
+    mpeg2 = hashes.CrcParams(32, 0x04C11DB7, 0xFFFFFFFF, 0, False, False)  # CRC-32/MPEG-2
+    prog = compile_file(str(STF_DIR / "hash.p4"))
+    frames = [bytes.fromhex(h) + b"\x99" for h in ("0A0000010050AB07", "DEADBEEF12345678", "FFFFFFFFFFFFFFFF")]
+    results = []
+    for engine in ("python", "native"):
+        sw = Switch(prog, engine=engine)
+        got = [sw.process_packet(0, f) for f in frames]
+        sw.hashes.set_custom("crc16_custom", hashes.CRC_CCITT)
+        got += [sw.process_packet(0, f) for f in frames]
+        sw.hashes.set_custom("crc32_custom", mpeg2)
+        got += [sw.process_packet(0, f) for f in frames]
+        results.append(got)
+    assert results[0] == results[1]
+    default, ccitt, both = (results[1][i:i + 3] for i in (0, 3, 6))
+    assert default != ccitt != both  # each reconfiguration changed the results
+    # CRC-16/CCITT-FALSE of the 8 input bytes, then CRC-32/MPEG-2, at their offsets
+    data = frames[1][:8]
+    assert ccitt[1][0][1][14:16] == hashes.Crc(hashes.CRC_CCITT)(data).to_bytes(2, "big")
+    assert both[1][0][1][16:20] == hashes.Crc(mpeg2)(data).to_bytes(4, "big")

@@ -24,7 +24,8 @@ K = A.CallKind
 MK = A.MemberKind
 MAX_KEYS = 16  # key fields per table (tbl_lookup's buffer)
 PARSER_STEPS = 10000  # state transitions per packet, as the Python engine
-ALGORITHMS = ("crc16", "crc32", "crcCCITT", "csum16", "xor16", "identity")
+ALGORITHMS = ("crc16", "crc32", "crcCCITT", "csum16", "xor16", "identity", "crc16_custom", "crc32_custom")
+CUSTOM_CRCS = ("crc16_custom", "crc32_custom")  # per switch: sw->crc[i], i their index here
 LOG_VALUES = 8  # values one log_msg can carry
 MAX_LOGS = 64  # log_msg records one injected packet can leave (more are not logged)
 
@@ -58,6 +59,20 @@ def signed(t: T.P4Type) -> bool:
 
 def mask(w: int) -> str:
     return "~0ULL" if w >= 64 else hex((1 << w) - 1) + "ULL"
+
+
+def alg_call(algo: str, buf: str, n: str) -> str:
+    """C computing `algo` over n bytes of buf (inside a function with the packet `p`)."""
+    if algo in CUSTOM_CRCS:
+        return f"crc_custom(&p->sw->crc[{CUSTOM_CRCS.index(algo)}], {buf}, {n})"
+    return f"alg_{algo}({buf}, {n})"
+
+
+def alg_ref(algo: str) -> str:
+    """The two arguments naming `algo` for with_payload: a function, or a custom CRC's parameters."""
+    if algo in CUSTOM_CRCS:
+        return f"NULL, &p->sw->crc[{CUSTOM_CRCS.index(algo)}]"
+    return f"alg_{algo}, NULL"
 
 
 def lit(v: int, w: int) -> str:

@@ -10,7 +10,7 @@ from softswitch.frontend import types as T
 
 from ..codegen.base import args_of
 from ..codegen.values import rt
-from .cbase import ALGORITHMS, LOG_VALUES, MK, CGenBase, Unsupported, mask, width
+from .cbase import ALGORITHMS, LOG_VALUES, MK, CGenBase, Unsupported, alg_call, alg_ref, mask, width
 
 
 class ExternCode(CGenBase):
@@ -71,7 +71,7 @@ class ExternCode(CGenBase):
             buf, n = self.pack(b[3])
             top = self.fresh("_m")
             self.e(f"u64 {top} = {self.x(b[4])};")
-            h = f"alg_{algo}({buf}, {n})"
+            h = alg_call(algo, buf, n)
             self.e(f"{dst} = ({top} ? {base} + ({h}) % {top} : {base}) & {mask(w)};")
             self.e("}")
         elif name in ("verify_checksum", "update_checksum", "verify_checksum_with_payload",
@@ -81,9 +81,9 @@ class ExternCode(CGenBase):
                 raise Unsupported(c, f"the checksum algorithm {algo}")
             self.e(f"if ({self.x(b[0])}) {{")
             buf, n = self.pack(b[1])
-            h = f"alg_{algo}({buf}, {n})"
+            h = alg_call(algo, buf, n)
             if name.endswith("_with_payload"):
-                h = f"with_payload(p, alg_{algo}, {buf}, {n})"
+                h = f"with_payload(p, {alg_ref(algo)}, {buf}, {n})"
                 name = name[: -len("_with_payload")]
             if name == "verify_checksum":
                 self.e(f"if (({h}) != {self.x(b[2])}) p->sm.f_checksum_error = 1;")

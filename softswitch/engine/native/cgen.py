@@ -29,6 +29,7 @@ from .cbase import (  # noqa: F401  (re-exported for cprogram)
     PARSER_STEPS,
     K,
     Unsupported,
+    alg_call,
     lit,
     mask,
     signed,

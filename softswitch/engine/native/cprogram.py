@@ -27,6 +27,7 @@ from .cgen import (
     PARSER_STEPS,
     CGen,
     Unsupported,
+    alg_call,
     mask,
     width,
 )
@@ -38,6 +39,8 @@ CDEF = """
 typedef struct sw sw_t;
 typedef struct { uint32_t port; uint32_t off; uint32_t len; } ss_out_t;
 sw_t *ss_new(void);
+int ss_crc_set(sw_t *sw, uint32_t which, uint32_t width, uint64_t poly, uint64_t init, uint64_t xor_out,
+               int refin, int refout);
 void ss_free(sw_t *sw);
 int ss_table_load(sw_t *sw, uint32_t tid, uint32_t linear, uint32_t n, const uint64_t *a,
                   const uint64_t *b, const uint8_t *kind, const uint32_t *action,
@@ -263,7 +266,7 @@ class ProgramC(CGen):
             self.e(f"uint8_t sb[{cap}]; wr_t sw_ = {{sb, 0, {cap}, 0}};")
             for v, w in sel_vals:
                 self.e(f"wr_bits(&sw_, {v}, {w});")
-            h = f"alg_{algo}(sb, wr_bytes(&sw_))" if algo else "0"
+            h = alg_call(algo, "sb", "wr_bytes(&sw_)") if algo else "0"
             self.e(f"uint32_t m = t->grp_off[g] + (uint32_t)(({h}) % n);")
             self.e(f"a = t->mem_action[m]; d = t->mem_args + (size_t)m * {nargs}; }} }}")
         self.e("(void)d; switch (a) {")
@@ -480,6 +483,7 @@ typedef struct sw {{
     uint32_t nlog, log_id[{MAX_LOGS}], log_n[{MAX_LOGS}]; u64 log_v[{MAX_LOGS}][{LOG_VALUES}];
     mc_t *mc; uint32_t nmc;  /* multicast groups (a switch has few: searched in order) */
     sess_t *sess; uint32_t nsess;  /* clone sessions */
+    crcp_t crc[2];  /* crc16_custom, crc32_custom */
 }} sw_t;
 typedef struct pkt {{
     {hdr_c} hdr;
@@ -522,13 +526,14 @@ static inline u64 rng_next(sw_t *sw) {{
     return z ^ (z >> 31);
 }}
 /* a checksum over packed fields then the unparsed payload (*_with_payload) */
-static u64 with_payload(pkt_t *p, u64 (*alg)(const uint8_t *, uint32_t), const uint8_t *buf, uint32_t n) {{
+static u64 with_payload(pkt_t *p, u64 (*alg)(const uint8_t *, uint32_t), const crcp_t *c, const uint8_t *buf,
+                        uint32_t n) {{
     uint32_t rest = p->len - p->payload;
     uint8_t *tmp = malloc((size_t)n + rest + 1);
     if (!tmp) {{ p->abort = 1; return 0; }}
     memcpy(tmp, buf, n);
     memcpy(tmp + n, p->data + p->payload, rest);
-    u64 h = alg(tmp, n + rest);
+    u64 h = alg ? alg(tmp, n + rest) : crc_custom(c, tmp, n + rest);
     free(tmp);
     return h;
 }}
@@ -562,10 +567,19 @@ void ss_free(sw_t *sw) {{
     free(sw);
 }}
 
+int ss_crc_set(sw_t *sw, uint32_t which, uint32_t width, uint64_t poly, uint64_t init, uint64_t xor_out,
+               int refin, int refout) {{
+    if (which > 1 || width < 8 || width > 64) return -1;
+    crcp_set(&sw->crc[which], width, poly, init, xor_out, refin, refout);
+    return 0;
+}}
+
 sw_t *ss_new(void) {{
     if (!crc_ready) {{ crc_init(); crc_ready = 1; }}
     sw_t *sw = calloc(1, sizeof(sw_t));
     if (!sw) return NULL;
+    crcp_set(&sw->crc[0], 16, 0x8005, 0, 0, 1, 1);  /* hashes.CRC16 */
+    crcp_set(&sw->crc[1], 32, 0x04C11DB7, 0xFFFFFFFF, 0xFFFFFFFF, 1, 1);  /* hashes.CRC32 */
     int ok = 1;
     for (int i = 0; i < {nt}; i++) {{
         sw->tbl[i].nk = TBL_NKEYS[i]; sw->tbl[i].nargs = TBL_NARGS[i];

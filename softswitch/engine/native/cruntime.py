@@ -124,6 +124,44 @@ static u64 alg_xor16(const uint8_t *d, uint32_t n) {
     if (n & 1) s ^= (u64)d[n - 1] << 8;
     return s;
 }
+/* crc16_custom / crc32_custom: a CRC of any width in 8..64 bits in the Rocksoft model, as
+ * hashes.Crc; each switch holds its own parameters (the control plane can change them) */
+typedef struct { unsigned width; int refin, refout; u64 poly, init, xor_out, mask, start, tab[256]; } crcp_t;
+static u64 crc_reflect(u64 v, unsigned w) {
+    u64 out = 0;
+    for (unsigned i = 0; i < w; i++) { out = (out << 1) | (v & 1); v >>= 1; }
+    return out;
+}
+static void crcp_set(crcp_t *c, unsigned w, u64 poly, u64 init, u64 xor_out, int refin, int refout) {
+    c->width = w; c->poly = poly; c->init = init; c->xor_out = xor_out;
+    c->refin = refin; c->refout = refout; c->mask = MASK(w);
+    c->start = refin ? crc_reflect(init, w) : init;
+    u64 rpoly = crc_reflect(poly, w), top = 1ULL << (w - 1);
+    for (unsigned b = 0; b < 256; b++) {
+        u64 x;
+        if (refin) {
+            x = b;
+            for (int k = 0; k < 8; k++) x = (x & 1) ? (x >> 1) ^ rpoly : x >> 1;
+        } else {
+            x = (u64)b << (w - 8);
+            for (int k = 0; k < 8; k++) x = (x & top) ? (x << 1) ^ poly : x << 1;
+            x &= c->mask;
+        }
+        c->tab[b] = x;
+    }
+}
+static u64 crc_custom(const crcp_t *c, const uint8_t *d, uint32_t n) {
+    u64 x = c->start;
+    if (c->refin) {
+        for (uint32_t i = 0; i < n; i++) x = c->tab[(x ^ d[i]) & 0xFF] ^ (x >> 8);
+        if (!c->refout) x = crc_reflect(x, c->width);
+    } else {
+        unsigned sh = c->width - 8;
+        for (uint32_t i = 0; i < n; i++) x = c->tab[((x >> sh) ^ d[i]) & 0xFF] ^ ((x << 8) & c->mask);
+        if (c->refout) x = crc_reflect(x, c->width);
+    }
+    return (x ^ c->xor_out) & c->mask;
+}
 static u64 alg_identity(const uint8_t *d, uint32_t n) {
     u64 s = 0;
     for (uint32_t i = 0; i < n && i < 8; i++) s = (s << 8) | d[i];

@@ -18,6 +18,7 @@ from typing import Any
 from ..errors import SwitchError
 from ..tables import Table
 from . import cbuild
+from .cbase import CUSTOM_CRCS
 from .cprogram import CDEF, Layout, TableLayout, program_source
 
 OUT_SLOTS = 64  # output slots made at first (grown to the largest multicast group + 1)
@@ -185,6 +186,7 @@ class NativeEngine:
         self.changes_seen = -1
         self.mc_max = 0
         self.loaded_groups: set[int] = set()
+        self.crcs: list[Any] = [None] * len(CUSTOM_CRCS)  # the custom CRCs loaded: the first sync loads them
         for rid, (name, size, width) in enumerate(layout.registers):
             py = built.registers[name]
             view = CellView(ffi, lib.ss_register(self.state, rid), size, width, py.signed)
@@ -210,7 +212,16 @@ class NativeEngine:
     # ---------------------------------------------------------------- control-plane state
 
     def sync(self) -> None:
-        """Load tables and multicast groups changed since the last packet into C."""
+        """Load tables, multicast groups and custom CRCs changed since the last packet into C."""
+        algos = self.switch.hashes.algorithms
+        for i, name in enumerate(CUSTOM_CRCS):
+            crc = algos.get(name)
+            if crc is not self.crcs[i]:  # HashEngine.set_custom puts a new Crc
+                q = crc.params
+                if self.lib.ss_crc_set(self.state, i, q.width, q.poly, q.init, q.xor_out,
+                                       int(q.reflect_in), int(q.reflect_out)):
+                    raise ValueError(f"native engine: {name} of width {q.width} (8..64 bits)")
+                self.crcs[i] = crc
         if Table.changes == self.changes_seen and self.switch.pre.version == self.pre_version:
             return
         self.changes_seen = Table.changes
