@@ -94,7 +94,7 @@ class CGenBase:
         self.out: list[str] = []
         self.counter = 0
         self.pkt_fields: list[str] = []  # control-level variables kept in the packet
-        self.table_ids: dict[int, int] = {}  # id(TableDecl) -> index
+        self.table_ids: dict[tuple[int, str], int] = {}  # (id(TableDecl), codegen prefix) -> index
         self.table_infos: list[Any] = []
         self.table_actions: list[list[str]] = []  # per table: action names in the runtime's order
         self.action_fn: dict[str, str] = {}  # action fq name -> C function

@@ -555,16 +555,20 @@ class CGen(ExternCode):
             self.e(f"{{ u64 {n} = {self.x(args_of(c)[0])}; NEED({n}); p->pos += (uint32_t){n}; }}")
         elif k is K.PACKET_EMIT:
             self.emit(c)
+        elif k in (K.CONTROL_APPLY, K.PARSER_APPLY):
+            self.call_block(c)
         else:
             raise Unsupported(c, f"the call {c.kind.value if c.kind else '?'}")
 
     # ------------------------------------------------------------------ calls
 
     def action_info(self, decl: Any, node: Any) -> Any:
-        hits = [v for (i, _p), v in self.gen.action_by_decl.items() if i == id(decl)]
-        if len(hits) != 1:
-            raise Unsupported(node, "an action compiled for several control instances")
-        return hits[0]
+        """The action as codegen compiled it for the block instance being compiled."""
+        key = (id(decl), self.gen.prefix if decl.owner is not None else "")
+        info = self.gen.action_by_decl.get(key)
+        if info is None:
+            raise Unsupported(node, "this action here")
+        return info
 
     def call_action(self, c: A.CallExpr) -> None:
         decl = c.target
@@ -607,10 +611,13 @@ class CGen(ExternCode):
             self.e(f"{lv} = {t};")
 
     def table_id(self, c: A.CallExpr) -> int:
-        tid = self.table_ids.get(id(c.target))
+        tid = self.table_ids.get((id(c.target), self.gen.prefix))
         if tid is None:
-            raise Unsupported(c, "a table of a sub-control")
+            raise Unsupported(c, "this table here")
         return tid
+
+    def call_block(self, c: A.CallExpr) -> None:
+        raise Unsupported(c, "sub-control and sub-parser instances")  # cprogram.ProgramC's
 
     def table_apply(self, c: A.CallExpr) -> str:
         return f"TA_{self.table_id(c)}(p)"

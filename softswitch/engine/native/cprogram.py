@@ -104,6 +104,8 @@ class ProgramC(CGen):
         super().__init__(built.gen.program, built.gen)
         self.built = built
         self.layout = Layout()
+        # (id(instance), enclosing codegen prefix) -> (C function, declaration, parameter slots)
+        self.subs: dict[tuple[int, str], tuple[str, Any, list[tuple[str, str] | None]]] = {}
 
     # ---------------------------------------------------------------- blocks
 
@@ -136,14 +138,17 @@ class ProgramC(CGen):
             elif isinstance(d, A.Instantiation):
                 t = d.type.base if isinstance(d.type, T.SpecializedType) else d.type
                 if not isinstance(t, T.ExternType):
-                    raise Unsupported(d, "sub-control and sub-parser instances")
+                    self.compile_sub(d)
             elif isinstance(d, A.ValueSetDecl):
                 raise Unsupported(d, "parser value sets")
         return resets
 
     def compile_control(self, decl: A.ControlDecl, role: str) -> None:
         self.block_params(decl, role)
-        resets = self.control_locals(decl)
+        self.control_fn(decl, f"CTL_{role}", self.control_locals(decl))
+
+    def control_fn(self, decl: A.ControlDecl, fn: str, resets: list[str]) -> None:
+        """The control's actions and tables, then `void fn(pkt_t *p)` running its body."""
         for d in decl.locals:
             if isinstance(d, A.ActionDecl):
                 self.compile_action(d)
@@ -151,12 +156,95 @@ class ProgramC(CGen):
             if isinstance(d, A.TableDecl):
                 self.compile_table(d)
         self.out = []
-        self.e(f"static void CTL_{role}(pkt_t *p) {{")
+        self.e(f"static void {fn}(pkt_t *p) {{")
         for r in resets:
             self.e(r)
         self.block(decl.body.stmts)
         self.e("}")
         self.fns.append("\n".join(self.out))
+
+    def compile_sub(self, d: A.Instantiation) -> None:
+        """A control or parser instantiated inside another: one C function per instance (as
+        codegen compiles one per instance path). Its parameters are pointers kept in the
+        packet, set by each apply, so that its actions and tables reach them too; its
+        variables are reset at each apply."""
+        t = d.type.base if isinstance(d.type, T.SpecializedType) else d.type
+        decl = getattr(t, "decl", None)
+        if not isinstance(decl, A.ControlDecl | A.ParserDecl):
+            raise Unsupported(d, f"instances of {t}")
+        if decl.ctor_params:
+            raise Unsupported(d, "sub-control and sub-parser instances with constructor parameters")
+        outer = self.gen.prefix
+        fn = f"SUB_{len(self.subs)}"
+        slots: list[tuple[str, str] | None] = []
+        for prm in decl.params:
+            pt = prm.type.base if isinstance(prm.type, T.SpecializedType) else prm.type
+            if isinstance(pt, T.ExternType):
+                if getattr(pt, "name", "") not in ("packet_in", "packet_out"):
+                    raise Unsupported(prm, "extern parameters of sub-controls and sub-parsers")
+                slots.append(None)  # the packet is the context p
+                continue
+            ct = self.ctype(prm.type, prm)
+            name = self.fresh(f"sp_{prm.name}_")
+            self.pkt_fields.append(f"    {ct} *{name};")
+            self.vars[id(prm)] = f"(*p->{name})"
+            slots.append((name, ct))
+        self.subs[(id(d), outer)] = (fn, decl, slots)
+        self.protos.append(f"static void {fn}(pkt_t *p);")
+        saved = (self.out, self.in_parser)
+        self.gen.prefix = f"{outer}/{d.name}"
+        try:
+            resets = self.control_locals(decl)
+            if isinstance(decl, A.ParserDecl):
+                self.parser_fn(decl, fn, resets, sub=True)
+            else:
+                self.control_fn(decl, fn, resets)
+        finally:
+            self.out, self.in_parser = saved
+            self.gen.prefix = outer
+
+    def call_block(self, c: A.CallExpr) -> None:
+        """apply() of a sub-control or sub-parser: arguments evaluated and copied in left to
+        right, copied out in order after the call (spec 6.8); an aggregate codegen passes by
+        reference (gen.can_alias) is passed by pointer here too, so that a sub-parser's
+        reject leaves the same state as on the Python engine (which copies nothing back)."""
+        sub = self.subs.get((id(c.target), self.gen.prefix))
+        if sub is None:
+            raise Unsupported(c, "this apply of a sub-control or sub-parser")
+        fn, decl, slots = sub
+        args = list(c.bound_args)
+        backs = []
+        self.e("{")
+        for i, (prm, slot, a) in enumerate(zip(decl.params, slots, args, strict=False)):
+            if slot is None:
+                continue
+            name, ct = slot
+            agg = ct != "u64"
+            if a is None:
+                raise Unsupported(c, f"no argument for {prm.name}")
+            if agg and prm.direction in ("out", "inout") and self.gen.can_alias(args, i, decl):
+                lv = self.lval(a)
+                if prm.direction == "out":  # out parameters start invalid (spec 6.8)
+                    self.e(f"memset(&{lv}, 0, sizeof {lv});")
+                self.e(f"p->{name} = &{lv};")
+                continue
+            t = self.fresh("_sa")
+            if prm.direction == "out":
+                self.e(f"{ct} {t}; memset(&{t}, 0, sizeof {t});")
+            else:
+                self.e(f"{ct} {t} = {self.lval(a) if agg else self.x(a)};")
+            self.e(f"p->{name} = &{t};")
+            if prm.direction in ("out", "inout"):
+                backs.append((self.lval(a), t))
+        if isinstance(decl, A.ParserDecl):
+            # a reject in the sub-parser rejects the packet, nothing copied back (as the
+            # Python engine's exception)
+            self.e(f"p->prej = 0; {fn}(p); if (p->exited) return; if (p->prej) goto reject;")
+        else:
+            self.e(f"{fn}(p);")
+        for lv, t in backs:
+            self.e(f"{lv} = {t};")
+        self.e(f"{self.exit_check()} }}")
 
     def compile_action(self, decl: A.ActionDecl) -> None:
         info = self.action_info(decl, decl)
@@ -190,10 +278,9 @@ class ProgramC(CGen):
         self.out = saved
 
     def compile_table(self, d: A.TableDecl) -> None:
-        hits = [v for (i, _p), v in self.gen.table_by_decl.items() if i == id(d)]
-        if len(hits) != 1:
-            raise Unsupported(d, "a table of a control instantiated more than once")
-        info = hits[0]
+        info = self.gen.table_by_decl.get((id(d), self.gen.prefix))
+        if info is None:
+            raise Unsupported(d, "this table here")
         algo = ""
         if info.profile:
             profile = self.built.ns[info.profile]
@@ -214,7 +301,7 @@ class ProgramC(CGen):
             if not w or w > 64:
                 raise Unsupported(k, f"key fields of type {k.expr.type}")
         tid = len(self.layout.tables)
-        self.table_ids[id(d)] = tid
+        self.table_ids[(id(d), self.gen.prefix)] = tid
         names = list(table.action_specs)
         bound = {}  # action name -> the actions list's call with its directional arguments
         for ref in d.actions:
@@ -292,10 +379,14 @@ class ProgramC(CGen):
 
     def compile_parser(self, decl: A.ParserDecl) -> None:
         self.block_params(decl, "parser")
-        resets = self.control_locals(decl)
+        self.parser_fn(decl, "CTL_parser", self.control_locals(decl), sub=False)
+
+    def parser_fn(self, decl: A.ParserDecl, fn: str, resets: list[str], sub: bool) -> None:
+        """`void fn(pkt_t *p)` running the states; a sub-parser's reject sets p->prej (its
+        caller rejects) and its state transitions are counted on their own, as codegen's."""
         self.in_parser = True
         self.out = []
-        self.e("static void CTL_parser(pkt_t *p) {")
+        self.e(f"static void {fn}(pkt_t *p) {{")
         self.e("uint32_t steps = 0; (void)steps;")
         for r in resets:
             self.e(r)
@@ -320,8 +411,13 @@ class ProgramC(CGen):
                 raise Unsupported(tr, "this transition")
             self.e("}")
         self.e("accept_: return;")
-        self.e("reject: if (p->perr) p->sm.f_parser_error = p->perr; return;")
-        self.e(f"too_short: p->sm.f_parser_error = {self.err_code('PacketTooShort')}; return;")
+        too_short = self.err_code("PacketTooShort")
+        if sub:
+            self.e("reject: p->prej = 1; return;")
+            self.e(f"too_short: p->perr = {too_short}; p->prej = 1; return;")
+        else:
+            self.e("reject: if (p->perr) p->sm.f_parser_error = p->perr; return;")
+            self.e(f"too_short: p->sm.f_parser_error = {too_short}; return;")
         self.e("}")
         self.in_parser = False
         self.fns.append("\n".join(self.out))
@@ -493,7 +589,7 @@ typedef struct pkt {{
     const uint8_t *data;
     uint32_t len, pos, plen, payload;
     u64 now, perr, trunc, dm;
-    int exited, abort;
+    int exited, abort, prej;  /* prej: a sub-parser rejected */
     int ci, ce, resub, recirc;  /* requests of clone I2E / E2E, resubmit, recirculate */
     u64 ci_sess, ci_fl, ce_sess, ce_fl, resub_fl, recirc_fl;
     uint32_t dg;  /* 1 + the digest type of the last digest() of the pass, 0: none */
