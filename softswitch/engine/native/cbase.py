@@ -3,8 +3,9 @@ C types of P4 types, and `Unsupported` for what the C backend refuses.
 
 Value representation: every scalar is a `u64` holding the value reduced to its
 width (`int<W>` as W-bit two's complement, `bool` as 0/1, `error` and plain
-enums as their member number, as BMv2 encodes them); fields wider than 64 bits
-are refused. Headers and structs are C structs (`valid` for headers).
+enums as their member number, as BMv2 encodes them); values of 65 to 128 bits
+are a `u128` (unsigned __int128), wider ones are refused. Headers and structs
+are C structs (`valid` for headers).
 """
 
 
@@ -58,7 +59,18 @@ def signed(t: T.P4Type) -> bool:
 
 
 def mask(w: int) -> str:
+    if w > 64:
+        return f"MASK128({w})"
     return "~0ULL" if w >= 64 else hex((1 << w) - 1) + "ULL"
+
+
+def cint(w: int) -> str:
+    """C type of a scalar of w bits."""
+    return "u128" if w > 64 else "u64"
+
+
+def is_scalar(ct: str) -> bool:
+    return ct in ("u64", "u128")
 
 
 def alg_call(algo: str, buf: str, n: str) -> str:
@@ -76,6 +88,9 @@ def alg_ref(algo: str) -> str:
 
 
 def lit(v: int, w: int) -> str:
+    if w > 64:  # C has no 128-bit literals
+        v &= (1 << w) - 1
+        return f"U128({hex(v >> 64)}ULL, {hex(v & ((1 << 64) - 1))}ULL)"
     return hex(v & ((1 << w) - 1) if w < 64 else v & ((1 << 64) - 1)) + "ULL"
 
 
@@ -146,9 +161,9 @@ class CGenBase:
         w = width(t0)
         if not w:
             raise Unsupported(node, f"values of type {t0}")
-        if w > 64:
-            raise Unsupported(node, f"values wider than 64 bits ({t0})")
-        return "u64"
+        if w > 128:
+            raise Unsupported(node, f"values wider than 128 bits ({t0})")
+        return cint(w)
 
     def struct(self, t: T.StructLike, node: Any) -> str:
         name = self.types.get(id(t))

@@ -10,7 +10,18 @@ from softswitch.frontend import types as T
 
 from ..codegen.base import args_of
 from ..codegen.values import rt
-from .cbase import ALGORITHMS, LOG_VALUES, MK, CGenBase, Unsupported, alg_call, alg_ref, mask, width
+from .cbase import (
+    ALGORITHMS,
+    LOG_VALUES,
+    MK,
+    CGenBase,
+    Unsupported,
+    alg_call,
+    alg_ref,
+    cint,
+    mask,
+    width,
+)
 
 
 class ExternCode(CGenBase):
@@ -45,6 +56,8 @@ class ExternCode(CGenBase):
             self.uses_passes = True
         elif name == "digest":
             self.digest(c)
+        elif name == "random" and width(b[0].type) > 64:
+            raise Unsupported(c, "random values wider than 64 bits")
         elif name == "random":
             # uniform in [lo, hi] (lo when hi <= lo) from the switch's own generator; its
             # values are not the Python engine's (neither engine's are reproducible by BMv2)
@@ -67,10 +80,10 @@ class ExternCode(CGenBase):
             w = width(b[0].type)
             self.e("{")
             base = self.fresh("_b")
-            self.e(f"u64 {base} = {self.x(b[2])};")
+            self.e(f"{cint(width(b[2].type))} {base} = {self.x(b[2])};")
             buf, n = self.pack(b[3])
             top = self.fresh("_m")
-            self.e(f"u64 {top} = {self.x(b[4])};")
+            self.e(f"{cint(width(b[4].type))} {top} = {self.x(b[4])};")
             h = alg_call(algo, buf, n)
             self.e(f"{dst} = ({top} ? {base} + ({h}) % {top} : {base}) & {mask(w)};")
             self.e("}")
@@ -101,7 +114,10 @@ class ExternCode(CGenBase):
             raise Unsupported(c, "log_msg with a run-time message")
         items = []
         if len(b) > 1 and b[1] is not None:  # every scalar of the list, no validity (as flatten)
-            items = [code for code, _w, _v in self.flatten(b[1])]
+            flat = self.flatten(b[1])
+            if any(w > 64 for _c, w, _v in flat):
+                raise Unsupported(c, "log_msg of values wider than 64 bits")
+            items = [code for code, _w, _v in flat]
         if len(items) > LOG_VALUES:
             raise Unsupported(c, f"log_msg with more than {LOG_VALUES} values")
         if text not in self.log_texts:
@@ -126,6 +142,8 @@ class ExternCode(CGenBase):
         items = []
         for f in t.fields:
             for code, w, _ in self.flatten_value(f"{base}.f_{f.name}", f.type, None, c):
+                if w > 64:
+                    raise Unsupported(c, "digests of values wider than 64 bits")
                 items.append((f.name, w, code))
         fields = [(n, w) for n, w, _ in items]
         key = (t.name, fields)
@@ -144,10 +162,8 @@ class ExternCode(CGenBase):
         buf, wr = self.fresh("_buf"), self.fresh("_wr")
         self.e(f"uint8_t {buf}[{(total + 7) // 8 + 1}]; wr_t {wr} = {{{buf}, 0, {(total + 7) // 8 + 1}, 0}};")
         for code, w, valid in items:
-            if valid is None:
-                self.e(f"wr_bits(&{wr}, {code}, {w});")
-            else:
-                self.e(f"if ({valid}) wr_bits(&{wr}, {code}, {w});")
+            put = f"wr_bits{'128' if w > 64 else ''}(&{wr}, {code}, {w});"
+            self.e(put if valid is None else f"if ({valid}) {put}")
         return buf, f"wr_bytes(&{wr})"
 
     def flatten(self, e: A.Expression) -> list[tuple[str, int, str | None]]:
@@ -173,7 +189,7 @@ class ExternCode(CGenBase):
             own = f"{base}.valid" if isinstance(t, T.HeaderType) else valid
             return [x for f in t.fields for x in self.flatten_value(f"{base}.f_{f.name}", f.type, own, node)]
         w = width(t)
-        if not w or w > 64:
+        if not w or w > 128:
             raise Unsupported(node, f"hashing values of type {t}")
         return [(base, w, valid)]
 

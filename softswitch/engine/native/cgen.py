@@ -30,6 +30,8 @@ from .cbase import (  # noqa: F401  (re-exported for cprogram)
     K,
     Unsupported,
     alg_call,
+    cint,
+    is_scalar,
     lit,
     mask,
     signed,
@@ -114,7 +116,7 @@ class CGen(ExternCode):
                 off = 0
                 for f in t.fields:
                     w = width(f.type)
-                    reads.append(f"{tmp}.f_{f.name} = rd_bits(p->data, p->len, p->pos + {off}, {w});")
+                    reads.append(f"{tmp}.f_{f.name} = {rd(f'p->pos + {off}', w)};")
                     off += w
                 return (f"({{ NEED({t.bit_width()}); {self.ctype(t, e)} {tmp}; "
                         f"{' '.join(reads)} {tmp}.valid = 1; {tmp}; }})")
@@ -156,9 +158,9 @@ class CGen(ExternCode):
         if e.op == "!":
             return f"(u64)!({a})"
         if e.op == "~":
-            return f"((~({a})) & {mask(w)})"
+            return f"((~({cint(w)})({a})) & {mask(w)})"
         if e.op == "-":
-            return f"((0ULL - ({a})) & {mask(w)})"
+            return f"((({cint(w)})0 - ({a})) & {mask(w)})"
         if e.op == "+":
             return a
         raise Unsupported(e, f"the operator {e.op}")
@@ -178,6 +180,9 @@ class CGen(ExternCode):
             return f"(({a}) & {mask(wd)})"
         if isinstance(dst, T.Bits) and isinstance(src, T.Bits):
             if src.signed and wd > src.width:
+                if wd > 64:  # through a signed 128-bit value, so that the sign fills the top
+                    sx = f"sext128({a}, {src.width})" if src.width > 64 else f"(i128)sext({a}, {src.width})"
+                    return f"(((u128){sx}) & {mask(wd)})"
                 return f"(((u64)sext({a}, {src.width})) & {mask(wd)})"
             return f"(({a}) & {mask(wd)})"
         if isinstance(dst, T.EnumType | T.ErrorType) or isinstance(src, T.EnumType | T.ErrorType):
@@ -197,7 +202,8 @@ class CGen(ExternCode):
         if self.effectful(e.right):
             # left to right (spec 8.1): C leaves the order of operands unspecified
             ta, tb = self.fresh("_l"), self.fresh("_r")
-            return f"({{ u64 {ta} = {a}; u64 {tb} = {b}; {self.binop(e, ta, tb)}; }})"
+            ca, cb = cint(width(e.left.type)), cint(width(e.right.type))
+            return f"({{ {ca} {ta} = {a}; {cb} {tb} = {b}; {self.binop(e, ta, tb)}; }})"
         return self.binop(e, a, b)
 
     def binop(self, e: A.BinaryExpr, a: str, b: str) -> str:
@@ -206,29 +212,42 @@ class CGen(ExternCode):
         lt, rtp = rt(e.left.type), rt(e.right.type)
         s = signed(e.left.type) or signed(e.right.type)
         wl = width(lt) if not isinstance(lt, T.InfInt) else width(rtp)
+        wide = w > 64  # the 128-bit helpers (u128 operands)
         if op in ("==", "!="):
             return f"(u64)(({a}) {op} ({b}))"
         if op in ("<", ">", "<=", ">="):
             if s:
-                return f"(u64)(sext({a}, {wl}) {op} sext({b}, {wl}))"
+                sx = "sext128" if wl > 64 else "sext"
+                return f"(u64)({sx}({a}, {wl}) {op} {sx}({b}, {wl}))"
             return f"(u64)(({a}) {op} ({b}))"
         if op in ("&", "|", "^"):
             return f"(({a}) {op} ({b}))"
         if op in ("+", "-", "*"):
+            if wide:
+                return f"((((u128)({a})) {op} ({b})) & {mask(w)})"
             return f"((({a}) {op} ({b})) & {mask(w)})"
-        if op == "<<":
-            return f"shl_w({a}, {b}, {w})"
-        if op == ">>":
-            return f"shr_s({a}, {b}, {w})" if signed(e.type) else f"shr_u({a}, {b}, {w})"
+        if op in ("<<", ">>"):
+            amount = f"amt64({b})" if width(rtp) > 64 else b  # 2^64 and more shift all out
+            sfx = "128" if wide else ""
+            if op == "<<":
+                return f"shl_w{sfx}({a}, {amount}, {w})"
+            return f"shr_s{sfx}({a}, {amount}, {w})" if signed(e.type) else f"shr_u{sfx}({a}, {amount}, {w})"
         if op in ("/", "%"):
             if s:
                 raise Unsupported(e, "signed division")
-            return f"div_u({a}, {b})" if op == "/" else f"mod_u({a}, {b})"
+            sfx = "128" if wide else ""
+            return f"div_u{sfx}({a}, {b})" if op == "/" else f"mod_u{sfx}({a}, {b})"
         if op == "++":
             wr = width(rtp)
-            if w > 64:
-                raise Unsupported(e, "concatenations wider than 64 bits")
+            if w > 128:
+                raise Unsupported(e, "concatenations wider than 128 bits")
+            if wide:
+                return f"((((u128)({a})) << {wr}) | ({b}))"
             return f"((({a}) << {wr}) | ({b}))" if wr < 64 else b
+        if op in ("|+|", "|-|") and wide:
+            if signed(e.type):
+                raise Unsupported(e, "signed saturating arithmetic wider than 64 bits")
+            return f"sat_add_u128({a}, {b}, {w})" if op == "|+|" else f"sat_sub_u128({a}, {b})"
         if op == "|+|":
             if signed(e.type):
                 return f"sat_s((__int128)sext({a}, {w}) + sext({b}, {w}), {w})"
@@ -250,9 +269,9 @@ class CGen(ExternCode):
                 raise Unsupported(c, "lookahead outside the parser")
             t = rt(c.type)
             w = width(t)
-            if isinstance(t, T.StructLike) or not w or w > 64:
+            if isinstance(t, T.StructLike) or not w or w > 128:
                 raise Unsupported(c, "lookahead of this type")
-            return f"({{ NEED({w}); rd_bits(p->data, p->len, p->pos, {w}); }})"
+            return f"({{ NEED({w}); {rd('p->pos', w)}; }})"
         if c.kind is K.TABLE_APPLY:
             raise Unsupported(c, "this use of apply()")
         if c.kind is K.FUNCTION:
@@ -267,7 +286,8 @@ class CGen(ExternCode):
         name = self.functions[id(decl)] = f"F_{len(self.functions)}"
         ret_t = rt(decl.type.return_type) if decl.type is not None else T.VOID
         returns = not isinstance(ret_t, T.VoidType)
-        if returns and self.ctype(ret_t, decl) != "u64":
+        ret_c = self.ctype(ret_t, decl) if returns else "void"
+        if returns and not is_scalar(ret_c):
             raise Unsupported(decl, "functions returning aggregates")
         params = []
         for i, prm in enumerate(decl.params):
@@ -278,7 +298,7 @@ class CGen(ExternCode):
             else:
                 params.append(f"{ct} a_{i}")
                 self.vars[id(prm)] = f"a_{i}"
-        sig = f"static {'u64' if returns else 'void'} {name}(pkt_t *p{''.join(', ' + x for x in params)})"
+        sig = f"static {ret_c} {name}(pkt_t *p{''.join(', ' + x for x in params)})"
         self.protos.append(sig + ";")
         saved = (self.out, self.fn_returns)
         self.out, self.fn_returns = [], returns
@@ -305,7 +325,7 @@ class CGen(ExternCode):
             elif a is None:
                 raise Unsupported(c, "this function argument")
             else:
-                parts.append(f"{ct} {t} = {self.x(a) if ct == 'u64' else self.lval(a)};")
+                parts.append(f"{ct} {t} = {self.x(a) if is_scalar(ct) else self.lval(a)};")
             if prm.direction in ("out", "inout"):
                 args.append(f"&{t}")
                 backs.append((self.lval(a), t))
@@ -317,7 +337,7 @@ class CGen(ExternCode):
         if isinstance(ret_t, T.VoidType):
             parts.append(f"{call}; u64 {r} = 0;")
         else:
-            parts.append(f"u64 {r} = {call};")
+            parts.append(f"{self.ctype(ret_t, c)} {r} = {call};")
         parts.extend(f"{lv} = {t};" for lv, t in backs)
         return f"({{ {' '.join(parts)} {r}; }})"
 
@@ -410,9 +430,9 @@ class CGen(ExternCode):
         name = self.fresh(f"v_{d.name}_")
         ct = self.ctype(d.type, d)
         self.vars[id(d)] = name
-        if ct == "u64":
+        if is_scalar(ct):
             init = self.x(d.init) if d.init is not None else "0"
-            self.e(f"u64 {name} = {init};")
+            self.e(f"{ct} {name} = {init};")
         else:
             self.e(f"{ct} {name}; memset(&{name}, 0, sizeof {name});")
             if d.init is not None:
@@ -469,8 +489,9 @@ class CGen(ExternCode):
             m = mask(lhs.hi_value - lhs.lo_value + 1)
             base = self.lval(lhs.expr)
             v = self.fresh("_sl")
-            self.e(f"{{ u64 {v} = ({self.x(s.rhs)}) & {m}; "
-                   f"{base} = ({base} & ~({m} << {lhs.lo_value})) | ({v} << {lhs.lo_value}); }}")
+            ct = cint(width(lhs.expr.type))  # the shifts in the base's width
+            self.e(f"{{ {ct} {v} = ({self.x(s.rhs)}) & {m}; "
+                   f"{base} = ({base} & ~((({ct}){m}) << {lhs.lo_value})) | ({v} << {lhs.lo_value}); }}")
             return
         self.e(f"{self.lval(s.lhs)} = {self.x(s.rhs)};")
 
@@ -499,7 +520,7 @@ class CGen(ExternCode):
             self.e("} }")
             return
         r = self.fresh("_sw")
-        self.e(f"{{ u64 {r} = {self.x(ex)};")
+        self.e(f"{{ {cint(width(ex.type))} {r} = {self.x(ex)};")
         self.e(f"switch ({r}) {{")
         for case in s.cases:
             if isinstance(case.label, A.DefaultExpr):
@@ -579,8 +600,12 @@ class CGen(ExternCode):
         for prm, a in zip(decl.params, args_of(c), strict=False):
             if not prm.direction:
                 t = self.fresh("_a")
-                self.e(f"u64 {t} = {self.x(a) if a is not None else '0'};")
-                data.append(t)
+                w = width(prm.type)
+                self.e(f"{cint(w)} {t} = {self.x(a) if a is not None else '0'};")
+                if w > 64:  # action data of 65..128 bits: two words, high first
+                    data += [f"(u64)({t} >> 64)", f"(u64){t}"]
+                else:
+                    data.append(t)
         if data:
             self.e(f"u64 _args[] = {{{', '.join(data)}}};")
         self.call_with_dirs(c, fn, "_args" if data else "NULL")
@@ -597,7 +622,7 @@ class CGen(ExternCode):
             ct = self.ctype(prm.type, prm)
             t = self.fresh("_io")
             if prm.direction in ("in", "inout"):
-                src = self.x(a) if ct == "u64" else self.lval(a)
+                src = self.x(a) if is_scalar(ct) else self.lval(a)
                 self.e(f"{ct} {t} = {src};")
             else:
                 self.e(f"{ct} {t}; memset(&{t}, 0, sizeof {t});")
@@ -644,7 +669,7 @@ class CGen(ExternCode):
         off = 0
         for f in t.fields:
             w = width(f.type)
-            self.e(f"{h}.f_{f.name} = rd_bits(p->data, p->len, p->pos + {off}, {w});")
+            self.e(f"{h}.f_{f.name} = {rd(f'p->pos + {off}', w)};")
             off += w
         self.e(f"p->pos += {total}; {h}.valid = 1;")
         if nxt is not None:
@@ -659,7 +684,8 @@ class CGen(ExternCode):
             self.emit_sizes.append(t.bit_width())
             self.e(f"if ({base}.valid) {{")
             for f in t.fields:
-                self.e(f"wr_bits(&p->out, {base}.f_{f.name}, {width(f.type)});")
+                w = width(f.type)
+                self.e(f"wr_bits{'128' if w > 64 else ''}(&p->out, {base}.f_{f.name}, {w});")
             self.e("}")
         elif isinstance(t, T.StructType):
             for f in t.fields:
@@ -669,3 +695,8 @@ class CGen(ExternCode):
                 self.emit_value(f"{base}.e[{i}]", rt(t.element), node)
         else:
             raise Unsupported(node, f"emit of {t}")
+
+
+def rd(pos: str, w: int) -> str:
+    """C reading w (<= 128) packet bits at bit offset pos (bounds checked by the caller)."""
+    return f"rd_bits{'128' if w > 64 else ''}(p->data, p->len, {pos}, {w})"

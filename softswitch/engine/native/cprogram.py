@@ -28,6 +28,8 @@ from .cgen import (
     CGen,
     Unsupported,
     alg_call,
+    cint,
+    is_scalar,
     mask,
     width,
 )
@@ -129,7 +131,7 @@ class ProgramC(CGen):
                 ct = self.ctype(d.type, d)
                 self.pkt_fields.append(f"    {ct} {name};")
                 self.vars[id(d)] = f"p->{name}"
-                if ct == "u64":
+                if is_scalar(ct):
                     resets.append(f"p->{name} = {self.x(d.init) if d.init is not None else '0'};")
                 else:
                     resets.append(f"memset(&p->{name}, 0, sizeof p->{name});")
@@ -219,7 +221,7 @@ class ProgramC(CGen):
             if slot is None:
                 continue
             name, ct = slot
-            agg = ct != "u64"
+            agg = not is_scalar(ct)
             if a is None:
                 raise Unsupported(c, f"no argument for {prm.name}")
             if agg and prm.direction in ("out", "inout") and self.gen.can_alias(args, i, decl):
@@ -263,8 +265,12 @@ class ProgramC(CGen):
                 self.vars[id(prm)] = f"(*{name})"
                 continue
             w = width(prm.type)
-            if not w or w > 64:
+            if not w or w > 128:
                 raise Unsupported(prm, f"action parameters of type {prm.type}")
+            if w > 64:  # two words of action data, high first (engine.py splits them)
+                self.vars[id(prm)] = f"U128(d[{i}], d[{i + 1}])"
+                i += 2
+                continue
             self.vars[id(prm)] = f"d[{i}]"
             i += 1
         sig = f"static void {fn}(pkt_t *p, const u64 *d{''.join(extra)})"
@@ -294,12 +300,16 @@ class ProgramC(CGen):
             dm_unit = spec.unit
         table = self.built.tables[info.name]
         match_keys = [k for k in d.keys if k.match_kind != "selector"]
-        if len(match_keys) > MAX_KEYS:
-            raise Unsupported(d, f"tables with more than {MAX_KEYS} key fields")
+        # a key field of 65..128 bits is two words of the C key, high first (engine.py's _tests)
+        words = [2 if width(k.expr.type) > 64 else 1 for k in match_keys]
+        if sum(words) > MAX_KEYS:
+            raise Unsupported(d, f"tables with more than {MAX_KEYS} key words")
         for k in d.keys:
             w = width(k.expr.type)
-            if not w or w > 64:
+            if not w or w > 128:
                 raise Unsupported(k, f"key fields of type {k.expr.type}")
+            if w > 64 and k.match_kind == "range":
+                raise Unsupported(k, "range key fields wider than 64 bits")
         tid = len(self.layout.tables)
         self.table_ids[(id(d), self.gen.prefix)] = tid
         names = list(table.action_specs)
@@ -309,8 +319,9 @@ class ProgramC(CGen):
                 if ref.call is None:
                     raise Unsupported(ref, "this table action's directional parameters")
                 bound[self.action_info(ref.action, ref).name] = ref.call
-        nargs = max((len(s.params) for s in table.action_specs.values()), default=0)
-        self.layout.tables.append(TableLayout(info.name, names, len(match_keys), nargs,
+        nargs = max((sum(2 if w > 64 else 1 for _n, w in s.params) for s in table.action_specs.values()),
+                    default=0)
+        self.layout.tables.append(TableLayout(info.name, names, sum(words), nargs,
                                               bool(info.direct_counter), bool(info.direct_meter)))
         if info.direct_meter:
             self.direct_meter_of[id(self.built.ns[info.direct_meter])] = True
@@ -319,15 +330,21 @@ class ProgramC(CGen):
         self.out = []
         self.protos.append(f"static uint32_t TA_{tid}(pkt_t *p);")
         self.e(f"static uint32_t TA_{tid}(pkt_t *p) {{")
-        self.e(f"u64 k[{max(len(match_keys), 1)}] = {{0}};")
+        self.e(f"u64 k[{max(sum(words), 1)}] = {{0}};")
         sel_vals = []
         for k in d.keys:  # evaluated in order, match and selector keys alike (spec 14.2.1.1)
+            w = width(k.expr.type)
             if k.match_kind == "selector":
                 v = self.fresh("_sk")
-                self.e(f"u64 {v} = {self.x(k.expr)};")
-                sel_vals.append((v, width(k.expr.type)))
+                self.e(f"{cint(w)} {v} = {self.x(k.expr)};")
+                sel_vals.append((v, w))
+                continue
+            at = sum(words[:match_keys.index(k)])
+            if w > 64:
+                v = self.fresh("_wk")
+                self.e(f"u128 {v} = {self.x(k.expr)}; k[{at}] = (u64)({v} >> 64); k[{at + 1}] = (u64){v};")
             else:
-                self.e(f"k[{match_keys.index(k)}] = {self.x(k.expr)};")
+                self.e(f"k[{at}] = {self.x(k.expr)};")
         self.e(f"tbl_t *t = &p->sw->tbl[{tid}];")
         self.e("int32_t e = tbl_lookup(t, k);")
         if info.direct_counter:  # every hit counts (BMv2), whatever the action does
@@ -352,7 +369,7 @@ class ProgramC(CGen):
             cap = (total + 7) // 8 + 1
             self.e(f"uint8_t sb[{cap}]; wr_t sw_ = {{sb, 0, {cap}, 0}};")
             for v, w in sel_vals:
-                self.e(f"wr_bits(&sw_, {v}, {w});")
+                self.e(f"wr_bits{'128' if w > 64 else ''}(&sw_, {v}, {w});")
             h = alg_call(algo, "sb", "wr_bytes(&sw_)") if algo else "0"
             self.e(f"uint32_t m = t->grp_off[g] + (uint32_t)(({h}) % n);")
             self.e(f"a = t->mem_action[m]; d = t->mem_args + (size_t)m * {nargs}; }} }}")
@@ -443,7 +460,7 @@ class ProgramC(CGen):
         keys = []
         for k in sel.keys:
             v = self.fresh("_k")
-            self.e(f"u64 {v} = {self.x(k)};")
+            self.e(f"{cint(width(k.type))} {v} = {self.x(k)};")
             keys.append(v)
         for case in sel.cases:
             ks = case.keyset

@@ -38,6 +38,30 @@ static inline u64 sat_s(__int128 v, unsigned w) {
     return ((u64)v) & MASK(w);
 }
 
+/* values of 65..128 bits: unsigned __int128, with the same operations as above */
+typedef unsigned __int128 u128;
+typedef __int128 i128;
+#define MASK128(w) ((w) >= 128 ? ~(u128)0 : (((u128)1 << (w)) - 1))
+#define U128(hi, lo) ((((u128)(hi)) << 64) | (u128)(lo))
+static inline i128 sext128(u128 v, unsigned w) {
+    if (w >= 128) return (i128)v;
+    u128 m = (u128)1 << (w - 1);
+    return (i128)((v ^ m) - m);
+}
+/* a shift amount wider than 64 bits: any value of 2^64 or more shifts everything out */
+static inline u64 amt64(u128 s) { return (s >> 64) ? ~0ULL : (u64)s; }
+static inline u128 shl_w128(u128 a, u64 s, unsigned w) { return s >= w ? 0 : (a << s) & MASK128(w); }
+static inline u128 shr_u128(u128 a, u64 s, unsigned w) { return s >= w ? 0 : a >> s; }
+static inline u128 shr_s128(u128 a, u64 s, unsigned w) {
+    i128 v = sext128(a, w);
+    if (s >= w) s = w - 1;
+    return ((u128)(v >> s)) & MASK128(w);
+}
+static inline u128 div_u128(u128 a, u128 b) { return b ? a / b : 0; }
+static inline u128 mod_u128(u128 a, u128 b) { return b ? a % b : 0; }
+static inline u128 sat_add_u128(u128 a, u128 b, unsigned w) { u128 r = a + b; return (r > MASK128(w) || r < a) ? MASK128(w) : r; }
+static inline u128 sat_sub_u128(u128 a, u128 b) { return a > b ? a - b : 0; }
+
 /* w (<= 64) bits at bit offset pos of d (len bytes), network order; the caller checked
  * that they are inside the buffer. Eight bytes are loaded at once where they all are. */
 static inline u64 rd_bits(const uint8_t *d, uint32_t len, uint32_t pos, unsigned w) {
@@ -53,6 +77,11 @@ static inline u64 rd_bits(const uint8_t *d, uint32_t len, uint32_t pos, unsigned
     unsigned __int128 acc = 0;
     for (uint32_t i = start; i < end; i++) acc = (acc << 8) | d[i];
     return (u64)(acc >> (end * 8 - (pos + w))) & MASK(w);
+}
+
+static inline u128 rd_bits128(const uint8_t *d, uint32_t len, uint32_t pos, unsigned w) {
+    if (w <= 64) return rd_bits(d, len, pos, w);
+    return U128(rd_bits(d, len, pos, w - 64), rd_bits(d, len, pos + w - 64, 64));
 }
 
 /* bit writer: headers the deparser emits, field lists of hashes and checksums */
@@ -76,6 +105,10 @@ static inline void wr_bits(wr_t *o, u64 v, unsigned w) {
         o->nbits += take;
         w -= take;
     }
+}
+static inline void wr_bits128(wr_t *o, u128 v, unsigned w) {
+    if (w > 64) { wr_bits(o, (u64)(v >> 64), w - 64); wr_bits(o, (u64)v, 64); }
+    else wr_bits(o, (u64)v, w);
 }
 static inline uint32_t wr_bytes(wr_t *o) { return (o->nbits + 7) >> 3; }
 

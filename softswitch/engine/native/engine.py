@@ -303,9 +303,11 @@ class NativeEngine:
                 name, eargs = "", ()
                 gi = group_index.setdefault(int(e.group or 0), len(group_index))
             act.append(index[name] if name else 0x80000000 | gi)
-            args.extend(eargs)
-            args.extend([0] * (na - len(eargs)))
-        d_args = list(table.default_args) + [0] * (na - len(table.default_args))
+            words = _arg_words(table, name, eargs)
+            args.extend(words)
+            args.extend([0] * (na - len(words)))
+        d_args = _arg_words(table, str(table.default_action), table.default_args)
+        d_args += [0] * (na - len(d_args))
         ffi = self.ffi
         rc = self.lib.ss_table_load(
             self.state, tid, 1 if table.mode == "list" else 0, len(entries),
@@ -325,8 +327,9 @@ class NativeEngine:
                 for m in members:
                     name, margs_m, _fn = prof.members[m]
                     mact.append(index[name])
-                    margs.extend(margs_m)
-                    margs.extend([0] * (na - len(margs_m)))
+                    words = _arg_words(table, name, margs_m)
+                    margs.extend(words)
+                    margs.extend([0] * (na - len(words)))
             rc = self.lib.ss_table_groups(
                 self.state, tid, len(lens), ffi.from_buffer("uint32_t[]", lens) if lens else ffi.NULL,
                 len(mact), ffi.from_buffer("uint32_t[]", mact) if mact else ffi.NULL,
@@ -464,15 +467,36 @@ class PacketBatch:
 
 
 def _tests(table: Table, entry: Any) -> list[tuple[int, int, int]]:
-    """Per key field (kind, a, b) as the C lookup reads them (tables.py `_tests`)."""
+    """Per key word (kind, a, b) as the C lookup reads them (tables.py `_tests`); a field of
+    65..128 bits is two words, high first (cprogram.py refuses such range fields)."""
     if table.mode == "list":
-        return [(k, a, b) for k, a, b in (entry.tests or table._tests(entry.key))]
+        tests = [(k, a, b) for k, a, b in (entry.tests or table._tests(entry.key))]
+    else:
+        tests = []
+        for spec, mv in zip(table.match_keys, entry.key, strict=True):
+            full = (1 << spec.width) - 1
+            if mv[0] == "lpm":
+                m = full ^ ((1 << (spec.width - mv[2])) - 1)
+                tests.append((0, m, mv[1]))
+            else:
+                tests.append((0, full, mv[1]))
     out = []
-    for spec, mv in zip(table.match_keys, entry.key, strict=True):
-        full = (1 << spec.width) - 1
-        if mv[0] == "lpm":
-            m = full ^ ((1 << (spec.width - mv[2])) - 1)
-            out.append((0, m, mv[1]))
+    for spec, (k, a, b) in zip(table.match_keys, tests, strict=True):
+        if spec.width > 64:
+            out += [(k, a >> 64, b >> 64), (k, a & _WORD, b & _WORD)]
         else:
-            out.append((0, full, mv[1]))
+            out.append((k, a, b))
+    return out
+
+
+_WORD = (1 << 64) - 1
+
+
+def _arg_words(table: Table, action: str, values: Any) -> list[int]:
+    """An action's data as the C words: a value of 65..128 bits is two, high first."""
+    spec = table.action_specs.get(action)
+    out: list[int] = []
+    for i, v in enumerate(values):
+        w = spec.params[i][1] if spec is not None and i < len(spec.params) else 64
+        out += [v >> 64, v & _WORD] if w > 64 else [v]
     return out
