@@ -155,7 +155,7 @@ class CGenBase:
         if isinstance(t0, T.HeaderUnionType):
             raise Unsupported(node, "header unions")
         if isinstance(t0, T.Varbit):
-            raise Unsupported(node, "varbit fields")
+            return self.varbit_type(t0)
         if isinstance(t0, T.StructLike):
             return self.struct(t0, node)
         w = width(t0)
@@ -178,6 +178,16 @@ class CGenBase:
         if not body:
             body = "    uint8_t empty;\n"
         self.type_src.append(f"typedef struct {{\n{body}}} {name};\n")
+        return name
+
+    def varbit_type(self, t: T.Varbit) -> str:
+        """varbit<N>: its bytes in network order (extract takes whole bytes) and its current
+        width in bits."""
+        n = max((t.max_width + 7) // 8, 1)
+        name = f"VB{n}"
+        if name not in self.types.values():
+            self.types[id(t)] = name
+            self.type_src.append(f"typedef struct {{\n    uint8_t b[{n}];\n    u64 w;\n}} {name};\n")
         return name
 
     def stack_type(self, t: T.HeaderStack, node: Any) -> str:

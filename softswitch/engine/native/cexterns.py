@@ -157,37 +157,49 @@ class ExternCode(CGenBase):
 
     def pack(self, e: A.Expression) -> tuple[str, str]:
         """Emit a field list packed as BMv2's buffer builder does; (buffer, byte count)."""
-        items = self.flatten(e)
-        total = sum(w for _, w, _ in items)
+        items = self.flatten(e, calc=True)
+        total = sum(abs(w) for _, w, _ in items)
         buf, wr = self.fresh("_buf"), self.fresh("_wr")
         self.e(f"uint8_t {buf}[{(total + 7) // 8 + 1}]; wr_t {wr} = {{{buf}, 0, {(total + 7) // 8 + 1}, 0}};")
         for code, w, valid in items:
-            put = f"wr_bits{'128' if w > 64 else ''}(&{wr}, {code}, {w});"
-            self.e(put if valid is None else f"if ({valid}) {put}")
+            if w < 0:  # a varbit: its current width
+                put = f"for (uint32_t _i = 0; _i < {code}.w / 8; _i++) wr_bits(&{wr}, {code}.b[_i], 8);"
+            else:
+                put = f"wr_bits{'128' if w > 64 else ''}(&{wr}, {code}, {w});"
+            self.e(put if valid is None else f"if ({valid}) {{ {put} }}")
         return buf, f"wr_bytes(&{wr})"
 
-    def flatten(self, e: A.Expression) -> list[tuple[str, int, str | None]]:
+    def flatten(self, e: A.Expression, calc: bool = False) -> list[tuple[str, int, str | None]]:
+        """(value, width, validity) of each scalar of a field list; with calc (hashes and
+        checksums, codegen's flatten_calc) a varbit is (its l-value, -its maximum width), else
+        it is left out (codegen's flatten)."""
         if isinstance(e, A.ListExpr):
-            return [x for it in e.items for x in self.flatten(it)]
+            return [x for it in e.items for x in self.flatten(it, calc)]
         if isinstance(e, A.StructInitExpr):
-            return [x for _, it in e.fields for x in self.flatten(it)]
+            return [x for _, it in e.fields for x in self.flatten(it, calc)]
         t = rt(e.type)
         if isinstance(t, T.StructLike | T.HeaderStack):
-            return self.flatten_value(self.lval(e), t, None, e)
+            return self.flatten_value(self.lval(e), t, None, e, calc)
         valid = None
         if isinstance(e, A.MemberExpr) and e.kind is MK.FIELD and isinstance(rt(e.expr.type), T.HeaderType):
             valid = f"{self.lval(e.expr)}.valid"
+        if isinstance(t, T.Varbit):
+            return [(self.lval(e), -t.max_width, valid)] if calc else []
         return [(self.x(e), width(t), valid)]
 
-    def flatten_value(self, base: str, t: T.P4Type, valid: str | None, node: Any) -> list[tuple[str, int, str | None]]:
+    def flatten_value(self, base: str, t: T.P4Type, valid: str | None, node: Any,
+                      calc: bool = False) -> list[tuple[str, int, str | None]]:
         t = rt(t)
         if isinstance(t, T.HeaderStack):
-            return [x for i in range(t.size) for x in self.flatten_value(f"{base}.e[{i}]", t.element, valid, node)]
+            return [x for i in range(t.size)
+                    for x in self.flatten_value(f"{base}.e[{i}]", t.element, valid, node, calc)]
         if isinstance(t, T.StructLike):
             if isinstance(t, T.HeaderUnionType):
                 raise Unsupported(node, "header unions")
             own = f"{base}.valid" if isinstance(t, T.HeaderType) else valid
-            return [x for f in t.fields for x in self.flatten_value(f"{base}.f_{f.name}", f.type, own, node)]
+            return [x for f in t.fields for x in self.flatten_value(f"{base}.f_{f.name}", f.type, own, node, calc)]
+        if isinstance(t, T.Varbit):
+            return [(base, -t.max_width, valid)] if calc else []
         w = width(t)
         if not w or w > 128:
             raise Unsupported(node, f"hashing values of type {t}")

@@ -651,8 +651,6 @@ class CGen(ExternCode):
 
     def extract(self, c: A.CallExpr) -> None:
         args = args_of(c)
-        if len(args) > 1 and args[1] is not None:
-            raise Unsupported(c, "extract of varbit headers")
         target = args[0]
         t = rt(target.type)
         if not isinstance(t, T.HeaderType):
@@ -664,6 +662,16 @@ class CGen(ExternCode):
             h = f"{nxt}.e[{nxt}.n]"
         else:
             h = self.lval(target)
+        if any(isinstance(rt(f.type), T.Varbit) for f in t.fields):
+            if len(args) < 2 or args[1] is None:
+                raise Unsupported(c, "extract of a varbit header without its length")
+            self.extract_varbit(h, t, args[1])
+        else:
+            self.extract_fixed(h, t)
+        if nxt is not None:
+            self.e(f"{nxt}.n++;")
+
+    def extract_fixed(self, h: str, t: T.HeaderType) -> None:
         total = t.bit_width()
         self.e(f"NEED({total});")
         off = 0
@@ -672,8 +680,30 @@ class CGen(ExternCode):
             self.e(f"{h}.f_{f.name} = {rd(f'p->pos + {off}', w)};")
             off += w
         self.e(f"p->pos += {total}; {h}.valid = 1;")
-        if nxt is not None:
-            self.e(f"{nxt}.n++;")
+
+    def extract_varbit(self, h: str, t: T.HeaderType, length: A.Expression) -> None:
+        """extract(h, len) (spec 13.8.2) with BMv2's checks in its order, as codegen's: a
+        length not a multiple of 8, then past the packet's end, then over the maximum."""
+        n = self.fresh("_vl")
+        fixed = sum(width(f.type) for f in t.fields if not isinstance(rt(f.type), T.Varbit))
+        vmax = sum(rt(f.type).max_width for f in t.fields  # type: ignore[attr-defined]
+                   if isinstance(rt(f.type), T.Varbit))
+        self.e(f"{{ {cint(width(length.type))} {n} = {self.x(length)};")
+        self.e(f"if ({n} % 8) {{ p->perr = {self.err_code('ParserInvalidArgument')}; goto reject; }}")
+        self.e(f"if ((u128)p->pos + {fixed} + {n} > (u128)p->len * 8) goto too_short;")
+        self.e(f"if ({n} > {vmax}) {{ p->perr = {self.err_code('HeaderTooShort')}; goto reject; }}")
+        for f in t.fields:
+            ft = rt(f.type)
+            if isinstance(ft, T.Varbit):
+                v = f"{h}.f_{f.name}"
+                self.e(f"memset(&{v}, 0, sizeof {v}); {v}.w = (u64){n};")
+                self.e(f"for (uint32_t _i = 0; _i < (uint32_t){n} / 8; _i++) "
+                       f"{v}.b[_i] = (uint8_t)rd_bits(p->data, p->len, p->pos + 8 * _i, 8);")
+                self.e(f"p->pos += (uint32_t){n};")
+            else:
+                w = width(ft)
+                self.e(f"{h}.f_{f.name} = {rd('p->pos', w)}; p->pos += {w};")
+        self.e(f"{h}.valid = 1; }}")
 
     def emit(self, c: A.CallExpr) -> None:
         arg = args_of(c)[0]
@@ -681,9 +711,14 @@ class CGen(ExternCode):
 
     def emit_value(self, base: str, t: T.P4Type, node: Any) -> None:
         if isinstance(t, T.HeaderType):
-            self.emit_sizes.append(t.bit_width())
+            self.emit_sizes.append(t.bit_width() + sum(rt(f.type).max_width for f in t.fields  # type: ignore[attr-defined]
+                                                       if isinstance(rt(f.type), T.Varbit)))
             self.e(f"if ({base}.valid) {{")
             for f in t.fields:
+                if isinstance(rt(f.type), T.Varbit):  # its current width, whole bytes
+                    self.e(f"for (uint32_t _i = 0; _i < {base}.f_{f.name}.w / 8; _i++) "
+                           f"wr_bits(&p->out, {base}.f_{f.name}.b[_i], 8);")
+                    continue
                 w = width(f.type)
                 self.e(f"wr_bits{'128' if w > 64 else ''}(&p->out, {base}.f_{f.name}, {w});")
             self.e("}")
