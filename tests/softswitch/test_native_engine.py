@@ -31,7 +31,6 @@ pytestmark = pytest.mark.skipif(available() is not None, reason=f"native engine:
 # STF programs the native engine refuses at load time, and the construct its message names.
 # A program that starts to run natively (or a new refusal) fails test_stf_on_both_engines.
 NATIVE_REFUSES = {
-    "parser_ops": "parser value sets",
     "union": "header unions",
 }
 
@@ -680,3 +679,52 @@ def test_varbit_fields_agree() -> None:
     assert got[-1][0][1][:8] == bytes([0x11, 16, 0xAB, 0xCD, 0xEF, 0xAB, 0xCD, 0xEF])
     errors = {g[0][1][-1] for g in got if g}
     assert errors >= {0, 1, 2, 3}  # each parser error was met
+
+
+# parser value sets: one key (plain and masked members), three keys (tuple members)
+VALUE_SETS = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; bit<8> b; bit<8> path; }
+struct hs { h_t h; }
+struct keys_t { bit<8> a; bit<8> b; bit<8> c; }
+struct m { }
+parser P(packet_in pkt, out hs h, inout m meta, inout standard_metadata_t sm) {
+    value_set<bit<8>>(4) one;
+    value_set<keys_t>(4) three;
+    state start {
+        pkt.extract(h.h);
+        transition select(h.h.a) { one: first; default: next; }
+    }
+    state first { h.h.path = 1; transition accept; }
+    state next {
+        transition select(h.h.a, h.h.b, h.h.path) { three: second; (_, 0xFF, _): reject; default: accept; }
+    }
+    state second { h.h.path = 2; transition accept; }
+}
+control V(inout hs h, inout m meta) { apply { } }
+control I(inout hs h, inout m meta, inout standard_metadata_t sm) { apply { sm.egress_spec = 2; } }
+control E(inout hs h, inout m meta, inout standard_metadata_t sm) { apply { } }
+control C(inout hs h, inout m meta) { apply { } }
+control D(packet_out p, in hs h) { apply { p.emit(h.h); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+def test_parser_value_sets_agree() -> None:
+    prog = compile_source(VALUE_SETS, filename="value_sets.p4")
+    frames = [bytes([a, b, 0]) for a in (0, 1, 5, 0x15, 0x25, 0xF5, 7) for b in (0, 3, 0xFF)]
+    results = []
+    for engine in ("python", "native"):
+        sw = Switch(prog, engine=engine)
+        got = [sw.process_packet(0, f) for f in frames]
+        sw.value_set_set("P.one", [5, (0x05, 0x0F), 1 << 70, (7, 1 << 80 | 0xFF)])
+        sw.value_set_set("P.three", [(0x25, 3, 0), (0, 0xFF, 0), (1, 2)])
+        got += [sw.process_packet(0, f) for f in frames]
+        sw.value_set_remove("P.one", 0x05, 0x0F)
+        sw.value_set_add("P.three", (0x15, 0, 0))
+        got += [sw.process_packet(0, f) for f in frames]
+        results.append((got, sw.stats))
+    assert results[0] == results[1]
+    paths = [g[0][1][2] for g in results[1][0]]
+    assert paths.count(1) > 6 and paths.count(2) > 2  # members matched (plain, masked, tuples)

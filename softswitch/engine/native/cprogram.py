@@ -41,6 +41,8 @@ CDEF = """
 typedef struct sw sw_t;
 typedef struct { uint32_t port; uint32_t off; uint32_t len; } ss_out_t;
 sw_t *ss_new(void);
+int ss_vs_set(sw_t *sw, uint32_t id, uint32_t n, uint32_t nk, const uint64_t *v, const uint64_t *m,
+              const uint8_t *hm);
 int ss_crc_set(sw_t *sw, uint32_t which, uint32_t width, uint64_t poly, uint64_t init, uint64_t xor_out,
                int refin, int refout);
 void ss_free(sw_t *sw);
@@ -97,6 +99,7 @@ class Layout:
     digest_width: int = 1  # values per digest in the C buffer
     uses_passes: bool = False  # clone, resubmit or recirculate (the job pipeline)
     log_texts: list[str] = field(default_factory=list)  # log_msg messages, by number
+    value_sets: list[tuple[str, int]] = field(default_factory=list)  # (name, words per member)
 
 
 class ProgramC(CGen):
@@ -108,6 +111,8 @@ class ProgramC(CGen):
         self.layout = Layout()
         # (id(instance), enclosing codegen prefix) -> (C function, declaration, parameter slots)
         self.subs: dict[tuple[int, str], tuple[str, Any, list[tuple[str, str] | None]]] = {}
+        self.value_sets: list[tuple[str, int]] = []  # (control-plane name, words per member)
+        self.vs_ids: dict[int, int] = {}
 
     # ---------------------------------------------------------------- blocks
 
@@ -142,7 +147,7 @@ class ProgramC(CGen):
                 if not isinstance(t, T.ExternType):
                     self.compile_sub(d)
             elif isinstance(d, A.ValueSetDecl):
-                raise Unsupported(d, "parser value sets")
+                self.value_set_id(d)
         return resets
 
     def compile_control(self, decl: A.ControlDecl, role: str) -> None:
@@ -460,12 +465,22 @@ class ProgramC(CGen):
         keys = []
         for k in sel.keys:
             v = self.fresh("_k")
+            if width(k.type) > 64 and self.uses_value_set(sel):
+                raise Unsupported(k, "parser value sets of keys wider than 64 bits")
             self.e(f"{cint(width(k.type))} {v} = {self.x(k)};")
             keys.append(v)
         for case in sel.cases:
             ks = case.keyset
             items = ks.items if isinstance(ks, A.ListExpr) else [ks]
             conds = []
+            if len(keys) > 1 and isinstance(ks, A.PathExpr) and isinstance(ks.decl, A.ValueSetDecl):
+                # one value set for all the keys: members are tuples (runtime.ValueSet.match)
+                kv = self.fresh("_kv")
+                self.e(f"{{ u64 {kv}[] = {{{', '.join(keys)}}};")
+                vid = self.value_set_id(ks.decl, len(keys))
+                self.e(f"if (vs_match(&p->sw->vs[{vid}], {kv}, {len(keys)})) {{ "
+                       f"{self.goto(self.target(case.state, labels))} }} }}")
+                continue
             for v, item in zip(keys, items, strict=False):
                 if isinstance(item, A.DefaultExpr | A.DontCareExpr):
                     continue
@@ -475,7 +490,7 @@ class ProgramC(CGen):
                 elif isinstance(item, A.RangeExpr):
                     conds.append(f"({self.x(item.lo)} <= {v} && {v} <= {self.x(item.hi)})")
                 elif isinstance(item, A.PathExpr) and isinstance(item.decl, A.ValueSetDecl):
-                    raise Unsupported(item, "parser value sets")
+                    conds.append(f"vs_match(&p->sw->vs[{self.value_set_id(item.decl, 1)}], &{v}, 1)")
                 else:
                     conds.append(f"({v} == {self.x(item)})")
             go = self.goto(self.target(case.state, labels))
@@ -484,6 +499,27 @@ class ProgramC(CGen):
                 return
             self.e(f"if ({' && '.join(conds)}) {{ {go} }}")
         self.e(f"p->perr = {self.err_code('NoMatch')}; goto reject;")
+
+    def uses_value_set(self, sel: A.SelectExpr) -> bool:
+        return any(isinstance(i, A.PathExpr) and isinstance(i.decl, A.ValueSetDecl)
+                   for c in sel.cases for i in (c.keyset.items if isinstance(c.keyset, A.ListExpr) else [c.keyset]))
+
+    def value_set_id(self, d: A.ValueSetDecl, nk: int = 0) -> int:
+        """A parser value set's index in C (members loaded by engine.py); nk: the words of
+        a member, from the select that uses it."""
+        vid = self.vs_ids.get(id(d))
+        if vid is None:
+            names = [fq for decl, _g, fq in self.gen.value_sets if decl is d]
+            if len(names) != 1:
+                raise Unsupported(d, "a value set of a parser instantiated more than once")
+            vid = self.vs_ids[id(d)] = len(self.value_sets)
+            self.value_sets.append((names[0], 0))
+        name, have = self.value_sets[vid]
+        if nk and have and nk != have:
+            raise Unsupported(d, "a value set used by selects of different key counts")
+        if nk:
+            self.value_sets[vid] = (name, nk)
+        return vid
 
     def compile_deparser(self, decl: A.ControlDecl) -> None:
         self.block_params(decl, "deparser")
@@ -568,6 +604,7 @@ class ProgramC(CGen):
         self.layout.digest_width = self.digest_width
         self.layout.uses_passes = self.uses_passes
         self.layout.log_texts = list(self.log_texts)
+        self.layout.value_sets = [(name, nk or 1) for name, nk in self.value_sets]
         self.meta_c = meta_c
         self.meta_t = meta_t
         return self.assemble(hdr_c, meta_c, sm_c, sm_fields)
@@ -597,6 +634,7 @@ typedef struct sw {{
     mc_t *mc; uint32_t nmc;  /* multicast groups (a switch has few: searched in order) */
     sess_t *sess; uint32_t nsess;  /* clone sessions */
     crcp_t crc[2];  /* crc16_custom, crc32_custom */
+    vs_t vs[{max(len(self.value_sets), 1)}];  /* parser value sets */
 }} sw_t;
 typedef struct pkt {{
     {hdr_c} hdr;
@@ -670,6 +708,7 @@ static int crc_ready = 0;
 
 void ss_free(sw_t *sw) {{
     if (!sw) return;
+    for (int i = 0; i < {len(self.value_sets)}; i++) {{ free(sw->vs[i].v); free(sw->vs[i].m); free(sw->vs[i].hm); }}
     for (int i = 0; i < {nt}; i++) {{ tbl_free(&sw->tbl[i]); free(sw->tbl[i].def_args); }}
     for (int i = 0; i < {nr}; i++) free(sw->reg[i]);
     for (int i = 0; i < {nc}; i++) {{ free(sw->cnt_p[i]); free(sw->cnt_b[i]); }}
@@ -684,6 +723,19 @@ int ss_crc_set(sw_t *sw, uint32_t which, uint32_t width, uint64_t poly, uint64_t
                int refin, int refout) {{
     if (which > 1 || width < 8 || width > 64) return -1;
     crcp_set(&sw->crc[which], width, poly, init, xor_out, refin, refout);
+    return 0;
+}}
+
+int ss_vs_set(sw_t *sw, uint32_t id, uint32_t n, uint32_t nk, const uint64_t *v, const uint64_t *m,
+              const uint8_t *hm) {{
+    if (id >= {len(self.value_sets)}) return -1;
+    vs_t *s = &sw->vs[id];
+    u64 *nv = malloc(sizeof(u64) * ((size_t)n * nk + 1)), *nm = malloc(sizeof(u64) * ((size_t)n + 1));
+    uint8_t *nh = malloc((size_t)n + 1);
+    if (!nv || !nm || !nh) {{ free(nv); free(nm); free(nh); return -1; }}
+    if (n) {{ memcpy(nv, v, sizeof(u64) * n * nk); memcpy(nm, m, sizeof(u64) * n); memcpy(nh, hm, n); }}
+    free(s->v); free(s->m); free(s->hm);
+    s->v = nv; s->m = nm; s->hm = nh; s->n = n;
     return 0;
 }}
 

@@ -203,6 +203,22 @@ static u64 alg_identity(const uint8_t *d, uint32_t n) {
 """
 
 TABLES = r"""
+/* a parser value set: n members of nk words (a masked member: one word under its mask),
+ * as runtime.ValueSet.match */
+typedef struct { uint32_t n; u64 *v, *m; uint8_t *hm; } vs_t;
+static int vs_match(const vs_t *s, const u64 *k, uint32_t nk) {
+    for (uint32_t i = 0; i < s->n; i++) {
+        const u64 *v = s->v + (size_t)i * nk;
+        if (s->hm[i]) {
+            if (nk == 1 && (k[0] & s->m[i]) == (v[0] & s->m[i])) return 1;
+            continue;
+        }
+        uint32_t j = 0;
+        while (j < nk && k[j] == v[j]) j++;
+        if (j == nk) return 1;
+    }
+    return 0;
+}
 /* a two-rate three-colour marker (RFC 2698, colour-blind) as externs.py's MeterCell, in the
  * same double arithmetic, so that both engines colour alike */
 typedef struct { int configured, has_last; u64 cir, cburst, pir, pburst, last_us; double tc, tp; } meter_t;

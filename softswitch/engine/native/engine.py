@@ -186,6 +186,8 @@ class NativeEngine:
         self.changes_seen = -1
         self.mc_max = 0
         self.loaded_groups: set[int] = set()
+        self.value_sets = [built.value_sets[name] for name, _nk in layout.value_sets]
+        self.vs_loaded: list[Any] = [None] * len(self.value_sets)  # the member lists loaded
         self.crcs: list[Any] = [None] * len(CUSTOM_CRCS)  # the custom CRCs loaded: the first sync loads them
         for rid, (name, size, width) in enumerate(layout.registers):
             py = built.registers[name]
@@ -222,6 +224,10 @@ class NativeEngine:
                                        int(q.reflect_in), int(q.reflect_out)):
                     raise ValueError(f"native engine: {name} of width {q.width} (8..64 bits)")
                 self.crcs[i] = crc
+        for i, (_name, nk) in enumerate(self.layout.value_sets):
+            vs = self.value_sets[i]
+            if vs.members is not self.vs_loaded[i]:  # ValueSet.set puts a new list
+                self._load_value_set(i, nk, vs)
         if Table.changes == self.changes_seen and self.switch.pre.version == self.pre_version:
             return
         self.changes_seen = Table.changes
@@ -233,6 +239,30 @@ class NativeEngine:
         if pre.version != self.pre_version:
             self._load_groups(pre)
             self.pre_version = pre.version
+
+    def _load_value_set(self, i: int, nk: int, vs: Any) -> None:
+        """A value set's members as the C words; a member that can never match a key of
+        nk words of 64 bits at most (wider, or of another shape) is left out."""
+        vals, masks, has = array("Q"), array("Q"), bytearray()
+        for v, m in vs.members:
+            words = list(v) if isinstance(v, tuple) and nk > 1 else [v]
+            if len(words) != nk or not all(isinstance(w, int) and 0 <= w <= _WORD for w in words):
+                continue
+            if m is not None:
+                if nk != 1 or not isinstance(m, int) or m < 0 or (v & m) >> 64:
+                    continue
+                m &= _WORD
+            vals.extend(int(w) for w in words)
+            masks.append(m if m is not None else 0)
+            has.append(m is not None)
+        ffi = self.ffi
+        n = len(masks)
+        if self.lib.ss_vs_set(self.state, i, n, nk,
+                              ffi.from_buffer("uint64_t[]", vals) if n else ffi.NULL,
+                              ffi.from_buffer("uint64_t[]", masks) if n else ffi.NULL,
+                              ffi.from_buffer("uint8_t[]", has) if n else ffi.NULL):
+            raise MemoryError(f"native engine: out of memory loading {vs.name}")
+        self.vs_loaded[i] = vs.members
 
     def pull_direct(self, tid: int) -> None:
         """Copy the C cells of a table's direct counter / meter back into its Entry objects."""
