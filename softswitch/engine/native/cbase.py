@@ -152,8 +152,6 @@ class CGenBase:
         t0 = T.strip_newtype(t)
         if isinstance(t0, T.HeaderStack):
             return self.stack_type(t0, node)
-        if isinstance(t0, T.HeaderUnionType):
-            raise Unsupported(node, "header unions")
         if isinstance(t0, T.Varbit):
             return self.varbit_type(t0)
         if isinstance(t0, T.StructLike):

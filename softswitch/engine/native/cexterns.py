@@ -194,8 +194,6 @@ class ExternCode(CGenBase):
             return [x for i in range(t.size)
                     for x in self.flatten_value(f"{base}.e[{i}]", t.element, valid, node, calc)]
         if isinstance(t, T.StructLike):
-            if isinstance(t, T.HeaderUnionType):
-                raise Unsupported(node, "header unions")
             own = f"{base}.valid" if isinstance(t, T.HeaderType) else valid
             return [x for f in t.fields for x in self.flatten_value(f"{base}.f_{f.name}", f.type, own, node, calc)]
         if isinstance(t, T.Varbit):

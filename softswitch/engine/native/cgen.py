@@ -88,8 +88,6 @@ class CGen(ExternCode):
                 raise Unsupported(e, f"the name {e.name} here")
             return name
         if isinstance(e, A.MemberExpr) and e.kind is MK.FIELD:
-            if isinstance(rt(e.expr.type), T.HeaderUnionType):
-                raise Unsupported(e, "header unions")
             return f"{self.lval(e.expr)}.f_{e.member}"
         if isinstance(e, A.IndexExpr) and isinstance(rt(e.expr.type), T.HeaderStack):
             i = e.index.const_value
@@ -261,8 +259,10 @@ class CGen(ExternCode):
     def x_CallExpr(self, c: A.CallExpr) -> str:
         if c.kind is K.HEADER_IS_VALID:
             recv = receiver_of(c)
-            if isinstance(rt(recv.type), T.HeaderUnionType):
-                raise Unsupported(c, "header unions")
+            union = rt(recv.type)
+            if isinstance(union, T.HeaderUnionType):  # valid while one of its members is
+                u = self.lval(recv)
+                return "(u64)(" + (" || ".join(f"{u}.f_{f.name}.valid" for f in union.fields) or "0") + ")"
             return f"(u64){self.lval(recv)}.valid"
         if c.kind is K.PACKET_LOOKAHEAD:
             if not self.in_parser:
@@ -550,6 +550,7 @@ class CGen(ExternCode):
             h = self.lval(recv)
             size = ht.bit_width() // 8
             if k is K.HEADER_SET_VALID:
+                self.invalidate_siblings(recv)
                 self.e(f"if (!{h}.valid) {{ memset(&{h}, 0, sizeof {h}); {h}.valid = 1; p->plen += {size}; }}")
             else:
                 self.e(f"if ({h}.valid) {{ {h}.valid = 0; p->plen -= {size}; }}")
@@ -668,8 +669,20 @@ class CGen(ExternCode):
             self.extract_varbit(h, t, args[1])
         else:
             self.extract_fixed(h, t)
+        self.invalidate_siblings(target)
         if nxt is not None:
             self.e(f"{nxt}.n++;")
+
+    def invalidate_siblings(self, member: A.Expression) -> None:
+        """A union member made valid (setValid, extract) invalidates the others (spec 8.19);
+        the packet length is left as it is, as codegen's."""
+        if isinstance(member, A.MemberExpr) and member.kind is MK.FIELD:
+            union = rt(member.expr.type)
+            if isinstance(union, T.HeaderUnionType):
+                u = self.lval(member.expr)
+                for f in union.fields:
+                    if f.name != member.member:
+                        self.e(f"{u}.f_{f.name}.valid = 0;")
 
     def extract_fixed(self, h: str, t: T.HeaderType) -> None:
         total = t.bit_width()
@@ -722,7 +735,7 @@ class CGen(ExternCode):
                 w = width(f.type)
                 self.e(f"wr_bits{'128' if w > 64 else ''}(&p->out, {base}.f_{f.name}, {w});")
             self.e("}")
-        elif isinstance(t, T.StructType):
+        elif isinstance(t, T.StructType | T.HeaderUnionType):
             for f in t.fields:
                 self.emit_value(f"{base}.f_{f.name}", rt(f.type), node)
         elif isinstance(t, T.HeaderStack):
