@@ -783,3 +783,53 @@ def test_header_unions_agree() -> None:
     assert {0, 1 | 4, 2 | 4, 1 | 4 | 8, 2 | 4 | 8} <= results
     # a then b extracted: a invalid, b emitted alone after sel
     assert got[-1][0][1][2] == 2 | 4 and got[-1][0][1][5:] == bytes([0xB1, 0xB2, 0xB3, 0xB4])
+
+
+# loops: continue (the updates run), break inside a switch, signed and full-range ranges,
+# a stack copied before the loop, a list, a loop in an action
+LOOPS = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> n; bit<8> k; int<8> lo; int<8> hi; bit<8> r0; bit<8> r1; bit<8> r2; bit<8> r3; }
+header e_t { bit<8> v; }
+struct hs { h_t h; e_t[3] st; }
+struct m { }
+parser P(packet_in pkt, out hs h, inout m meta, inout standard_metadata_t sm) {
+    state start { pkt.extract(h.h); pkt.extract(h.st.next); pkt.extract(h.st.next); transition accept; }
+}
+control V(inout hs h, inout m meta) { apply { } }
+control I(inout hs h, inout m meta, inout standard_metadata_t sm) {
+    action count_up(inout bit<8> x) { for (bit<8> j in 1 .. 3) { x = x + j; } }
+    apply {
+        sm.egress_spec = 2;
+        for (bit<8> i = 0; i < h.h.n; i = i + 1) {
+            if (i == 2) { continue; }
+            switch (i) {
+                5: { break; }
+                default: { h.h.r0 = h.h.r0 + 1; }
+            }
+            if (i == h.h.k) { break; }
+        }
+        for (int<8> s in h.h.lo .. h.h.hi) { h.h.r1 = h.h.r1 + 1; h.h.r2 = h.h.r2 ^ (bit<8>)s; }
+        for (e_t e in h.st) { if (e.isValid()) { h.h.r3 = h.h.r3 + e.v; h.st[0].v = 0; } }
+        for (bit<8> x in { h.h.n, h.h.k, 8w255 }) { if (x == 255) { break; } h.h.r3 = h.h.r3 + x; }
+        for (bit<8> b in 250 .. 255) { h.h.r2 = h.h.r2 + 1; }
+        count_up(h.h.r0);
+    }
+}
+control E(inout hs h, inout m meta, inout standard_metadata_t sm) { apply { } }
+control C(inout hs h, inout m meta) { apply { } }
+control D(packet_out p, in hs h) { apply { p.emit(h.h); p.emit(h.st); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+def test_loops_agree() -> None:
+    rng = __import__("random").Random(23)
+    frames = [(0, bytes([rng.randrange(12), rng.randrange(12), rng.randrange(256), rng.randrange(256)])
+               + bytes(4) + bytes(rng.randrange(256) for _ in range(2))) for _ in range(150)]
+    frames.append((0, bytes([9, 3, 0xFE, 0x01, 0, 0, 0, 0, 5, 6])))
+    got = _differential(LOOPS, "loops.p4", lambda sw: None, frames)
+    # i = 0, 1, 3 counted then break at k = 3; +1+2+3 in the action; -2..1: 4 rounds, xor 2;
+    # 250..255: 6 more; stack 5 + 6, list 9 + 3
+    assert got[-1][0][1][:8] == bytes([9, 3, 0xFE, 0x01, 3 + 6, 4, (0xFE ^ 0xFF ^ 0 ^ 1) + 6, 11 + 12])

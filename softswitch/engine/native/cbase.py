@@ -133,6 +133,7 @@ class CGenBase:
         self.log_texts: list[str] = []  # log_msg messages, by number
         self.fn_returns = False  # compiling a function that returns a value
         self.digest_width = 1
+        self.loop_labels: list[int] = []  # enclosing loops' label numbers (cgen loops)
 
     # ------------------------------------------------------------------ helpers
 

@@ -410,6 +410,91 @@ class CGen(ExternCode):
     def exit_check(self) -> str:
         return "if (p->exited) return;" if self.may_exit else ""
 
+    # ---- loops (P4_16 1.2.4): labels, not C's break/continue, which a C switch would catch
+
+    def loop_head(self) -> str:
+        """One iteration charged to the pass's loop budget (runtime.PacketContext.loops, read
+        when the program is compiled); past it the packet is dropped and counted, as _Drop."""
+        from ..runtime import PacketContext
+
+        ret = "return 0;" if self.fn_returns else "return;"
+        return f"if (++p->loops > {int(PacketContext.loops)}ULL) {{ p->abort = 1; p->exited = 1; {ret} }}"
+
+    def loop_body(self, body: A.Statement | None) -> int:
+        n = self.counter = self.counter + 1
+        self.loop_labels.append(n)
+        try:
+            self.e("{")
+            self.block([body] if body is not None else [])
+            self.e(f"}} _cont{n}: ;")
+        finally:
+            self.loop_labels.pop()
+        return n
+
+    def s_ForStmt(self, s: A.ForStmt) -> None:
+        self.e("{")
+        for init in s.init:
+            self.stmt(init)
+        self.e("for (;;) {")
+        self.e(self.loop_head())
+        if s.cond is not None:
+            self.e(f"if (!({self.x(s.cond)})) break;")
+        n = self.loop_body(s.body)
+        for upd in s.updates:  # also after a continue (codegen runs them before continuing)
+            self.stmt(upd)
+        self.e(f"}} _brk{n}: ; }}")
+
+    def s_ForInStmt(self, s: A.ForInStmt) -> None:
+        """for (v in lo .. hi) (inclusive, bounds evaluated once), over a list of scalars or
+        a header stack (its elements copied before the first iteration)."""
+        ct = self.ctype(s.var.type, s.var)
+        var = self.fresh(f"v_{s.var.name}_")
+        self.vars[id(s.var)] = var
+        i, n_items = self.fresh("_i"), self.fresh("_n")
+        self.e(f"{{ {ct} {var}; memset(&{var}, 0, sizeof {var});")
+        if s.lo is not None and s.hi is not None:
+            if not is_scalar(ct):
+                raise Unsupported(s, "this for loop")
+            w = width(s.var.type)
+            lo, hi, done = self.fresh("_lo"), self.fresh("_hi"), self.fresh("_d")
+            a, b = self.x(s.lo), self.x(s.hi)
+            self.e(f"{ct} {lo} = {a}; {ct} {hi} = {b};")  # once, left to right
+            empty = f"sext{'128' if w > 64 else ''}({lo}, {w}) > sext{'128' if w > 64 else ''}({hi}, {w})" \
+                if signed(s.var.type) else f"{lo} > {hi}"
+            # counted by equality with hi, so that hi = the type's maximum ends the loop
+            self.e(f"int {done} = {empty};")
+            self.e(f"for ({ct} {i} = {lo}; !{done}; {done} = {i} == {hi}, {i} = ({i} + 1) & {mask(w)}) {{")
+            self.e(f"{var} = {i};")
+        elif isinstance(s.collection, A.ListExpr):
+            if not is_scalar(ct):
+                raise Unsupported(s, "for loops over lists of aggregates")
+            items = [self.x(it) for it in s.collection.items]
+            arr = self.fresh("_it")
+            self.e(f"{ct} {arr}[] = {{{', '.join(items) or '0'}}}; u64 {n_items} = {len(items)};")
+            self.e(f"for (u64 {i} = 0; {i} < {n_items}; {i}++) {{")
+            self.e(f"{var} = {arr}[{i}];")
+        elif s.collection is not None and isinstance(rt(s.collection.type), T.HeaderStack):
+            base, st, ect = self.stack_of(s.collection)
+            copy = self.fresh("_st")
+            self.e(f"{self.ctype(st, s)} {copy} = {base};")
+            self.e(f"for (u64 {i} = 0; {i} < {st.size}; {i}++) {{")
+            self.e(f"{var} = {copy}.e[{i}];")
+        else:
+            raise Unsupported(s, "this for loop")
+        self.e(self.loop_head())
+        n = self.loop_body(s.body)
+        self.e(f"}} _brk{n}: ; }}")
+
+    def s_BreakStmt(self, s: A.BreakStmt) -> None:
+        if not self.loop_labels:
+            raise Unsupported(s, "break outside a loop")
+        self.e(f"goto _brk{self.loop_labels[-1]};")
+
+    def s_ContinueStmt(self, s: A.ContinueStmt) -> None:
+        if not self.loop_labels:
+            raise Unsupported(s, "continue outside a loop")
+        self.e(f"goto _cont{self.loop_labels[-1]};")
+
     def s_ExitStmt(self, s: A.ExitStmt) -> None:
         self.e("p->exited = 1; return" + (" 0;" if self.fn_returns else ";"))
 

@@ -645,6 +645,7 @@ typedef struct pkt {{
     uint32_t len, pos, plen, payload;
     u64 now, perr, trunc, dm;
     int exited, abort, prej;  /* prej: a sub-parser rejected */
+    u64 loops;  /* for-loop iterations of this pass (cgen.loop_head) */
     int ci, ce, resub, recirc;  /* requests of clone I2E / E2E, resubmit, recirculate */
     u64 ci_sess, ci_fl, ce_sess, ce_fl, resub_fl, recirc_fl;
     uint32_t dg;  /* 1 + the digest type of the last digest() of the pass, 0: none */
