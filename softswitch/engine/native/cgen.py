@@ -7,10 +7,8 @@ translation unit with `source()`. What the C backend does not take yet raises
 `CompileError` naming the construct and its location and pointing at
 `--engine python`.
 
-Value representation: every scalar is a `u64` holding the value reduced to its
-width (`int<W>` as W-bit two's complement, `bool` as 0/1, `error` and plain
-enums as their member number, as BMv2 encodes them); fields wider than 64 bits
-are refused. Headers and structs are C structs (`valid` for headers).
+The shared state, types and value representation are in cbase.py, the extern
+calls in cexterns.py.
 """
 
 from __future__ import annotations
@@ -19,161 +17,31 @@ from typing import Any
 
 from softswitch.frontend import ast as A
 from softswitch.frontend import types as T
-from softswitch.frontend.program import Program
 
-from ..codegen import Codegen
 from ..codegen.base import args_of, receiver_of
 from ..codegen.values import rt
-from ..errors import CompileError
-
-K = A.CallKind
-MK = A.MemberKind
-MAX_KEYS = 16  # key fields per table (tbl_lookup's buffer)
-PARSER_STEPS = 10000  # state transitions per packet, as the Python engine
-ALGORITHMS = ("crc16", "crc32", "crcCCITT", "csum16", "xor16", "identity")
-LOG_VALUES = 8  # values one log_msg can carry
-MAX_LOGS = 64  # log_msg records one injected packet can leave (more are not logged)
-
-
-class Unsupported(CompileError):
-    """A construct the C backend does not take yet."""
-
-    def __init__(self, node: Any, what: str) -> None:
-        super().__init__(getattr(node, "loc", "?"),
-                         f"the native engine does not support {what} yet; --engine python runs it")
-
-
-def width(t: T.P4Type) -> int:
-    """Bits of a scalar's representation (error and plain enums: 32, their member number)."""
-    t = rt(t)
-    if isinstance(t, T.Bits):
-        return t.width
-    if isinstance(t, T.BoolType):
-        return 1
-    if isinstance(t, T.EnumType | T.ErrorType):
-        return 32
-    if isinstance(t, T.InfInt):
-        return 64
-    return 0
+from .cbase import (  # noqa: F401  (re-exported for cprogram)
+    ALGORITHMS,
+    LOG_VALUES,
+    MAX_KEYS,
+    MAX_LOGS,
+    MK,
+    PARSER_STEPS,
+    K,
+    Unsupported,
+    alg_call,
+    cint,
+    is_scalar,
+    lit,
+    mask,
+    signed,
+    width,
+)
+from .cexterns import ExternCode
 
 
-def signed(t: T.P4Type) -> bool:
-    t = rt(t)
-    return isinstance(t, T.Bits) and t.signed
-
-
-def mask(w: int) -> str:
-    return "~0ULL" if w >= 64 else hex((1 << w) - 1) + "ULL"
-
-
-def lit(v: int, w: int) -> str:
-    return hex(v & ((1 << w) - 1) if w < 64 else v & ((1 << 64) - 1)) + "ULL"
-
-
-class CGen:
+class CGen(ExternCode):
     """One program's C source (see the module docstring)."""
-
-    def __init__(self, program: Program, gen: Codegen) -> None:
-        self.program = program
-        self.gen = gen
-        self.types: dict[int, str] = {}
-        self.type_src: list[str] = []
-        self.vars: dict[int, str] = {}  # id(decl) -> C l-value
-        self.fns: list[str] = []  # function bodies
-        self.protos: list[str] = []
-        self.out: list[str] = []
-        self.counter = 0
-        self.pkt_fields: list[str] = []  # control-level variables kept in the packet
-        self.table_ids: dict[int, int] = {}  # id(TableDecl) -> index
-        self.table_infos: list[Any] = []
-        self.table_actions: list[list[str]] = []  # per table: action names in the runtime's order
-        self.action_fn: dict[str, str] = {}  # action fq name -> C function
-        self.action_params: dict[str, list[A.Param]] = {}
-        self.registers: list[tuple[str, int, int]] = []  # (name, size, width)
-        self.reg_ids: dict[int, int] = {}
-        self.counters: list[tuple[str, int]] = []
-        self.ctr_ids: dict[int, int] = {}
-        self.meters: list[tuple[str, int, str]] = []  # (name, size, unit)
-        self.direct_meter_of: dict[int, bool] = {}
-        self.met_ids: dict[int, int] = {}
-        self.in_action: A.ActionDecl | None = None
-        self.in_parser = False
-        self.hdr_t: T.P4Type | None = None
-        self.may_exit = False
-        self.emit_sizes: list[int] = []
-        self.err_members: list[str] = list(program.error_type.members)
-        self.uses_passes = False  # clone, resubmit or recirculate: the job pipeline (cpasses.py)
-        self.digests: list[tuple[str, list[tuple[str, int]]]] = []
-        self.functions: dict[int, str] = {}  # id(FunctionDecl) -> C function
-        self.log_texts: list[str] = []  # log_msg messages, by number
-        self.fn_returns = False  # compiling a function that returns a value
-        self.digest_width = 1
-
-    # ------------------------------------------------------------------ helpers
-
-    def fresh(self, base: str) -> str:
-        self.counter += 1
-        return f"{base}{self.counter}"
-
-    def e(self, line: str) -> None:
-        self.out.append(line)
-
-    def err_code(self, name: str) -> int:
-        return self.err_members.index(name) if name in self.err_members else 0
-
-    # ------------------------------------------------------------------ types
-
-    def ctype(self, t: T.P4Type, node: Any) -> str:
-        t0 = T.strip_newtype(t)
-        if isinstance(t0, T.HeaderStack):
-            return self.stack_type(t0, node)
-        if isinstance(t0, T.HeaderUnionType):
-            raise Unsupported(node, "header unions")
-        if isinstance(t0, T.Varbit):
-            raise Unsupported(node, "varbit fields")
-        if isinstance(t0, T.StructLike):
-            return self.struct(t0, node)
-        w = width(t0)
-        if not w:
-            raise Unsupported(node, f"values of type {t0}")
-        if w > 64:
-            raise Unsupported(node, f"values wider than 64 bits ({t0})")
-        return "u64"
-
-    def struct(self, t: T.StructLike, node: Any) -> str:
-        name = self.types.get(id(t))
-        if name is not None:
-            return name
-        fields = [(f.name, self.ctype(f.type, f.decl or node)) for f in t.fields]
-        name = f"S{len(self.types)}_{t.name}"[:60]
-        self.types[id(t)] = name
-        body = "".join(f"    {ct} f_{fn};\n" for fn, ct in fields)
-        if isinstance(t, T.HeaderType):
-            body += "    uint8_t valid;\n"
-        if not body:
-            body = "    uint8_t empty;\n"
-        self.type_src.append(f"typedef struct {{\n{body}}} {name};\n")
-        return name
-
-    def stack_type(self, t: T.HeaderStack, node: Any) -> str:
-        """A header stack: its elements and nextIndex `n` (spec 8.18)."""
-        name = self.types.get(id(t))
-        if name is not None:
-            return name
-        elem = rt(t.element)
-        if not isinstance(elem, T.HeaderType):
-            raise Unsupported(node, "stacks of header unions")
-        ect = self.ctype(elem, node)
-        name = f"K{len(self.types)}_{ect}"[:60]
-        self.types[id(t)] = name
-        self.type_src.append(f"typedef struct {{\n    {ect} e[{t.size}];\n    u64 n;\n}} {name};\n")
-        return name
-
-    def stack_of(self, e: A.Expression) -> tuple[str, T.HeaderStack, str]:
-        """(l-value, type, element C type) of a header stack expression."""
-        t = rt(e.type)
-        assert isinstance(t, T.HeaderStack)
-        return self.lval(e), t, self.ctype(t.element, e)
 
     # ------------------------------------------------------------------ expressions
 
@@ -220,8 +88,6 @@ class CGen:
                 raise Unsupported(e, f"the name {e.name} here")
             return name
         if isinstance(e, A.MemberExpr) and e.kind is MK.FIELD:
-            if isinstance(rt(e.expr.type), T.HeaderUnionType):
-                raise Unsupported(e, "header unions")
             return f"{self.lval(e.expr)}.f_{e.member}"
         if isinstance(e, A.IndexExpr) and isinstance(rt(e.expr.type), T.HeaderStack):
             i = e.index.const_value
@@ -248,7 +114,7 @@ class CGen:
                 off = 0
                 for f in t.fields:
                     w = width(f.type)
-                    reads.append(f"{tmp}.f_{f.name} = rd_bits(p->data, p->len, p->pos + {off}, {w});")
+                    reads.append(f"{tmp}.f_{f.name} = {rd(f'p->pos + {off}', w)};")
                     off += w
                 return (f"({{ NEED({t.bit_width()}); {self.ctype(t, e)} {tmp}; "
                         f"{' '.join(reads)} {tmp}.valid = 1; {tmp}; }})")
@@ -290,9 +156,9 @@ class CGen:
         if e.op == "!":
             return f"(u64)!({a})"
         if e.op == "~":
-            return f"((~({a})) & {mask(w)})"
+            return f"((~({cint(w)})({a})) & {mask(w)})"
         if e.op == "-":
-            return f"((0ULL - ({a})) & {mask(w)})"
+            return f"((({cint(w)})0 - ({a})) & {mask(w)})"
         if e.op == "+":
             return a
         raise Unsupported(e, f"the operator {e.op}")
@@ -312,6 +178,9 @@ class CGen:
             return f"(({a}) & {mask(wd)})"
         if isinstance(dst, T.Bits) and isinstance(src, T.Bits):
             if src.signed and wd > src.width:
+                if wd > 64:  # through a signed 128-bit value, so that the sign fills the top
+                    sx = f"sext128({a}, {src.width})" if src.width > 64 else f"(i128)sext({a}, {src.width})"
+                    return f"(((u128){sx}) & {mask(wd)})"
                 return f"(((u64)sext({a}, {src.width})) & {mask(wd)})"
             return f"(({a}) & {mask(wd)})"
         if isinstance(dst, T.EnumType | T.ErrorType) or isinstance(src, T.EnumType | T.ErrorType):
@@ -331,7 +200,8 @@ class CGen:
         if self.effectful(e.right):
             # left to right (spec 8.1): C leaves the order of operands unspecified
             ta, tb = self.fresh("_l"), self.fresh("_r")
-            return f"({{ u64 {ta} = {a}; u64 {tb} = {b}; {self.binop(e, ta, tb)}; }})"
+            ca, cb = cint(width(e.left.type)), cint(width(e.right.type))
+            return f"({{ {ca} {ta} = {a}; {cb} {tb} = {b}; {self.binop(e, ta, tb)}; }})"
         return self.binop(e, a, b)
 
     def binop(self, e: A.BinaryExpr, a: str, b: str) -> str:
@@ -340,29 +210,42 @@ class CGen:
         lt, rtp = rt(e.left.type), rt(e.right.type)
         s = signed(e.left.type) or signed(e.right.type)
         wl = width(lt) if not isinstance(lt, T.InfInt) else width(rtp)
+        wide = w > 64  # the 128-bit helpers (u128 operands)
         if op in ("==", "!="):
             return f"(u64)(({a}) {op} ({b}))"
         if op in ("<", ">", "<=", ">="):
             if s:
-                return f"(u64)(sext({a}, {wl}) {op} sext({b}, {wl}))"
+                sx = "sext128" if wl > 64 else "sext"
+                return f"(u64)({sx}({a}, {wl}) {op} {sx}({b}, {wl}))"
             return f"(u64)(({a}) {op} ({b}))"
         if op in ("&", "|", "^"):
             return f"(({a}) {op} ({b}))"
         if op in ("+", "-", "*"):
+            if wide:
+                return f"((((u128)({a})) {op} ({b})) & {mask(w)})"
             return f"((({a}) {op} ({b})) & {mask(w)})"
-        if op == "<<":
-            return f"shl_w({a}, {b}, {w})"
-        if op == ">>":
-            return f"shr_s({a}, {b}, {w})" if signed(e.type) else f"shr_u({a}, {b}, {w})"
+        if op in ("<<", ">>"):
+            amount = f"amt64({b})" if width(rtp) > 64 else b  # 2^64 and more shift all out
+            sfx = "128" if wide else ""
+            if op == "<<":
+                return f"shl_w{sfx}({a}, {amount}, {w})"
+            return f"shr_s{sfx}({a}, {amount}, {w})" if signed(e.type) else f"shr_u{sfx}({a}, {amount}, {w})"
         if op in ("/", "%"):
             if s:
                 raise Unsupported(e, "signed division")
-            return f"div_u({a}, {b})" if op == "/" else f"mod_u({a}, {b})"
+            sfx = "128" if wide else ""
+            return f"div_u{sfx}({a}, {b})" if op == "/" else f"mod_u{sfx}({a}, {b})"
         if op == "++":
             wr = width(rtp)
-            if w > 64:
-                raise Unsupported(e, "concatenations wider than 64 bits")
+            if w > 128:
+                raise Unsupported(e, "concatenations wider than 128 bits")
+            if wide:
+                return f"((((u128)({a})) << {wr}) | ({b}))"
             return f"((({a}) << {wr}) | ({b}))" if wr < 64 else b
+        if op in ("|+|", "|-|") and wide:
+            if signed(e.type):
+                raise Unsupported(e, "signed saturating arithmetic wider than 64 bits")
+            return f"sat_add_u128({a}, {b}, {w})" if op == "|+|" else f"sat_sub_u128({a}, {b})"
         if op == "|+|":
             if signed(e.type):
                 return f"sat_s((__int128)sext({a}, {w}) + sext({b}, {w}), {w})"
@@ -376,17 +259,19 @@ class CGen:
     def x_CallExpr(self, c: A.CallExpr) -> str:
         if c.kind is K.HEADER_IS_VALID:
             recv = receiver_of(c)
-            if isinstance(rt(recv.type), T.HeaderUnionType):
-                raise Unsupported(c, "header unions")
+            union = rt(recv.type)
+            if isinstance(union, T.HeaderUnionType):  # valid while one of its members is
+                u = self.lval(recv)
+                return "(u64)(" + (" || ".join(f"{u}.f_{f.name}.valid" for f in union.fields) or "0") + ")"
             return f"(u64){self.lval(recv)}.valid"
         if c.kind is K.PACKET_LOOKAHEAD:
             if not self.in_parser:
                 raise Unsupported(c, "lookahead outside the parser")
             t = rt(c.type)
             w = width(t)
-            if isinstance(t, T.StructLike) or not w or w > 64:
+            if isinstance(t, T.StructLike) or not w or w > 128:
                 raise Unsupported(c, "lookahead of this type")
-            return f"({{ NEED({w}); rd_bits(p->data, p->len, p->pos, {w}); }})"
+            return f"({{ NEED({w}); {rd('p->pos', w)}; }})"
         if c.kind is K.TABLE_APPLY:
             raise Unsupported(c, "this use of apply()")
         if c.kind is K.FUNCTION:
@@ -401,7 +286,8 @@ class CGen:
         name = self.functions[id(decl)] = f"F_{len(self.functions)}"
         ret_t = rt(decl.type.return_type) if decl.type is not None else T.VOID
         returns = not isinstance(ret_t, T.VoidType)
-        if returns and self.ctype(ret_t, decl) != "u64":
+        ret_c = self.ctype(ret_t, decl) if returns else "void"
+        if returns and not is_scalar(ret_c):
             raise Unsupported(decl, "functions returning aggregates")
         params = []
         for i, prm in enumerate(decl.params):
@@ -412,7 +298,7 @@ class CGen:
             else:
                 params.append(f"{ct} a_{i}")
                 self.vars[id(prm)] = f"a_{i}"
-        sig = f"static {'u64' if returns else 'void'} {name}(pkt_t *p{''.join(', ' + x for x in params)})"
+        sig = f"static {ret_c} {name}(pkt_t *p{''.join(', ' + x for x in params)})"
         self.protos.append(sig + ";")
         saved = (self.out, self.fn_returns)
         self.out, self.fn_returns = [], returns
@@ -439,7 +325,7 @@ class CGen:
             elif a is None:
                 raise Unsupported(c, "this function argument")
             else:
-                parts.append(f"{ct} {t} = {self.x(a) if ct == 'u64' else self.lval(a)};")
+                parts.append(f"{ct} {t} = {self.x(a) if is_scalar(ct) else self.lval(a)};")
             if prm.direction in ("out", "inout"):
                 args.append(f"&{t}")
                 backs.append((self.lval(a), t))
@@ -451,7 +337,7 @@ class CGen:
         if isinstance(ret_t, T.VoidType):
             parts.append(f"{call}; u64 {r} = 0;")
         else:
-            parts.append(f"u64 {r} = {call};")
+            parts.append(f"{self.ctype(ret_t, c)} {r} = {call};")
         parts.extend(f"{lv} = {t};" for lv, t in backs)
         return f"({{ {' '.join(parts)} {r}; }})"
 
@@ -524,6 +410,91 @@ class CGen:
     def exit_check(self) -> str:
         return "if (p->exited) return;" if self.may_exit else ""
 
+    # ---- loops (P4_16 1.2.4): labels, not C's break/continue, which a C switch would catch
+
+    def loop_head(self) -> str:
+        """One iteration charged to the pass's loop budget (runtime.PacketContext.loops, read
+        when the program is compiled); past it the packet is dropped and counted, as _Drop."""
+        from ..runtime import PacketContext
+
+        ret = "return 0;" if self.fn_returns else "return;"
+        return f"if (++p->loops > {int(PacketContext.loops)}ULL) {{ p->abort = 1; p->exited = 1; {ret} }}"
+
+    def loop_body(self, body: A.Statement | None) -> int:
+        n = self.counter = self.counter + 1
+        self.loop_labels.append(n)
+        try:
+            self.e("{")
+            self.block([body] if body is not None else [])
+            self.e(f"}} _cont{n}: ;")
+        finally:
+            self.loop_labels.pop()
+        return n
+
+    def s_ForStmt(self, s: A.ForStmt) -> None:
+        self.e("{")
+        for init in s.init:
+            self.stmt(init)
+        self.e("for (;;) {")
+        self.e(self.loop_head())
+        if s.cond is not None:
+            self.e(f"if (!({self.x(s.cond)})) break;")
+        n = self.loop_body(s.body)
+        for upd in s.updates:  # also after a continue (codegen runs them before continuing)
+            self.stmt(upd)
+        self.e(f"}} _brk{n}: ; }}")
+
+    def s_ForInStmt(self, s: A.ForInStmt) -> None:
+        """for (v in lo .. hi) (inclusive, bounds evaluated once), over a list of scalars or
+        a header stack (its elements copied before the first iteration)."""
+        ct = self.ctype(s.var.type, s.var)
+        var = self.fresh(f"v_{s.var.name}_")
+        self.vars[id(s.var)] = var
+        i, n_items = self.fresh("_i"), self.fresh("_n")
+        self.e(f"{{ {ct} {var}; memset(&{var}, 0, sizeof {var});")
+        if s.lo is not None and s.hi is not None:
+            if not is_scalar(ct):
+                raise Unsupported(s, "this for loop")
+            w = width(s.var.type)
+            lo, hi, done = self.fresh("_lo"), self.fresh("_hi"), self.fresh("_d")
+            a, b = self.x(s.lo), self.x(s.hi)
+            self.e(f"{ct} {lo} = {a}; {ct} {hi} = {b};")  # once, left to right
+            empty = f"sext{'128' if w > 64 else ''}({lo}, {w}) > sext{'128' if w > 64 else ''}({hi}, {w})" \
+                if signed(s.var.type) else f"{lo} > {hi}"
+            # counted by equality with hi, so that hi = the type's maximum ends the loop
+            self.e(f"int {done} = {empty};")
+            self.e(f"for ({ct} {i} = {lo}; !{done}; {done} = {i} == {hi}, {i} = ({i} + 1) & {mask(w)}) {{")
+            self.e(f"{var} = {i};")
+        elif isinstance(s.collection, A.ListExpr):
+            if not is_scalar(ct):
+                raise Unsupported(s, "for loops over lists of aggregates")
+            items = [self.x(it) for it in s.collection.items]
+            arr = self.fresh("_it")
+            self.e(f"{ct} {arr}[] = {{{', '.join(items) or '0'}}}; u64 {n_items} = {len(items)};")
+            self.e(f"for (u64 {i} = 0; {i} < {n_items}; {i}++) {{")
+            self.e(f"{var} = {arr}[{i}];")
+        elif s.collection is not None and isinstance(rt(s.collection.type), T.HeaderStack):
+            base, st, ect = self.stack_of(s.collection)
+            copy = self.fresh("_st")
+            self.e(f"{self.ctype(st, s)} {copy} = {base};")
+            self.e(f"for (u64 {i} = 0; {i} < {st.size}; {i}++) {{")
+            self.e(f"{var} = {copy}.e[{i}];")
+        else:
+            raise Unsupported(s, "this for loop")
+        self.e(self.loop_head())
+        n = self.loop_body(s.body)
+        self.e(f"}} _brk{n}: ; }}")
+
+    def s_BreakStmt(self, s: A.BreakStmt) -> None:
+        if not self.loop_labels:
+            raise Unsupported(s, "break outside a loop")
+        self.e(f"goto _brk{self.loop_labels[-1]};")
+
+    def s_ContinueStmt(self, s: A.ContinueStmt) -> None:
+        if not self.loop_labels:
+            raise Unsupported(s, "continue outside a loop")
+        self.e(f"goto _cont{self.loop_labels[-1]};")
+
     def s_ExitStmt(self, s: A.ExitStmt) -> None:
         self.e("p->exited = 1; return" + (" 0;" if self.fn_returns else ";"))
 
@@ -544,9 +515,9 @@ class CGen:
         name = self.fresh(f"v_{d.name}_")
         ct = self.ctype(d.type, d)
         self.vars[id(d)] = name
-        if ct == "u64":
+        if is_scalar(ct):
             init = self.x(d.init) if d.init is not None else "0"
-            self.e(f"u64 {name} = {init};")
+            self.e(f"{ct} {name} = {init};")
         else:
             self.e(f"{ct} {name}; memset(&{name}, 0, sizeof {name});")
             if d.init is not None:
@@ -603,8 +574,9 @@ class CGen:
             m = mask(lhs.hi_value - lhs.lo_value + 1)
             base = self.lval(lhs.expr)
             v = self.fresh("_sl")
-            self.e(f"{{ u64 {v} = ({self.x(s.rhs)}) & {m}; "
-                   f"{base} = ({base} & ~({m} << {lhs.lo_value})) | ({v} << {lhs.lo_value}); }}")
+            ct = cint(width(lhs.expr.type))  # the shifts in the base's width
+            self.e(f"{{ {ct} {v} = ({self.x(s.rhs)}) & {m}; "
+                   f"{base} = ({base} & ~((({ct}){m}) << {lhs.lo_value})) | ({v} << {lhs.lo_value}); }}")
             return
         self.e(f"{self.lval(s.lhs)} = {self.x(s.rhs)};")
 
@@ -633,7 +605,7 @@ class CGen:
             self.e("} }")
             return
         r = self.fresh("_sw")
-        self.e(f"{{ u64 {r} = {self.x(ex)};")
+        self.e(f"{{ {cint(width(ex.type))} {r} = {self.x(ex)};")
         self.e(f"switch ({r}) {{")
         for case in s.cases:
             if isinstance(case.label, A.DefaultExpr):
@@ -663,6 +635,7 @@ class CGen:
             h = self.lval(recv)
             size = ht.bit_width() // 8
             if k is K.HEADER_SET_VALID:
+                self.invalidate_siblings(recv)
                 self.e(f"if (!{h}.valid) {{ memset(&{h}, 0, sizeof {h}); {h}.valid = 1; p->plen += {size}; }}")
             else:
                 self.e(f"if ({h}.valid) {{ {h}.valid = 0; p->plen -= {size}; }}")
@@ -689,16 +662,20 @@ class CGen:
             self.e(f"{{ u64 {n} = {self.x(args_of(c)[0])}; NEED({n}); p->pos += (uint32_t){n}; }}")
         elif k is K.PACKET_EMIT:
             self.emit(c)
+        elif k in (K.CONTROL_APPLY, K.PARSER_APPLY):
+            self.call_block(c)
         else:
             raise Unsupported(c, f"the call {c.kind.value if c.kind else '?'}")
 
     # ------------------------------------------------------------------ calls
 
     def action_info(self, decl: Any, node: Any) -> Any:
-        hits = [v for (i, _p), v in self.gen.action_by_decl.items() if i == id(decl)]
-        if len(hits) != 1:
-            raise Unsupported(node, "an action compiled for several control instances")
-        return hits[0]
+        """The action as codegen compiled it for the block instance being compiled."""
+        key = (id(decl), self.gen.prefix if decl.owner is not None else "")
+        info = self.gen.action_by_decl.get(key)
+        if info is None:
+            raise Unsupported(node, "this action here")
+        return info
 
     def call_action(self, c: A.CallExpr) -> None:
         decl = c.target
@@ -709,8 +686,12 @@ class CGen:
         for prm, a in zip(decl.params, args_of(c), strict=False):
             if not prm.direction:
                 t = self.fresh("_a")
-                self.e(f"u64 {t} = {self.x(a) if a is not None else '0'};")
-                data.append(t)
+                w = width(prm.type)
+                self.e(f"{cint(w)} {t} = {self.x(a) if a is not None else '0'};")
+                if w > 64:  # action data of 65..128 bits: two words, high first
+                    data += [f"(u64)({t} >> 64)", f"(u64){t}"]
+                else:
+                    data.append(t)
         if data:
             self.e(f"u64 _args[] = {{{', '.join(data)}}};")
         self.call_with_dirs(c, fn, "_args" if data else "NULL")
@@ -727,7 +708,7 @@ class CGen:
             ct = self.ctype(prm.type, prm)
             t = self.fresh("_io")
             if prm.direction in ("in", "inout"):
-                src = self.x(a) if ct == "u64" else self.lval(a)
+                src = self.x(a) if is_scalar(ct) else self.lval(a)
                 self.e(f"{ct} {t} = {src};")
             else:
                 self.e(f"{ct} {t}; memset(&{t}, 0, sizeof {t});")
@@ -741,242 +722,21 @@ class CGen:
             self.e(f"{lv} = {t};")
 
     def table_id(self, c: A.CallExpr) -> int:
-        tid = self.table_ids.get(id(c.target))
+        tid = self.table_ids.get((id(c.target), self.gen.prefix))
         if tid is None:
-            raise Unsupported(c, "a table of a sub-control")
+            raise Unsupported(c, "this table here")
         return tid
+
+    def call_block(self, c: A.CallExpr) -> None:
+        raise Unsupported(c, "sub-control and sub-parser instances")  # cprogram.ProgramC's
 
     def table_apply(self, c: A.CallExpr) -> str:
         return f"TA_{self.table_id(c)}(p)"
-
-    def extern_function(self, c: A.CallExpr) -> None:
-        name = c.target.name
-        b = args_of(c)
-        if name == "mark_to_drop":
-            sm = self.lval(b[0]) if b and b[0] is not None else "p->sm"
-            self.e(f"{sm}.f_egress_spec = 511; {sm}.f_mcast_grp = 0;")
-        elif name == "static_assert":
-            pass  # the front end's
-        elif name == "log_msg":
-            self.log_msg(c)
-        elif name in ("assert", "assume"):
-            # the packet is dropped and counted, as the Python engine's _Drop
-            self.e(f"if (!({self.x(b[0])})) {{ p->abort = 1; p->exited = 1; return; }}")
-        elif name in ("clone", "clone_preserving_field_list"):
-            ctype = b[0].const_value
-            slot = "ci" if ctype == "I2E" else "ce"
-            sess = self.fresh("_s")
-            self.e(f"{{ u64 {sess} = {self.x(b[1])};")
-            fl = self.x(b[2]) if name == "clone_preserving_field_list" else "~0ULL"
-            self.e(f"p->{slot} = 1; p->{slot}_sess = {sess}; p->{slot}_fl = {fl}; }}")
-            self.uses_passes = True
-        elif name == "resubmit_preserving_field_list":
-            self.e(f"p->resub = 1; p->resub_fl = {self.x(b[0])};")
-            self.uses_passes = True
-        elif name == "recirculate_preserving_field_list":
-            self.e(f"p->recirc = 1; p->recirc_fl = {self.x(b[0])};")
-            self.uses_passes = True
-        elif name == "digest":
-            self.digest(c)
-        elif name == "random":
-            # uniform in [lo, hi] (lo when hi <= lo) from the switch's own generator; its
-            # values are not the Python engine's (neither engine's are reproducible by BMv2)
-            lo, hi, r = self.fresh("_lo"), self.fresh("_hi"), self.fresh("_r")
-            self.e(f"{{ u64 {lo} = {self.x(b[1])}; u64 {hi} = {self.x(b[2])}; u64 {r} = {lo};")
-            self.e(f"if ({hi} > {lo}) {{ u64 x = rng_next(p->sw); "
-                   f"{r} = {hi} - {lo} == ~0ULL ? x : {lo} + x % ({hi} - {lo} + 1); }}")
-            self.e(f"{self.lval(b[0])} = {r} & {mask(width(b[0].type))}; }}")
-        elif name == "truncate":
-            self.e(f"p->trunc = {self.x(b[0])};")
-        elif name == "verify":
-            if not self.in_parser:
-                raise Unsupported(c, "verify outside the parser")
-            self.e(f"if (!({self.x(b[0])})) {{ p->perr = {self.x(b[1])}; goto reject; }}")
-        elif name == "hash":
-            algo = str(b[1].const_value)
-            if algo not in ALGORITHMS:
-                raise Unsupported(c, f"the hash algorithm {algo}")
-            dst = self.lval(b[0])
-            w = width(b[0].type)
-            self.e("{")
-            base = self.fresh("_b")
-            self.e(f"u64 {base} = {self.x(b[2])};")
-            buf, n = self.pack(b[3])
-            top = self.fresh("_m")
-            self.e(f"u64 {top} = {self.x(b[4])};")
-            h = f"alg_{algo}({buf}, {n})"
-            self.e(f"{dst} = ({top} ? {base} + ({h}) % {top} : {base}) & {mask(w)};")
-            self.e("}")
-        elif name in ("verify_checksum", "update_checksum", "verify_checksum_with_payload",
-                      "update_checksum_with_payload"):
-            algo = str(b[3].const_value)
-            if algo not in ALGORITHMS:
-                raise Unsupported(c, f"the checksum algorithm {algo}")
-            self.e(f"if ({self.x(b[0])}) {{")
-            buf, n = self.pack(b[1])
-            h = f"alg_{algo}({buf}, {n})"
-            if name.endswith("_with_payload"):
-                h = f"with_payload(p, alg_{algo}, {buf}, {n})"
-                name = name[: -len("_with_payload")]
-            if name == "verify_checksum":
-                self.e(f"if (({h}) != {self.x(b[2])}) p->sm.f_checksum_error = 1;")
-            else:
-                self.e(f"{self.lval(b[2])} = ({h}) & {mask(width(b[2].type))};")
-            self.e("}")
-        else:
-            raise Unsupported(c, f"the extern function {name}")
-
-    def log_msg(self, c: A.CallExpr) -> None:
-        """log_msg(text[, values]): recorded in C, logged by engine.py as the Python engine does."""
-        b = args_of(c)
-        text = b[0].const_value
-        if not isinstance(text, str):
-            raise Unsupported(c, "log_msg with a run-time message")
-        items = []
-        if len(b) > 1 and b[1] is not None:  # every scalar of the list, no validity (as flatten)
-            items = [code for code, _w, _v in self.flatten(b[1])]
-        if len(items) > LOG_VALUES:
-            raise Unsupported(c, f"log_msg with more than {LOG_VALUES} values")
-        if text not in self.log_texts:
-            self.log_texts.append(text)
-        v = self.fresh("_lv")
-        vals = ", ".join(items) or "0"
-        self.e(f"{{ u64 {v}[] = {{{vals}}}; log_out(p, {self.log_texts.index(text)}, {len(items)}, {v}); }}")
-
-    def digest(self, c: A.CallExpr) -> None:
-        """digest(receiver, data): the last call of a pass is sent (BMv2 keeps one per packet)."""
-        b = args_of(c)
-        t = rt(b[1].type)
-        if not isinstance(t, T.StructType):
-            raise Unsupported(c, "digests of non-struct values")
-        self.e("{")
-        if isinstance(b[1], A.StructInitExpr | A.ListExpr):
-            base = self.fresh("_dg")
-            self.e(f"{self.ctype(t, c)} {base}; memset(&{base}, 0, sizeof {base});")
-            self.assign_agg(base, b[1], t)
-        else:
-            base = self.lval(b[1])
-        items = []
-        for f in t.fields:
-            for code, w, _ in self.flatten_value(f"{base}.f_{f.name}", f.type, None, c):
-                items.append((f.name, w, code))
-        fields = [(n, w) for n, w, _ in items]
-        key = (t.name, fields)
-        if key not in self.digests:
-            self.digests.append(key)
-        self.digest_width = max(self.digest_width, len(items))
-        self.e(f"p->dg = {self.digests.index(key) + 1};")
-        for i, (_, _, code) in enumerate(items):
-            self.e(f"p->dgv[{i}] = {code};")
-        self.e("}")
-
-    def pack(self, e: A.Expression) -> tuple[str, str]:
-        """Emit a field list packed as BMv2's buffer builder does; (buffer, byte count)."""
-        items = self.flatten(e)
-        total = sum(w for _, w, _ in items)
-        buf, wr = self.fresh("_buf"), self.fresh("_wr")
-        self.e(f"uint8_t {buf}[{(total + 7) // 8 + 1}]; wr_t {wr} = {{{buf}, 0, {(total + 7) // 8 + 1}, 0}};")
-        for code, w, valid in items:
-            if valid is None:
-                self.e(f"wr_bits(&{wr}, {code}, {w});")
-            else:
-                self.e(f"if ({valid}) wr_bits(&{wr}, {code}, {w});")
-        return buf, f"wr_bytes(&{wr})"
-
-    def flatten(self, e: A.Expression) -> list[tuple[str, int, str | None]]:
-        if isinstance(e, A.ListExpr):
-            return [x for it in e.items for x in self.flatten(it)]
-        if isinstance(e, A.StructInitExpr):
-            return [x for _, it in e.fields for x in self.flatten(it)]
-        t = rt(e.type)
-        if isinstance(t, T.StructLike | T.HeaderStack):
-            return self.flatten_value(self.lval(e), t, None, e)
-        valid = None
-        if isinstance(e, A.MemberExpr) and e.kind is MK.FIELD and isinstance(rt(e.expr.type), T.HeaderType):
-            valid = f"{self.lval(e.expr)}.valid"
-        return [(self.x(e), width(t), valid)]
-
-    def flatten_value(self, base: str, t: T.P4Type, valid: str | None, node: Any) -> list[tuple[str, int, str | None]]:
-        t = rt(t)
-        if isinstance(t, T.HeaderStack):
-            return [x for i in range(t.size) for x in self.flatten_value(f"{base}.e[{i}]", t.element, valid, node)]
-        if isinstance(t, T.StructLike):
-            if isinstance(t, T.HeaderUnionType):
-                raise Unsupported(node, "header unions")
-            own = f"{base}.valid" if isinstance(t, T.HeaderType) else valid
-            return [x for f in t.fields for x in self.flatten_value(f"{base}.f_{f.name}", f.type, own, node)]
-        w = width(t)
-        if not w or w > 64:
-            raise Unsupported(node, f"hashing values of type {t}")
-        return [(base, w, valid)]
-
-    def extern_method(self, c: A.CallExpr) -> None:
-        info = self.gen.extern_info(c.target, c)
-        b = args_of(c)
-        tn, meth = info.type_name, c.method
-        size = info.args[0] if info.args and isinstance(info.args[0], int) else None
-        if tn == "register" and size is not None:
-            rid = self.register_id(info)
-            i = self.fresh("_i")
-            if meth == "read":
-                self.e(f"{{ u64 {i} = {self.x(b[1])}; if ({i} < {size}) {self.lval(b[0])} = p->sw->reg[{rid}][{i}]; }}")
-                return
-            if meth == "write":
-                v = self.fresh("_v")
-                self.e(f"{{ u64 {i} = {self.x(b[0])}; u64 {v} = {self.x(b[1])}; "
-                       f"if ({i} < {size}) p->sw->reg[{rid}][{i}] = {v}; }}")
-                return
-        if tn == "counter" and meth == "count" and size is not None:
-            cid = self.counter_id(info)
-            i = self.fresh("_i")
-            self.e(f"{{ u64 {i} = {self.x(b[0])}; if ({i} < {size}) {{ p->sw->cnt_p[{cid}][{i}]++; "
-                   f"p->sw->cnt_b[{cid}][{i}] += p->len; }} }}")
-            return
-        if tn == "direct_counter" and meth == "count":
-            return  # every hit of the table counts (BMv2), in its apply function
-        if tn == "direct_meter" and meth == "read":
-            self.e(f"{self.lval(b[0])} = p->dm & {mask(width(b[0].type))};")
-            return
-        if tn == "meter" and meth == "execute_meter" and size is not None:
-            mid = self.meter_id(info)
-            i = self.fresh("_i")
-            amount = "1" if str(info.args[1]) == "packets" else "p->len"
-            self.e(f"{{ u64 {i} = {self.x(b[0])}; if ({i} < {size}) {self.lval(b[1])} = "
-                   f"meter_exec(&p->sw->met[{mid}][{i}], {amount}, p->now) & {mask(width(b[1].type))}; }}")
-            return
-        raise Unsupported(c, f"the extern method {tn}.{meth}")
-
-    def meter_id(self, info: Any) -> int:
-        mid = self.met_ids.get(id(info))
-        if mid is None:
-            mid = self.met_ids[id(info)] = len(self.meters)
-            self.meters.append((info.name, int(info.args[0]), str(info.args[1])))
-        return mid
-
-    def register_id(self, info: Any) -> int:
-        rid = self.reg_ids.get(id(info))
-        if rid is None:
-            t = rt(info.type_args[0]) if info.type_args else T.Bits(32)
-            w = width(t)
-            if not w or w > 64:
-                raise Unsupported(info.decl, f"registers of {t}")
-            rid = self.reg_ids[id(info)] = len(self.registers)
-            self.registers.append((info.name, int(info.args[0]), w))
-        return rid
-
-    def counter_id(self, info: Any) -> int:
-        cid = self.ctr_ids.get(id(info))
-        if cid is None:
-            cid = self.ctr_ids[id(info)] = len(self.counters)
-            self.counters.append((info.name, int(info.args[0])))
-        return cid
 
     # ------------------------------------------------------------------ parser and deparser
 
     def extract(self, c: A.CallExpr) -> None:
         args = args_of(c)
-        if len(args) > 1 and args[1] is not None:
-            raise Unsupported(c, "extract of varbit headers")
         target = args[0]
         t = rt(target.type)
         if not isinstance(t, T.HeaderType):
@@ -988,16 +748,60 @@ class CGen:
             h = f"{nxt}.e[{nxt}.n]"
         else:
             h = self.lval(target)
+        if any(isinstance(rt(f.type), T.Varbit) for f in t.fields):
+            if len(args) < 2 or args[1] is None:
+                raise Unsupported(c, "extract of a varbit header without its length")
+            self.extract_varbit(h, t, args[1])
+        else:
+            self.extract_fixed(h, t)
+        self.invalidate_siblings(target)
+        if nxt is not None:
+            self.e(f"{nxt}.n++;")
+
+    def invalidate_siblings(self, member: A.Expression) -> None:
+        """A union member made valid (setValid, extract) invalidates the others (spec 8.19);
+        the packet length is left as it is, as codegen's."""
+        if isinstance(member, A.MemberExpr) and member.kind is MK.FIELD:
+            union = rt(member.expr.type)
+            if isinstance(union, T.HeaderUnionType):
+                u = self.lval(member.expr)
+                for f in union.fields:
+                    if f.name != member.member:
+                        self.e(f"{u}.f_{f.name}.valid = 0;")
+
+    def extract_fixed(self, h: str, t: T.HeaderType) -> None:
         total = t.bit_width()
         self.e(f"NEED({total});")
         off = 0
         for f in t.fields:
             w = width(f.type)
-            self.e(f"{h}.f_{f.name} = rd_bits(p->data, p->len, p->pos + {off}, {w});")
+            self.e(f"{h}.f_{f.name} = {rd(f'p->pos + {off}', w)};")
             off += w
         self.e(f"p->pos += {total}; {h}.valid = 1;")
-        if nxt is not None:
-            self.e(f"{nxt}.n++;")
+
+    def extract_varbit(self, h: str, t: T.HeaderType, length: A.Expression) -> None:
+        """extract(h, len) (spec 13.8.2) with BMv2's checks in its order, as codegen's: a
+        length not a multiple of 8, then past the packet's end, then over the maximum."""
+        n = self.fresh("_vl")
+        fixed = sum(width(f.type) for f in t.fields if not isinstance(rt(f.type), T.Varbit))
+        vmax = sum(rt(f.type).max_width for f in t.fields  # type: ignore[attr-defined]
+                   if isinstance(rt(f.type), T.Varbit))
+        self.e(f"{{ {cint(width(length.type))} {n} = {self.x(length)};")
+        self.e(f"if ({n} % 8) {{ p->perr = {self.err_code('ParserInvalidArgument')}; goto reject; }}")
+        self.e(f"if ((u128)p->pos + {fixed} + {n} > (u128)p->len * 8) goto too_short;")
+        self.e(f"if ({n} > {vmax}) {{ p->perr = {self.err_code('HeaderTooShort')}; goto reject; }}")
+        for f in t.fields:
+            ft = rt(f.type)
+            if isinstance(ft, T.Varbit):
+                v = f"{h}.f_{f.name}"
+                self.e(f"memset(&{v}, 0, sizeof {v}); {v}.w = (u64){n};")
+                self.e(f"for (uint32_t _i = 0; _i < (uint32_t){n} / 8; _i++) "
+                       f"{v}.b[_i] = (uint8_t)rd_bits(p->data, p->len, p->pos + 8 * _i, 8);")
+                self.e(f"p->pos += (uint32_t){n};")
+            else:
+                w = width(ft)
+                self.e(f"{h}.f_{f.name} = {rd('p->pos', w)}; p->pos += {w};")
+        self.e(f"{h}.valid = 1; }}")
 
     def emit(self, c: A.CallExpr) -> None:
         arg = args_of(c)[0]
@@ -1005,12 +809,18 @@ class CGen:
 
     def emit_value(self, base: str, t: T.P4Type, node: Any) -> None:
         if isinstance(t, T.HeaderType):
-            self.emit_sizes.append(t.bit_width())
+            self.emit_sizes.append(t.bit_width() + sum(rt(f.type).max_width for f in t.fields  # type: ignore[attr-defined]
+                                                       if isinstance(rt(f.type), T.Varbit)))
             self.e(f"if ({base}.valid) {{")
             for f in t.fields:
-                self.e(f"wr_bits(&p->out, {base}.f_{f.name}, {width(f.type)});")
+                if isinstance(rt(f.type), T.Varbit):  # its current width, whole bytes
+                    self.e(f"for (uint32_t _i = 0; _i < {base}.f_{f.name}.w / 8; _i++) "
+                           f"wr_bits(&p->out, {base}.f_{f.name}.b[_i], 8);")
+                    continue
+                w = width(f.type)
+                self.e(f"wr_bits{'128' if w > 64 else ''}(&p->out, {base}.f_{f.name}, {w});")
             self.e("}")
-        elif isinstance(t, T.StructType):
+        elif isinstance(t, T.StructType | T.HeaderUnionType):
             for f in t.fields:
                 self.emit_value(f"{base}.f_{f.name}", rt(f.type), node)
         elif isinstance(t, T.HeaderStack):
@@ -1018,3 +828,8 @@ class CGen:
                 self.emit_value(f"{base}.e[{i}]", rt(t.element), node)
         else:
             raise Unsupported(node, f"emit of {t}")
+
+
+def rd(pos: str, w: int) -> str:
+    """C reading w (<= 128) packet bits at bit offset pos (bounds checked by the caller)."""
+    return f"rd_bits{'128' if w > 64 else ''}(p->data, p->len, {pos}, {w})"

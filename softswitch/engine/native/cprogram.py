@@ -27,6 +27,9 @@ from .cgen import (
     PARSER_STEPS,
     CGen,
     Unsupported,
+    alg_call,
+    cint,
+    is_scalar,
     mask,
     width,
 )
@@ -38,6 +41,10 @@ CDEF = """
 typedef struct sw sw_t;
 typedef struct { uint32_t port; uint32_t off; uint32_t len; } ss_out_t;
 sw_t *ss_new(void);
+int ss_vs_set(sw_t *sw, uint32_t id, uint32_t n, uint32_t nk, const uint64_t *v, const uint64_t *m,
+              const uint8_t *hm);
+int ss_crc_set(sw_t *sw, uint32_t which, uint32_t width, uint64_t poly, uint64_t init, uint64_t xor_out,
+               int refin, int refout);
 void ss_free(sw_t *sw);
 int ss_table_load(sw_t *sw, uint32_t tid, uint32_t linear, uint32_t n, const uint64_t *a,
                   const uint64_t *b, const uint8_t *kind, const uint32_t *action,
@@ -92,6 +99,7 @@ class Layout:
     digest_width: int = 1  # values per digest in the C buffer
     uses_passes: bool = False  # clone, resubmit or recirculate (the job pipeline)
     log_texts: list[str] = field(default_factory=list)  # log_msg messages, by number
+    value_sets: list[tuple[str, int]] = field(default_factory=list)  # (name, words per member)
 
 
 class ProgramC(CGen):
@@ -101,6 +109,10 @@ class ProgramC(CGen):
         super().__init__(built.gen.program, built.gen)
         self.built = built
         self.layout = Layout()
+        # (id(instance), enclosing codegen prefix) -> (C function, declaration, parameter slots)
+        self.subs: dict[tuple[int, str], tuple[str, Any, list[tuple[str, str] | None]]] = {}
+        self.value_sets: list[tuple[str, int]] = []  # (control-plane name, words per member)
+        self.vs_ids: dict[int, int] = {}
 
     # ---------------------------------------------------------------- blocks
 
@@ -124,7 +136,7 @@ class ProgramC(CGen):
                 ct = self.ctype(d.type, d)
                 self.pkt_fields.append(f"    {ct} {name};")
                 self.vars[id(d)] = f"p->{name}"
-                if ct == "u64":
+                if is_scalar(ct):
                     resets.append(f"p->{name} = {self.x(d.init) if d.init is not None else '0'};")
                 else:
                     resets.append(f"memset(&p->{name}, 0, sizeof p->{name});")
@@ -133,14 +145,17 @@ class ProgramC(CGen):
             elif isinstance(d, A.Instantiation):
                 t = d.type.base if isinstance(d.type, T.SpecializedType) else d.type
                 if not isinstance(t, T.ExternType):
-                    raise Unsupported(d, "sub-control and sub-parser instances")
+                    self.compile_sub(d)
             elif isinstance(d, A.ValueSetDecl):
-                raise Unsupported(d, "parser value sets")
+                self.value_set_id(d)
         return resets
 
     def compile_control(self, decl: A.ControlDecl, role: str) -> None:
         self.block_params(decl, role)
-        resets = self.control_locals(decl)
+        self.control_fn(decl, f"CTL_{role}", self.control_locals(decl))
+
+    def control_fn(self, decl: A.ControlDecl, fn: str, resets: list[str]) -> None:
+        """The control's actions and tables, then `void fn(pkt_t *p)` running its body."""
         for d in decl.locals:
             if isinstance(d, A.ActionDecl):
                 self.compile_action(d)
@@ -148,12 +163,95 @@ class ProgramC(CGen):
             if isinstance(d, A.TableDecl):
                 self.compile_table(d)
         self.out = []
-        self.e(f"static void CTL_{role}(pkt_t *p) {{")
+        self.e(f"static void {fn}(pkt_t *p) {{")
         for r in resets:
             self.e(r)
         self.block(decl.body.stmts)
         self.e("}")
         self.fns.append("\n".join(self.out))
+
+    def compile_sub(self, d: A.Instantiation) -> None:
+        """A control or parser instantiated inside another: one C function per instance (as
+        codegen compiles one per instance path). Its parameters are pointers kept in the
+        packet, set by each apply, so that its actions and tables reach them too; its
+        variables are reset at each apply."""
+        t = d.type.base if isinstance(d.type, T.SpecializedType) else d.type
+        decl = getattr(t, "decl", None)
+        if not isinstance(decl, A.ControlDecl | A.ParserDecl):
+            raise Unsupported(d, f"instances of {t}")
+        if decl.ctor_params:
+            raise Unsupported(d, "sub-control and sub-parser instances with constructor parameters")
+        outer = self.gen.prefix
+        fn = f"SUB_{len(self.subs)}"
+        slots: list[tuple[str, str] | None] = []
+        for prm in decl.params:
+            pt = prm.type.base if isinstance(prm.type, T.SpecializedType) else prm.type
+            if isinstance(pt, T.ExternType):
+                if getattr(pt, "name", "") not in ("packet_in", "packet_out"):
+                    raise Unsupported(prm, "extern parameters of sub-controls and sub-parsers")
+                slots.append(None)  # the packet is the context p
+                continue
+            ct = self.ctype(prm.type, prm)
+            name = self.fresh(f"sp_{prm.name}_")
+            self.pkt_fields.append(f"    {ct} *{name};")
+            self.vars[id(prm)] = f"(*p->{name})"
+            slots.append((name, ct))
+        self.subs[(id(d), outer)] = (fn, decl, slots)
+        self.protos.append(f"static void {fn}(pkt_t *p);")
+        saved = (self.out, self.in_parser)
+        self.gen.prefix = f"{outer}/{d.name}"
+        try:
+            resets = self.control_locals(decl)
+            if isinstance(decl, A.ParserDecl):
+                self.parser_fn(decl, fn, resets, sub=True)
+            else:
+                self.control_fn(decl, fn, resets)
+        finally:
+            self.out, self.in_parser = saved
+            self.gen.prefix = outer
+
+    def call_block(self, c: A.CallExpr) -> None:
+        """apply() of a sub-control or sub-parser: arguments evaluated and copied in left to
+        right, copied out in order after the call (spec 6.8); an aggregate codegen passes by
+        reference (gen.can_alias) is passed by pointer here too, so that a sub-parser's
+        reject leaves the same state as on the Python engine (which copies nothing back)."""
+        sub = self.subs.get((id(c.target), self.gen.prefix))
+        if sub is None:
+            raise Unsupported(c, "this apply of a sub-control or sub-parser")
+        fn, decl, slots = sub
+        args = list(c.bound_args)
+        backs = []
+        self.e("{")
+        for i, (prm, slot, a) in enumerate(zip(decl.params, slots, args, strict=False)):
+            if slot is None:
+                continue
+            name, ct = slot
+            agg = not is_scalar(ct)
+            if a is None:
+                raise Unsupported(c, f"no argument for {prm.name}")
+            if agg and prm.direction in ("out", "inout") and self.gen.can_alias(args, i, decl):
+                lv = self.lval(a)
+                if prm.direction == "out":  # out parameters start invalid (spec 6.8)
+                    self.e(f"memset(&{lv}, 0, sizeof {lv});")
+                self.e(f"p->{name} = &{lv};")
+                continue
+            t = self.fresh("_sa")
+            if prm.direction == "out":
+                self.e(f"{ct} {t}; memset(&{t}, 0, sizeof {t});")
+            else:
+                self.e(f"{ct} {t} = {self.lval(a) if agg else self.x(a)};")
+            self.e(f"p->{name} = &{t};")
+            if prm.direction in ("out", "inout"):
+                backs.append((self.lval(a), t))
+        if isinstance(decl, A.ParserDecl):
+            # a reject in the sub-parser rejects the packet, nothing copied back (as the
+            # Python engine's exception)
+            self.e(f"p->prej = 0; {fn}(p); if (p->exited) return; if (p->prej) goto reject;")
+        else:
+            self.e(f"{fn}(p);")
+        for lv, t in backs:
+            self.e(f"{lv} = {t};")
+        self.e(f"{self.exit_check()} }}")
 
     def compile_action(self, decl: A.ActionDecl) -> None:
         info = self.action_info(decl, decl)
@@ -172,8 +270,12 @@ class ProgramC(CGen):
                 self.vars[id(prm)] = f"(*{name})"
                 continue
             w = width(prm.type)
-            if not w or w > 64:
+            if not w or w > 128:
                 raise Unsupported(prm, f"action parameters of type {prm.type}")
+            if w > 64:  # two words of action data, high first (engine.py splits them)
+                self.vars[id(prm)] = f"U128(d[{i}], d[{i + 1}])"
+                i += 2
+                continue
             self.vars[id(prm)] = f"d[{i}]"
             i += 1
         sig = f"static void {fn}(pkt_t *p, const u64 *d{''.join(extra)})"
@@ -187,10 +289,9 @@ class ProgramC(CGen):
         self.out = saved
 
     def compile_table(self, d: A.TableDecl) -> None:
-        hits = [v for (i, _p), v in self.gen.table_by_decl.items() if i == id(d)]
-        if len(hits) != 1:
-            raise Unsupported(d, "a table of a control instantiated more than once")
-        info = hits[0]
+        info = self.gen.table_by_decl.get((id(d), self.gen.prefix))
+        if info is None:
+            raise Unsupported(d, "this table here")
         algo = ""
         if info.profile:
             profile = self.built.ns[info.profile]
@@ -204,14 +305,18 @@ class ProgramC(CGen):
             dm_unit = spec.unit
         table = self.built.tables[info.name]
         match_keys = [k for k in d.keys if k.match_kind != "selector"]
-        if len(match_keys) > MAX_KEYS:
-            raise Unsupported(d, f"tables with more than {MAX_KEYS} key fields")
+        # a key field of 65..128 bits is two words of the C key, high first (engine.py's _tests)
+        words = [2 if width(k.expr.type) > 64 else 1 for k in match_keys]
+        if sum(words) > MAX_KEYS:
+            raise Unsupported(d, f"tables with more than {MAX_KEYS} key words")
         for k in d.keys:
             w = width(k.expr.type)
-            if not w or w > 64:
+            if not w or w > 128:
                 raise Unsupported(k, f"key fields of type {k.expr.type}")
+            if w > 64 and k.match_kind == "range":
+                raise Unsupported(k, "range key fields wider than 64 bits")
         tid = len(self.layout.tables)
-        self.table_ids[id(d)] = tid
+        self.table_ids[(id(d), self.gen.prefix)] = tid
         names = list(table.action_specs)
         bound = {}  # action name -> the actions list's call with its directional arguments
         for ref in d.actions:
@@ -219,8 +324,9 @@ class ProgramC(CGen):
                 if ref.call is None:
                     raise Unsupported(ref, "this table action's directional parameters")
                 bound[self.action_info(ref.action, ref).name] = ref.call
-        nargs = max((len(s.params) for s in table.action_specs.values()), default=0)
-        self.layout.tables.append(TableLayout(info.name, names, len(match_keys), nargs,
+        nargs = max((sum(2 if w > 64 else 1 for _n, w in s.params) for s in table.action_specs.values()),
+                    default=0)
+        self.layout.tables.append(TableLayout(info.name, names, sum(words), nargs,
                                               bool(info.direct_counter), bool(info.direct_meter)))
         if info.direct_meter:
             self.direct_meter_of[id(self.built.ns[info.direct_meter])] = True
@@ -229,15 +335,21 @@ class ProgramC(CGen):
         self.out = []
         self.protos.append(f"static uint32_t TA_{tid}(pkt_t *p);")
         self.e(f"static uint32_t TA_{tid}(pkt_t *p) {{")
-        self.e(f"u64 k[{max(len(match_keys), 1)}] = {{0}};")
+        self.e(f"u64 k[{max(sum(words), 1)}] = {{0}};")
         sel_vals = []
         for k in d.keys:  # evaluated in order, match and selector keys alike (spec 14.2.1.1)
+            w = width(k.expr.type)
             if k.match_kind == "selector":
                 v = self.fresh("_sk")
-                self.e(f"u64 {v} = {self.x(k.expr)};")
-                sel_vals.append((v, width(k.expr.type)))
+                self.e(f"{cint(w)} {v} = {self.x(k.expr)};")
+                sel_vals.append((v, w))
+                continue
+            at = sum(words[:match_keys.index(k)])
+            if w > 64:
+                v = self.fresh("_wk")
+                self.e(f"u128 {v} = {self.x(k.expr)}; k[{at}] = (u64)({v} >> 64); k[{at + 1}] = (u64){v};")
             else:
-                self.e(f"k[{match_keys.index(k)}] = {self.x(k.expr)};")
+                self.e(f"k[{at}] = {self.x(k.expr)};")
         self.e(f"tbl_t *t = &p->sw->tbl[{tid}];")
         self.e("int32_t e = tbl_lookup(t, k);")
         if info.direct_counter:  # every hit counts (BMv2), whatever the action does
@@ -262,8 +374,8 @@ class ProgramC(CGen):
             cap = (total + 7) // 8 + 1
             self.e(f"uint8_t sb[{cap}]; wr_t sw_ = {{sb, 0, {cap}, 0}};")
             for v, w in sel_vals:
-                self.e(f"wr_bits(&sw_, {v}, {w});")
-            h = f"alg_{algo}(sb, wr_bytes(&sw_))" if algo else "0"
+                self.e(f"wr_bits{'128' if w > 64 else ''}(&sw_, {v}, {w});")
+            h = alg_call(algo, "sb", "wr_bytes(&sw_)") if algo else "0"
             self.e(f"uint32_t m = t->grp_off[g] + (uint32_t)(({h}) % n);")
             self.e(f"a = t->mem_action[m]; d = t->mem_args + (size_t)m * {nargs}; }} }}")
         self.e("(void)d; switch (a) {")
@@ -289,10 +401,14 @@ class ProgramC(CGen):
 
     def compile_parser(self, decl: A.ParserDecl) -> None:
         self.block_params(decl, "parser")
-        resets = self.control_locals(decl)
+        self.parser_fn(decl, "CTL_parser", self.control_locals(decl), sub=False)
+
+    def parser_fn(self, decl: A.ParserDecl, fn: str, resets: list[str], sub: bool) -> None:
+        """`void fn(pkt_t *p)` running the states; a sub-parser's reject sets p->prej (its
+        caller rejects) and its state transitions are counted on their own, as codegen's."""
         self.in_parser = True
         self.out = []
-        self.e("static void CTL_parser(pkt_t *p) {")
+        self.e(f"static void {fn}(pkt_t *p) {{")
         self.e("uint32_t steps = 0; (void)steps;")
         for r in resets:
             self.e(r)
@@ -317,8 +433,13 @@ class ProgramC(CGen):
                 raise Unsupported(tr, "this transition")
             self.e("}")
         self.e("accept_: return;")
-        self.e("reject: if (p->perr) p->sm.f_parser_error = p->perr; return;")
-        self.e(f"too_short: p->sm.f_parser_error = {self.err_code('PacketTooShort')}; return;")
+        too_short = self.err_code("PacketTooShort")
+        if sub:
+            self.e("reject: p->prej = 1; return;")
+            self.e(f"too_short: p->perr = {too_short}; p->prej = 1; return;")
+        else:
+            self.e("reject: if (p->perr) p->sm.f_parser_error = p->perr; return;")
+            self.e(f"too_short: p->sm.f_parser_error = {too_short}; return;")
         self.e("}")
         self.in_parser = False
         self.fns.append("\n".join(self.out))
@@ -344,12 +465,22 @@ class ProgramC(CGen):
         keys = []
         for k in sel.keys:
             v = self.fresh("_k")
-            self.e(f"u64 {v} = {self.x(k)};")
+            if width(k.type) > 64 and self.uses_value_set(sel):
+                raise Unsupported(k, "parser value sets of keys wider than 64 bits")
+            self.e(f"{cint(width(k.type))} {v} = {self.x(k)};")
             keys.append(v)
         for case in sel.cases:
             ks = case.keyset
             items = ks.items if isinstance(ks, A.ListExpr) else [ks]
             conds = []
+            if len(keys) > 1 and isinstance(ks, A.PathExpr) and isinstance(ks.decl, A.ValueSetDecl):
+                # one value set for all the keys: members are tuples (runtime.ValueSet.match)
+                kv = self.fresh("_kv")
+                self.e(f"{{ u64 {kv}[] = {{{', '.join(keys)}}};")
+                vid = self.value_set_id(ks.decl, len(keys))
+                self.e(f"if (vs_match(&p->sw->vs[{vid}], {kv}, {len(keys)})) {{ "
+                       f"{self.goto(self.target(case.state, labels))} }} }}")
+                continue
             for v, item in zip(keys, items, strict=False):
                 if isinstance(item, A.DefaultExpr | A.DontCareExpr):
                     continue
@@ -359,7 +490,7 @@ class ProgramC(CGen):
                 elif isinstance(item, A.RangeExpr):
                     conds.append(f"({self.x(item.lo)} <= {v} && {v} <= {self.x(item.hi)})")
                 elif isinstance(item, A.PathExpr) and isinstance(item.decl, A.ValueSetDecl):
-                    raise Unsupported(item, "parser value sets")
+                    conds.append(f"vs_match(&p->sw->vs[{self.value_set_id(item.decl, 1)}], &{v}, 1)")
                 else:
                     conds.append(f"({v} == {self.x(item)})")
             go = self.goto(self.target(case.state, labels))
@@ -368,6 +499,27 @@ class ProgramC(CGen):
                 return
             self.e(f"if ({' && '.join(conds)}) {{ {go} }}")
         self.e(f"p->perr = {self.err_code('NoMatch')}; goto reject;")
+
+    def uses_value_set(self, sel: A.SelectExpr) -> bool:
+        return any(isinstance(i, A.PathExpr) and isinstance(i.decl, A.ValueSetDecl)
+                   for c in sel.cases for i in (c.keyset.items if isinstance(c.keyset, A.ListExpr) else [c.keyset]))
+
+    def value_set_id(self, d: A.ValueSetDecl, nk: int = 0) -> int:
+        """A parser value set's index in C (members loaded by engine.py); nk: the words of
+        a member, from the select that uses it."""
+        vid = self.vs_ids.get(id(d))
+        if vid is None:
+            names = [fq for decl, _g, fq in self.gen.value_sets if decl is d]
+            if len(names) != 1:
+                raise Unsupported(d, "a value set of a parser instantiated more than once")
+            vid = self.vs_ids[id(d)] = len(self.value_sets)
+            self.value_sets.append((names[0], 0))
+        name, have = self.value_sets[vid]
+        if nk and have and nk != have:
+            raise Unsupported(d, "a value set used by selects of different key counts")
+        if nk:
+            self.value_sets[vid] = (name, nk)
+        return vid
 
     def compile_deparser(self, decl: A.ControlDecl) -> None:
         self.block_params(decl, "deparser")
@@ -452,6 +604,7 @@ class ProgramC(CGen):
         self.layout.digest_width = self.digest_width
         self.layout.uses_passes = self.uses_passes
         self.layout.log_texts = list(self.log_texts)
+        self.layout.value_sets = [(name, nk or 1) for name, nk in self.value_sets]
         self.meta_c = meta_c
         self.meta_t = meta_t
         return self.assemble(hdr_c, meta_c, sm_c, sm_fields)
@@ -480,6 +633,8 @@ typedef struct sw {{
     uint32_t nlog, log_id[{MAX_LOGS}], log_n[{MAX_LOGS}]; u64 log_v[{MAX_LOGS}][{LOG_VALUES}];
     mc_t *mc; uint32_t nmc;  /* multicast groups (a switch has few: searched in order) */
     sess_t *sess; uint32_t nsess;  /* clone sessions */
+    crcp_t crc[2];  /* crc16_custom, crc32_custom */
+    vs_t vs[{max(len(self.value_sets), 1)}];  /* parser value sets */
 }} sw_t;
 typedef struct pkt {{
     {hdr_c} hdr;
@@ -489,7 +644,8 @@ typedef struct pkt {{
     const uint8_t *data;
     uint32_t len, pos, plen, payload;
     u64 now, perr, trunc, dm;
-    int exited, abort;
+    int exited, abort, prej;  /* prej: a sub-parser rejected */
+    u64 loops;  /* for-loop iterations of this pass (cgen.loop_head) */
     int ci, ce, resub, recirc;  /* requests of clone I2E / E2E, resubmit, recirculate */
     u64 ci_sess, ci_fl, ce_sess, ce_fl, resub_fl, recirc_fl;
     uint32_t dg;  /* 1 + the digest type of the last digest() of the pass, 0: none */
@@ -522,13 +678,14 @@ static inline u64 rng_next(sw_t *sw) {{
     return z ^ (z >> 31);
 }}
 /* a checksum over packed fields then the unparsed payload (*_with_payload) */
-static u64 with_payload(pkt_t *p, u64 (*alg)(const uint8_t *, uint32_t), const uint8_t *buf, uint32_t n) {{
+static u64 with_payload(pkt_t *p, u64 (*alg)(const uint8_t *, uint32_t), const crcp_t *c, const uint8_t *buf,
+                        uint32_t n) {{
     uint32_t rest = p->len - p->payload;
     uint8_t *tmp = malloc((size_t)n + rest + 1);
     if (!tmp) {{ p->abort = 1; return 0; }}
     memcpy(tmp, buf, n);
     memcpy(tmp + n, p->data + p->payload, rest);
-    u64 h = alg(tmp, n + rest);
+    u64 h = alg ? alg(tmp, n + rest) : crc_custom(c, tmp, n + rest);
     free(tmp);
     return h;
 }}
@@ -552,6 +709,7 @@ static int crc_ready = 0;
 
 void ss_free(sw_t *sw) {{
     if (!sw) return;
+    for (int i = 0; i < {len(self.value_sets)}; i++) {{ free(sw->vs[i].v); free(sw->vs[i].m); free(sw->vs[i].hm); }}
     for (int i = 0; i < {nt}; i++) {{ tbl_free(&sw->tbl[i]); free(sw->tbl[i].def_args); }}
     for (int i = 0; i < {nr}; i++) free(sw->reg[i]);
     for (int i = 0; i < {nc}; i++) {{ free(sw->cnt_p[i]); free(sw->cnt_b[i]); }}
@@ -562,10 +720,32 @@ void ss_free(sw_t *sw) {{
     free(sw);
 }}
 
+int ss_crc_set(sw_t *sw, uint32_t which, uint32_t width, uint64_t poly, uint64_t init, uint64_t xor_out,
+               int refin, int refout) {{
+    if (which > 1 || width < 8 || width > 64) return -1;
+    crcp_set(&sw->crc[which], width, poly, init, xor_out, refin, refout);
+    return 0;
+}}
+
+int ss_vs_set(sw_t *sw, uint32_t id, uint32_t n, uint32_t nk, const uint64_t *v, const uint64_t *m,
+              const uint8_t *hm) {{
+    if (id >= {len(self.value_sets)}) return -1;
+    vs_t *s = &sw->vs[id];
+    u64 *nv = malloc(sizeof(u64) * ((size_t)n * nk + 1)), *nm = malloc(sizeof(u64) * ((size_t)n + 1));
+    uint8_t *nh = malloc((size_t)n + 1);
+    if (!nv || !nm || !nh) {{ free(nv); free(nm); free(nh); return -1; }}
+    if (n) {{ memcpy(nv, v, sizeof(u64) * n * nk); memcpy(nm, m, sizeof(u64) * n); memcpy(nh, hm, n); }}
+    free(s->v); free(s->m); free(s->hm);
+    s->v = nv; s->m = nm; s->hm = nh; s->n = n;
+    return 0;
+}}
+
 sw_t *ss_new(void) {{
     if (!crc_ready) {{ crc_init(); crc_ready = 1; }}
     sw_t *sw = calloc(1, sizeof(sw_t));
     if (!sw) return NULL;
+    crcp_set(&sw->crc[0], 16, 0x8005, 0, 0, 1, 1);  /* hashes.CRC16 */
+    crcp_set(&sw->crc[1], 32, 0x04C11DB7, 0xFFFFFFFF, 0xFFFFFFFF, 1, 1);  /* hashes.CRC32 */
     int ok = 1;
     for (int i = 0; i < {nt}; i++) {{
         sw->tbl[i].nk = TBL_NKEYS[i]; sw->tbl[i].nargs = TBL_NARGS[i];

@@ -38,6 +38,30 @@ static inline u64 sat_s(__int128 v, unsigned w) {
     return ((u64)v) & MASK(w);
 }
 
+/* values of 65..128 bits: unsigned __int128, with the same operations as above */
+typedef unsigned __int128 u128;
+typedef __int128 i128;
+#define MASK128(w) ((w) >= 128 ? ~(u128)0 : (((u128)1 << (w)) - 1))
+#define U128(hi, lo) ((((u128)(hi)) << 64) | (u128)(lo))
+static inline i128 sext128(u128 v, unsigned w) {
+    if (w >= 128) return (i128)v;
+    u128 m = (u128)1 << (w - 1);
+    return (i128)((v ^ m) - m);
+}
+/* a shift amount wider than 64 bits: any value of 2^64 or more shifts everything out */
+static inline u64 amt64(u128 s) { return (s >> 64) ? ~0ULL : (u64)s; }
+static inline u128 shl_w128(u128 a, u64 s, unsigned w) { return s >= w ? 0 : (a << s) & MASK128(w); }
+static inline u128 shr_u128(u128 a, u64 s, unsigned w) { return s >= w ? 0 : a >> s; }
+static inline u128 shr_s128(u128 a, u64 s, unsigned w) {
+    i128 v = sext128(a, w);
+    if (s >= w) s = w - 1;
+    return ((u128)(v >> s)) & MASK128(w);
+}
+static inline u128 div_u128(u128 a, u128 b) { return b ? a / b : 0; }
+static inline u128 mod_u128(u128 a, u128 b) { return b ? a % b : 0; }
+static inline u128 sat_add_u128(u128 a, u128 b, unsigned w) { u128 r = a + b; return (r > MASK128(w) || r < a) ? MASK128(w) : r; }
+static inline u128 sat_sub_u128(u128 a, u128 b) { return a > b ? a - b : 0; }
+
 /* w (<= 64) bits at bit offset pos of d (len bytes), network order; the caller checked
  * that they are inside the buffer. Eight bytes are loaded at once where they all are. */
 static inline u64 rd_bits(const uint8_t *d, uint32_t len, uint32_t pos, unsigned w) {
@@ -53,6 +77,11 @@ static inline u64 rd_bits(const uint8_t *d, uint32_t len, uint32_t pos, unsigned
     unsigned __int128 acc = 0;
     for (uint32_t i = start; i < end; i++) acc = (acc << 8) | d[i];
     return (u64)(acc >> (end * 8 - (pos + w))) & MASK(w);
+}
+
+static inline u128 rd_bits128(const uint8_t *d, uint32_t len, uint32_t pos, unsigned w) {
+    if (w <= 64) return rd_bits(d, len, pos, w);
+    return U128(rd_bits(d, len, pos, w - 64), rd_bits(d, len, pos + w - 64, 64));
 }
 
 /* bit writer: headers the deparser emits, field lists of hashes and checksums */
@@ -76,6 +105,10 @@ static inline void wr_bits(wr_t *o, u64 v, unsigned w) {
         o->nbits += take;
         w -= take;
     }
+}
+static inline void wr_bits128(wr_t *o, u128 v, unsigned w) {
+    if (w > 64) { wr_bits(o, (u64)(v >> 64), w - 64); wr_bits(o, (u64)v, 64); }
+    else wr_bits(o, (u64)v, w);
 }
 static inline uint32_t wr_bytes(wr_t *o) { return (o->nbits + 7) >> 3; }
 
@@ -124,6 +157,44 @@ static u64 alg_xor16(const uint8_t *d, uint32_t n) {
     if (n & 1) s ^= (u64)d[n - 1] << 8;
     return s;
 }
+/* crc16_custom / crc32_custom: a CRC of any width in 8..64 bits in the Rocksoft model, as
+ * hashes.Crc; each switch holds its own parameters (the control plane can change them) */
+typedef struct { unsigned width; int refin, refout; u64 poly, init, xor_out, mask, start, tab[256]; } crcp_t;
+static u64 crc_reflect(u64 v, unsigned w) {
+    u64 out = 0;
+    for (unsigned i = 0; i < w; i++) { out = (out << 1) | (v & 1); v >>= 1; }
+    return out;
+}
+static void crcp_set(crcp_t *c, unsigned w, u64 poly, u64 init, u64 xor_out, int refin, int refout) {
+    c->width = w; c->poly = poly; c->init = init; c->xor_out = xor_out;
+    c->refin = refin; c->refout = refout; c->mask = MASK(w);
+    c->start = refin ? crc_reflect(init, w) : init;
+    u64 rpoly = crc_reflect(poly, w), top = 1ULL << (w - 1);
+    for (unsigned b = 0; b < 256; b++) {
+        u64 x;
+        if (refin) {
+            x = b;
+            for (int k = 0; k < 8; k++) x = (x & 1) ? (x >> 1) ^ rpoly : x >> 1;
+        } else {
+            x = (u64)b << (w - 8);
+            for (int k = 0; k < 8; k++) x = (x & top) ? (x << 1) ^ poly : x << 1;
+            x &= c->mask;
+        }
+        c->tab[b] = x;
+    }
+}
+static u64 crc_custom(const crcp_t *c, const uint8_t *d, uint32_t n) {
+    u64 x = c->start;
+    if (c->refin) {
+        for (uint32_t i = 0; i < n; i++) x = c->tab[(x ^ d[i]) & 0xFF] ^ (x >> 8);
+        if (!c->refout) x = crc_reflect(x, c->width);
+    } else {
+        unsigned sh = c->width - 8;
+        for (uint32_t i = 0; i < n; i++) x = c->tab[((x >> sh) ^ d[i]) & 0xFF] ^ ((x << 8) & c->mask);
+        if (c->refout) x = crc_reflect(x, c->width);
+    }
+    return (x ^ c->xor_out) & c->mask;
+}
 static u64 alg_identity(const uint8_t *d, uint32_t n) {
     u64 s = 0;
     for (uint32_t i = 0; i < n && i < 8; i++) s = (s << 8) | d[i];
@@ -132,6 +203,22 @@ static u64 alg_identity(const uint8_t *d, uint32_t n) {
 """
 
 TABLES = r"""
+/* a parser value set: n members of nk words (a masked member: one word under its mask),
+ * as runtime.ValueSet.match */
+typedef struct { uint32_t n; u64 *v, *m; uint8_t *hm; } vs_t;
+static int vs_match(const vs_t *s, const u64 *k, uint32_t nk) {
+    for (uint32_t i = 0; i < s->n; i++) {
+        const u64 *v = s->v + (size_t)i * nk;
+        if (s->hm[i]) {
+            if (nk == 1 && (k[0] & s->m[i]) == (v[0] & s->m[i])) return 1;
+            continue;
+        }
+        uint32_t j = 0;
+        while (j < nk && k[j] == v[j]) j++;
+        if (j == nk) return 1;
+    }
+    return 0;
+}
 /* a two-rate three-colour marker (RFC 2698, colour-blind) as externs.py's MeterCell, in the
  * same double arithmetic, so that both engines colour alike */
 typedef struct { int configured, has_last; u64 cir, cburst, pir, pburst, last_us; double tc, tp; } meter_t;

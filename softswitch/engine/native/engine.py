@@ -18,6 +18,7 @@ from typing import Any
 from ..errors import SwitchError
 from ..tables import Table
 from . import cbuild
+from .cbase import CUSTOM_CRCS
 from .cprogram import CDEF, Layout, TableLayout, program_source
 
 OUT_SLOTS = 64  # output slots made at first (grown to the largest multicast group + 1)
@@ -185,6 +186,9 @@ class NativeEngine:
         self.changes_seen = -1
         self.mc_max = 0
         self.loaded_groups: set[int] = set()
+        self.value_sets = [built.value_sets[name] for name, _nk in layout.value_sets]
+        self.vs_loaded: list[Any] = [None] * len(self.value_sets)  # the member lists loaded
+        self.crcs: list[Any] = [None] * len(CUSTOM_CRCS)  # the custom CRCs loaded: the first sync loads them
         for rid, (name, size, width) in enumerate(layout.registers):
             py = built.registers[name]
             view = CellView(ffi, lib.ss_register(self.state, rid), size, width, py.signed)
@@ -210,7 +214,20 @@ class NativeEngine:
     # ---------------------------------------------------------------- control-plane state
 
     def sync(self) -> None:
-        """Load tables and multicast groups changed since the last packet into C."""
+        """Load tables, multicast groups and custom CRCs changed since the last packet into C."""
+        algos = self.switch.hashes.algorithms
+        for i, name in enumerate(CUSTOM_CRCS):
+            crc = algos.get(name)
+            if crc is not self.crcs[i]:  # HashEngine.set_custom puts a new Crc
+                q = crc.params
+                if self.lib.ss_crc_set(self.state, i, q.width, q.poly, q.init, q.xor_out,
+                                       int(q.reflect_in), int(q.reflect_out)):
+                    raise ValueError(f"native engine: {name} of width {q.width} (8..64 bits)")
+                self.crcs[i] = crc
+        for i, (_name, nk) in enumerate(self.layout.value_sets):
+            vs = self.value_sets[i]
+            if vs.members is not self.vs_loaded[i]:  # ValueSet.set puts a new list
+                self._load_value_set(i, nk, vs)
         if Table.changes == self.changes_seen and self.switch.pre.version == self.pre_version:
             return
         self.changes_seen = Table.changes
@@ -222,6 +239,30 @@ class NativeEngine:
         if pre.version != self.pre_version:
             self._load_groups(pre)
             self.pre_version = pre.version
+
+    def _load_value_set(self, i: int, nk: int, vs: Any) -> None:
+        """A value set's members as the C words; a member that can never match a key of
+        nk words of 64 bits at most (wider, or of another shape) is left out."""
+        vals, masks, has = array("Q"), array("Q"), bytearray()
+        for v, m in vs.members:
+            words = list(v) if isinstance(v, tuple) and nk > 1 else [v]
+            if len(words) != nk or not all(isinstance(w, int) and 0 <= w <= _WORD for w in words):
+                continue
+            if m is not None:
+                if nk != 1 or not isinstance(m, int) or m < 0 or (v & m) >> 64:
+                    continue
+                m &= _WORD
+            vals.extend(int(w) for w in words)
+            masks.append(m if m is not None else 0)
+            has.append(m is not None)
+        ffi = self.ffi
+        n = len(masks)
+        if self.lib.ss_vs_set(self.state, i, n, nk,
+                              ffi.from_buffer("uint64_t[]", vals) if n else ffi.NULL,
+                              ffi.from_buffer("uint64_t[]", masks) if n else ffi.NULL,
+                              ffi.from_buffer("uint8_t[]", has) if n else ffi.NULL):
+            raise MemoryError(f"native engine: out of memory loading {vs.name}")
+        self.vs_loaded[i] = vs.members
 
     def pull_direct(self, tid: int) -> None:
         """Copy the C cells of a table's direct counter / meter back into its Entry objects."""
@@ -292,9 +333,11 @@ class NativeEngine:
                 name, eargs = "", ()
                 gi = group_index.setdefault(int(e.group or 0), len(group_index))
             act.append(index[name] if name else 0x80000000 | gi)
-            args.extend(eargs)
-            args.extend([0] * (na - len(eargs)))
-        d_args = list(table.default_args) + [0] * (na - len(table.default_args))
+            words = _arg_words(table, name, eargs)
+            args.extend(words)
+            args.extend([0] * (na - len(words)))
+        d_args = _arg_words(table, str(table.default_action), table.default_args)
+        d_args += [0] * (na - len(d_args))
         ffi = self.ffi
         rc = self.lib.ss_table_load(
             self.state, tid, 1 if table.mode == "list" else 0, len(entries),
@@ -314,8 +357,9 @@ class NativeEngine:
                 for m in members:
                     name, margs_m, _fn = prof.members[m]
                     mact.append(index[name])
-                    margs.extend(margs_m)
-                    margs.extend([0] * (na - len(margs_m)))
+                    words = _arg_words(table, name, margs_m)
+                    margs.extend(words)
+                    margs.extend([0] * (na - len(words)))
             rc = self.lib.ss_table_groups(
                 self.state, tid, len(lens), ffi.from_buffer("uint32_t[]", lens) if lens else ffi.NULL,
                 len(mact), ffi.from_buffer("uint32_t[]", mact) if mact else ffi.NULL,
@@ -453,15 +497,36 @@ class PacketBatch:
 
 
 def _tests(table: Table, entry: Any) -> list[tuple[int, int, int]]:
-    """Per key field (kind, a, b) as the C lookup reads them (tables.py `_tests`)."""
+    """Per key word (kind, a, b) as the C lookup reads them (tables.py `_tests`); a field of
+    65..128 bits is two words, high first (cprogram.py refuses such range fields)."""
     if table.mode == "list":
-        return [(k, a, b) for k, a, b in (entry.tests or table._tests(entry.key))]
+        tests = [(k, a, b) for k, a, b in (entry.tests or table._tests(entry.key))]
+    else:
+        tests = []
+        for spec, mv in zip(table.match_keys, entry.key, strict=True):
+            full = (1 << spec.width) - 1
+            if mv[0] == "lpm":
+                m = full ^ ((1 << (spec.width - mv[2])) - 1)
+                tests.append((0, m, mv[1]))
+            else:
+                tests.append((0, full, mv[1]))
     out = []
-    for spec, mv in zip(table.match_keys, entry.key, strict=True):
-        full = (1 << spec.width) - 1
-        if mv[0] == "lpm":
-            m = full ^ ((1 << (spec.width - mv[2])) - 1)
-            out.append((0, m, mv[1]))
+    for spec, (k, a, b) in zip(table.match_keys, tests, strict=True):
+        if spec.width > 64:
+            out += [(k, a >> 64, b >> 64), (k, a & _WORD, b & _WORD)]
         else:
-            out.append((0, full, mv[1]))
+            out.append((k, a, b))
+    return out
+
+
+_WORD = (1 << 64) - 1
+
+
+def _arg_words(table: Table, action: str, values: Any) -> list[int]:
+    """An action's data as the C words: a value of 65..128 bits is two, high first."""
+    spec = table.action_specs.get(action)
+    out: list[int] = []
+    for i, v in enumerate(values):
+        w = spec.params[i][1] if spec is not None and i < len(spec.params) else 64
+        out += [v >> 64, v & _WORD] if w > 64 else [v]
     return out
