@@ -5,8 +5,9 @@ Python side needs to drive it (`Layout`: tables with their action order and key
 count, registers, counters, the largest deparser output). The pipeline in C is
 the one `softswitch.engine.switch` runs for a packet from a port: parser,
 verifyChecksum, ingress, then multicast (one copy per replica), drop or unicast;
-per copy egress, drop, computeChecksum and deparser. Clone, resubmit,
-recirculate, digests and truncate are refused at load time for now.
+per copy egress, drop, computeChecksum and deparser; clone, resubmit and
+recirculate requests are carried out in BMv2's order (the job pipeline), and
+digests and truncate are handled as the Python engine handles them.
 """
 
 from __future__ import annotations
