@@ -9,6 +9,7 @@ counter cell and the switch's stats (native_fuzz.py).
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -377,7 +378,7 @@ def test_every_truncation_of_a_frame_agrees(program: str) -> None:
     past the buffer, and both engines say the same about it."""
     from native_fuzz import ipv4, sglb_header
 
-    rng_frames = __import__("random").Random(5)
+    rng_frames = random.Random(5)
     clock = FuzzClock()
     if program == "l3":
         make, port_list = _l3, [1]
@@ -512,7 +513,7 @@ def test_sub_controls_and_sub_parsers_agree() -> None:
         sw.table_add("I.two.t", [Exact(2)], "I.two.put", [0x10])
         sw.table_add("I.two.t", [Exact(7)], "I.two.stop", [])
 
-    rng = __import__("random").Random(11)
+    rng = random.Random(11)
     frames = [(0, bytes([a, b, x, y])) for a, b, x, y in
               [(1, 1, 9, 8), (1, 0, 9, 8), (3, 1, 1, 2), (6, 1, 0xEE, 1), (1, 1, 1, 0xEE), (0x0F, 0, 0, 0)]]
     frames += [(0, bytes([1, 1, 5])), (0, bytes([1, 1])), (0, b"\x01")]
@@ -591,14 +592,14 @@ V1Switch(P(), V(), I(), E(), C(), D()) main;
 def test_values_of_65_to_128_bits_agree() -> None:
     from softswitch import Ternary
 
-    rng = __import__("random").Random(128)
+    rng = random.Random(128)
     edges = [0, 1, 2, (1 << 64) - 1, 1 << 64, (1 << 127), (1 << 128) - 1, 0x8000000000000000]
 
     def val(bits: int) -> int:
         return rng.choice(edges + [rng.getrandbits(bits)] * 4) & ((1 << bits) - 1)
 
     def setup(sw: Switch) -> None:
-        rng_t = __import__("random").Random(3)
+        rng_t = random.Random(3)
         for plen in (0, 1, 37, 64, 65, 100, 128):
             v = rng_t.getrandbits(128) & ~((1 << (128 - plen)) - 1)
             for s_ in (0, 64, 127):
@@ -664,7 +665,7 @@ V1Switch(P(), V(), I(), E(), C(), D()) main;
 
 
 def test_varbit_fields_agree() -> None:
-    rng = __import__("random").Random(7)
+    rng = random.Random(7)
     frames = []
     for _ in range(300):
         n_k = rng.randrange(16) << 4 | rng.choice([0, 1, 2, 3])
@@ -774,7 +775,7 @@ V1Switch(P(), V(), I(), E(), C(), D()) main;
 
 
 def test_header_unions_agree() -> None:
-    rng = __import__("random").Random(19)
+    rng = random.Random(19)
     frames = [(0, bytes([kind, ops, 0, 0, 0]) + bytes(rng.randrange(256) for _ in range(rng.randrange(8))))
               for kind in (0, 1, 2, 3) for ops in range(32)]
     frames.append((0, bytes([3, 0, 0, 0, 0, 0xA1, 0xA2, 0xA3, 0xB1, 0xB2, 0xB3, 0xB4])))
@@ -825,7 +826,7 @@ V1Switch(P(), V(), I(), E(), C(), D()) main;
 
 
 def test_loops_agree() -> None:
-    rng = __import__("random").Random(23)
+    rng = random.Random(23)
     frames = [(0, bytes([rng.randrange(12), rng.randrange(12), rng.randrange(256), rng.randrange(256)])
                + bytes(4) + bytes(rng.randrange(256) for _ in range(2))) for _ in range(150)]
     frames.append((0, bytes([9, 3, 0xFE, 0x01, 0, 0, 0, 0, 5, 6])))
