@@ -60,6 +60,15 @@ def port_status_packet(packet_out_widths: list[int] | None, port: int, up: bool,
     return header + port_status.encode(port, up, seq)
 
 
+def write_whole(path: Path, text: str) -> None:
+    """Write `text` to `path` so that a reader sees no file or all of it, never a part:
+    whoever waits for the ready file reads it as soon as it exists (a plain write_text
+    let a loaded test see it empty and dial the address "")."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
 class _KeyValueFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         ts = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
@@ -184,7 +193,7 @@ class SwitchProcess:
                  self.opts.name, self.server.address, self.opts.device_id, self.opts.cpu_port,
                  ",".join(f"{n}@{p.ifname}" for n, p in self.ports.ports.items()), self.ports.io)
         if self.opts.ready_file is not None:
-            self.opts.ready_file.write_text(self.server.address + "\n")
+            write_whole(self.opts.ready_file, self.server.address + "\n")
 
     def stop(self) -> None:
         """Stop serving and close every port."""
