@@ -198,8 +198,11 @@ def count_short_path():
     TablePlan._make_apply = original
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                  HealthCheck.function_scoped_fixture])
+# derandomize: the same 60 examples every run, so that test_both_paths_were_exercised
+# counts the same updates each time (with fresh random draws the short path once took only
+# 38 of 629 updates and that test failed by chance)
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_short_path_and_general_path_agree(program, data):
     short, general = fresh_device(program, True), fresh_device(program, False)
