@@ -34,6 +34,7 @@ def test_cpu_hogs_die_with_a_killed_test_process():
     pids: list[int] = []
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "in"
+
         def two_hogs() -> list[int] | None:
             found = hog_pids(proc.pid)
             return found if len(found) == 2 else None
