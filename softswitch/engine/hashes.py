@@ -166,12 +166,14 @@ class HashEngine:
         self.algorithms: dict[str, Callable[[bytes], int]] = dict(ALGORITHMS)
         self.algorithms["crc16_custom"] = Crc(CRC16)
         self.algorithms["crc32_custom"] = Crc(CRC32)
+        self.version = 0  # bumped by set_custom: the native engine reloads the CRCs when it moves
 
     def set_custom(self, name: str, params: CrcParams) -> None:
         """Reconfigure crc16_custom or crc32_custom."""
         if name not in ("crc16_custom", "crc32_custom"):
             raise ValueError(f"{name} is not a configurable CRC")
         self.algorithms[name] = Crc(params)
+        self.version += 1
 
     def compute_packed(self, algo: str, value: int, nbits: int, payload: bytes = b"") -> int:
         """Hash a field list already packed into `value` of `nbits` bits (then the payload)."""

@@ -257,6 +257,8 @@ def pack_dynamic(items: tuple[tuple[int, int, Any], ...]) -> tuple[int, int]:
 class ValueSet:
     """A parser value set: up to `size` (value, mask) members matched by select."""
 
+    changes = 0  # bumped by every set's `set`: one read tells the native engine that none moved
+
     def __init__(self, name: str, size: int) -> None:
         self.name = name
         self.size = size
@@ -274,6 +276,7 @@ class ValueSet:
             else:
                 out.append((m, None))
         self.members = out
+        ValueSet.changes += 1
 
     def match(self, value: Any) -> bool:
         """True when `value` equals (under mask) one member."""

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import SwitchError
+from ..runtime import ValueSet
 from ..tables import Table
 from . import cbuild
 from .cbase import CUSTOM_CRCS
@@ -189,6 +190,8 @@ class NativeEngine:
         self.value_sets = [built.value_sets[name] for name, _nk in layout.value_sets]
         self.vs_loaded: list[Any] = [None] * len(self.value_sets)  # the member lists loaded
         self.crcs: list[Any] = [None] * len(CUSTOM_CRCS)  # the custom CRCs loaded: the first sync loads them
+        self.crc_version = -1  # HashEngine.version and ValueSet.changes when last loaded
+        self.vs_changes_seen = -1
         for rid, (name, size, width) in enumerate(layout.registers):
             py = built.registers[name]
             view = CellView(ffi, lib.ss_register(self.state, rid), size, width, py.signed)
@@ -215,27 +218,31 @@ class NativeEngine:
 
     def sync(self) -> None:
         """Load tables, multicast groups and custom CRCs changed since the last packet into C."""
-        algos = self.switch.hashes.algorithms
-        for i, name in enumerate(CUSTOM_CRCS):
-            crc = algos.get(name)
-            if crc is not self.crcs[i]:  # HashEngine.set_custom puts a new Crc
-                q = crc.params
-                if self.lib.ss_crc_set(self.state, i, q.width, q.poly, q.init, q.xor_out,
-                                       int(q.reflect_in), int(q.reflect_out)):
-                    raise ValueError(f"native engine: {name} of width {q.width} (8..64 bits)")
-                self.crcs[i] = crc
-        for i, (_name, nk) in enumerate(self.layout.value_sets):
-            vs = self.value_sets[i]
-            if vs.members is not self.vs_loaded[i]:  # ValueSet.set puts a new list
-                self._load_value_set(i, nk, vs)
-        if Table.changes == self.changes_seen and self.switch.pre.version == self.pre_version:
-            return
+        hashes, pre = self.switch.hashes, self.switch.pre
+        if (Table.changes == self.changes_seen and pre.version == self.pre_version
+                and hashes.version == self.crc_version and ValueSet.changes == self.vs_changes_seen):
+            return  # the per-packet case: four reads
+        if hashes.version != self.crc_version:
+            for i, name in enumerate(CUSTOM_CRCS):
+                crc = hashes.algorithms.get(name)
+                if crc is not self.crcs[i]:  # HashEngine.set_custom puts a new Crc
+                    q = crc.params
+                    if self.lib.ss_crc_set(self.state, i, q.width, q.poly, q.init, q.xor_out,
+                                           int(q.reflect_in), int(q.reflect_out)):
+                        raise ValueError(f"native engine: {name} of width {q.width} (8..64 bits)")
+                    self.crcs[i] = crc
+            self.crc_version = hashes.version
+        if ValueSet.changes != self.vs_changes_seen:
+            for i, (_name, nk) in enumerate(self.layout.value_sets):
+                vs = self.value_sets[i]
+                if vs.members is not self.vs_loaded[i]:  # ValueSet.set puts a new list
+                    self._load_value_set(i, nk, vs)
+            self.vs_changes_seen = ValueSet.changes
         self.changes_seen = Table.changes
         for i, (tl, table, tid) in enumerate(self.tables):
             if table.version != self.versions[i]:
                 self._load_table(tl, table, tid)
                 self.versions[i] = table.version
-        pre = self.switch.pre
         if pre.version != self.pre_version:
             self._load_groups(pre)
             self.pre_version = pre.version
