@@ -4,7 +4,8 @@ Every switch of the fabric becomes a ``P4RuntimeSwitch`` (``softswitch run`` by
 default, BMv2 with ``TARGET=bmv2``) started without a program: its controller
 (SyncMesh through ``syncmesh.p4runtime_driver``) pushes ``p4src/sglb.p4``.
 Every link becomes a ``TCLink`` shaped to the fabric's capacity with an HTB
-rate limit (no netem: some kernels lack it). Hosts get one interface per NIC
+rate limit (no netem: some kernels lack it; ``topologies.shapedintf`` names the HTB
+quantum so that rates above 16 Mbit/s raise no tc warnings). Hosts get one interface per NIC
 (rail) with the fabric's MAC and address, and source-based routing so that
 traffic from a NIC's address leaves by that NIC and everything in the fabric
 is reached through its leaf (the leaves answer ARP for the whole fabric).
@@ -121,12 +122,12 @@ class FabricNet:
 
     def start(self) -> None:
         """Create nodes and shaped links, start the switch processes, configure the hosts."""
-        from mininet.link import TCLink
         from mininet.net import Mininet
 
         from topologies.p4switch import P4RuntimeSwitch
+        from topologies.shapedintf import ShapedLink
 
-        link_cls = TCLink
+        link_cls: type = ShapedLink
         if self.spliced:
             from topologies.splicedlink import SplicedTCLink
 

@@ -11,7 +11,7 @@ namespace) is joined to the other middle by tc mirred redirects,
     end1 == mid1 ~~tc~~ mid2 == end2
 
 and a cut takes the two middles down: both ends lose carrier, as with a pulled
-cable, and stay administratively up. The shaping of ``TCLink`` stays on the ends.
+cable, and stay administratively up. The shaping (``ShapedLink``) stays on the ends.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from __future__ import annotations
 import subprocess
 import zlib
 
-from mininet.link import TCLink
 from mininet.util import makeIntfPair
+
+from topologies.shapedintf import ShapedLink
 
 
 def middle_name(end: str) -> str:
@@ -45,7 +46,7 @@ def set_middles(end1: str, end2: str, up: bool) -> None:
            f"{'restoring' if up else 'cutting'} the spliced link {end1}-{end2}")
 
 
-class SplicedTCLink(TCLink):
+class SplicedTCLink(ShapedLink):
     """``TCLink`` whose two ends are joined through a tc-spliced middle pair (module doc)."""
 
     @classmethod
