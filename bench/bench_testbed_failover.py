@@ -1,15 +1,17 @@
 """Failover time in the Mininet testbed: a leaf-spine link cut repeatedly under traffic.
 
-Runs the `make run` scenario (topologies/demo.py) on ls4x2 with small datagrams
-for a fine time resolution, cuts and restores the l1-s1 link N times, and
+Runs the `make run` scenario (topologies/demo.py) on ls4x2 at its native-engine
+rates (``--link-scale 10``: 100 Mbit/s links, 10 Mbit/s per flow in 1,400-byte
+datagrams, a packet every ~2.2 ms per flow and rail), cuts and restores the l1-s1 link N times, and
 prints per cut: how long packets were still lost after the cut for flows whose
 source leaf is at the cut (local failover, decided by l1's data plane) and for
 flows toward l1 (remote: the other leaves learn it from s1's in-band notice),
 when every SyncMesh daemon agreed, and where the time goes (the cut until the
 switch process logged the carrier loss). Median and worst over the cuts.
 The published hardware figure is 45 us; this is a software switch (softswitch's
-engine, native by default) on 2 shared cores with packets every ~1.6 ms per flow
-and rail (``--link-scale`` shortens that interval with the rates).
+engine, native by default) on 2 shared cores. ``--link-scale 1 --size 172`` is the
+Python engine's setting (200-byte datagrams every ~1.6 ms per flow and rail); small
+datagrams at 10x overrun the hosts' Python senders (docs/testbed.md).
 Needs root (Mininet). Usage: bench_testbed_failover.py [--cuts N] [--phase S] [--link-scale K] [--size B]
 """
 
@@ -57,12 +59,11 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--cuts", type=int, default=5)
     p.add_argument("--phase", type=float, default=2.0)
-    p.add_argument("--link-scale", type=float, default=1.0,
+    p.add_argument("--link-scale", type=float, default=10.0,
                    help="link rates = the fabric's capacities x this; the load per flow too")
-    p.add_argument("--size", type=int, default=172,
-                   help="UDP payload bytes (172: 200-byte datagrams, a fine time resolution; "
-                        "larger ones carry a scaled load in fewer packets for the hosts' "
-                        "Python senders and receivers to handle)")
+    p.add_argument("--size", type=int, default=1372,
+                   help="UDP payload bytes (1372: 1,400-byte datagrams, a scaled load in few "
+                        "enough packets for the hosts' Python senders and receivers)")
     args = p.parse_args()
     if args.cuts < 1 or args.phase < 1 or not 0 < args.link_scale <= 1000 or \
             not 20 <= args.size <= 1400:

@@ -12,12 +12,14 @@ host, every result checked) between all hosts, cuts a leaf-spine link and later 
 restores both, prints progress once a second, and ends with a summary. Figures
 (JSON) and a throughput plot (PNG) go to ``out/testbed-<time>/``.
 
-Link rates: the fabric's capacities (10 Mbit/s in the examples) are enforced by
-HTB on every link; the offered load per flow (default 2.5 Mbit/s, 1,200-byte
-datagrams, about 250 packets/s) keeps the six Python switches of ls4x2 well
-inside what two shared cores forward (about 20,000 packets/s for one idle
-softswitch, docs/softswitch-p4runtime.md), so the links and not the CPU set the
-rates. Ctrl-C (or SIGTERM) stops traffic, daemons and switches and removes
+Link rates: the fabric's capacities (10 Mbit/s in the examples) times
+``--link-scale`` are enforced by HTB on every link. On softswitch's native engine
+`make run` runs them at 10x (100 Mbit/s) with 4 flows of 10 Mbit/s in 1,400-byte
+datagrams (about 900 packets/s each); on the Python engine and on BMv2 at the
+examples' rates with 2.5 Mbit/s per flow of 1,200-byte datagrams (about 250
+packets/s). Either way the CPU is not the limit: the switches forward far more,
+and the hosts' Python senders and receivers keep their send times (at 25 Mbit/s
+per flow they did not: docs/testbed.md, "Link rates versus the CPU"). Ctrl-C (or SIGTERM) stops traffic, daemons and switches and removes
 every interface this run created (only those).
 """
 
@@ -47,16 +49,45 @@ TARGET_NAMES = {"softswitch": "softswitch", "bmv2": "BMv2 simple_switch_grpc"}
 
 
 @dataclass(frozen=True)
+class Load:
+    """The rates of a run: links, and the UDP load generator's flows."""
+
+    link_scale: float
+    """Every link and NIC rate is the fabric's capacity times this."""
+    rate_mbps: float
+    """Offered load per flow."""
+    size: int
+    """UDP payload bytes per datagram."""
+
+
+# What two shared cores carry without the CPU setting the figures (docs/testbed.md): on the
+# native engine 10x the examples' link rates, with a load in full-size frames that the hosts'
+# Python senders and receivers keep up with (at 25 Mbit/s per flow the baseline's one-way
+# delay went from 0.4 to 7-12 ms and a port's carrier reached its program 20-27 ms late);
+# the Python engine and BMv2's default build forward a few tens of thousands of packets/s
+# and stay at 1x.
+NATIVE_LOAD = Load(link_scale=10.0, rate_mbps=10.0, size=1372)
+BASE_LOAD = Load(link_scale=1.0, rate_mbps=2.5, size=1200)
+
+
+def default_load(targets: list[str]) -> Load:
+    """`make run`'s rates for these targets: one load that all of them carry, so that a
+    side-by-side comparison compares like with like."""
+    return NATIVE_LOAD if all(switch_engine(t) == "native" for t in targets) else BASE_LOAD
+
+
+@dataclass(frozen=True)
 class Scenario:
-    """What `make run` does; the test uses a shorter one."""
+    """A testbed run; the defaults are BASE_LOAD's rates (tests and benchmarks choose theirs,
+    `make run` takes default_load's)."""
 
     fabric: Path = DEFAULT_FABRIC
     """Fabric description file."""
     phase_s: float = 6.0
     """Length of each phase (baseline, then after every cut and restore)."""
-    rate_mbps: float = 2.5
+    rate_mbps: float = BASE_LOAD.rate_mbps
     """Offered load per flow."""
-    size: int = 1200
+    size: int = BASE_LOAD.size
     """UDP payload bytes per datagram."""
     prefix: str = ""
     """Node name prefix (keeps parallel networks apart)."""
@@ -76,9 +107,9 @@ class Scenario:
     """float32 elements per collective (128 KiB)."""
     reccl_interval: float = 0.5
     """Least seconds between two collectives of a rank (keeps the links below saturation)."""
-    link_scale: float = 1.0
-    """Every link and NIC rate is the fabric's capacity times this (softswitch's native
-    engine carries 10x the examples' 10 Mbit/s on two cores; the offered load is --rate's)."""
+    link_scale: float = BASE_LOAD.link_scale
+    """Every link and NIC rate is the fabric's capacity times this (the offered load is
+    rate_mbps's)."""
     target: str = field(default_factory=lambda: os.environ.get("TARGET", "softswitch").lower())
     """The switches: softswitch (default) or bmv2 (simple_switch_grpc, sglb.p4 compiled by p4c)."""
 
@@ -619,10 +650,13 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m topologies.demo", description=__doc__.split("\n")[0])
     p.add_argument("--fabric", type=Path, default=DEFAULT_FABRIC)
     p.add_argument("--phase", type=float, default=Scenario.phase_s, help="seconds per phase")
-    p.add_argument("--rate", type=float, default=Scenario.rate_mbps, help="Mbit/s per flow")
-    p.add_argument("--size", type=int, default=Scenario.size, help="UDP payload bytes")
-    p.add_argument("--link-scale", type=float, default=Scenario.link_scale,
-                   help="link and NIC rates = the fabric's capacities x this")
+    p.add_argument("--rate", type=float, help=f"Mbit/s per flow (default {NATIVE_LOAD.rate_mbps} on "
+                   f"softswitch's native engine, else {BASE_LOAD.rate_mbps})")
+    p.add_argument("--size", type=int, help=f"UDP payload bytes (default {NATIVE_LOAD.size} on the "
+                   f"native engine, else {BASE_LOAD.size})")
+    p.add_argument("--link-scale", type=float,
+                   help="link and NIC rates = the fabric's capacities x this (default "
+                        f"{NATIVE_LOAD.link_scale:g} on the native engine, else {BASE_LOAD.link_scale:g})")
     p.add_argument("--ecmp", action="store_true", help="leaves in ECMP mode (the baseline)")
     p.add_argument("--no-reccl", action="store_true", help="UDP load generator only")
     p.add_argument("--prefix", default="", help="node name prefix")
@@ -639,8 +673,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"topologies.demo: error: {e}", file=sys.stderr)
             return 2
         return 0
-    if args.phase < 1 or args.rate <= 0 or args.size < 20 or not 0 < args.link_scale <= 1000:
-        p.error("need --phase >= 1, --rate > 0, --size >= 20, 0 < --link-scale <= 1000")
+    if args.phase < 1 or (args.rate is not None and args.rate <= 0) or \
+            (args.size is not None and not 20 <= args.size <= 1400) or \
+            (args.link_scale is not None and not 0 < args.link_scale <= 1000):
+        p.error("need --phase >= 1, --rate > 0, 20 <= --size <= 1400, 0 < --link-scale <= 1000")
     from topologies.mininet_fabric import FabricNetError, check_names
 
     try:
@@ -668,12 +704,16 @@ def main(argv: list[str] | None = None) -> int:
     # a process started in the background by a shell without job control inherits SIGINT
     # ignored, and Python then keeps ignoring it: Ctrl-C / SIGINT must always clean up
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    chosen = default_load(targets)
+    rate = chosen.rate_mbps if args.rate is None else args.rate
+    size = chosen.size if args.size is None else args.size
+    link_scale = chosen.link_scale if args.link_scale is None else args.link_scale
     summaries = []
     try:
         for target in targets:
-            summaries.append(run(Scenario(args.fabric, args.phase, args.rate, args.size,
+            summaries.append(run(Scenario(args.fabric, args.phase, rate, size,
                                           args.prefix, args.out, not args.ecmp,
-                                          reccl=not args.no_reccl, link_scale=args.link_scale,
+                                          reccl=not args.no_reccl, link_scale=link_scale,
                                           target=target)))
     except KeyboardInterrupt:
         print("\n[testbed] interrupted: cleaned up", file=sys.stderr)

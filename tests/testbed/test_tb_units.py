@@ -243,3 +243,27 @@ def test_testbed_softswitches_use_v2_rings_unless_told_otherwise(monkeypatch):
     monkeypatch.setenv("SOFTSWITCH_RINGS", "version=3,timeout_ms=2")
     env = P4RuntimeSwitch.environment(SimpleNamespace(target="softswitch"))
     assert env["SOFTSWITCH_RINGS"] == "version=3,timeout_ms=2"
+
+
+@pytest.mark.parametrize("args", [["--size", "19"], ["--size", "1401"], ["--rate", "0"]])
+def test_demo_refuses_a_load_out_of_range(args):
+    r = subprocess.run([sys.executable, "-m", "topologies.demo", *args],
+                       capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert args[0] in r.stderr
+
+
+def test_make_run_rates_follow_the_switch_engine(monkeypatch):
+    """The native engine's links run at 10x the examples' rates (more load, in full-size
+    frames); the Python engine and BMv2 stay at 1x, and a side-by-side run takes the load all
+    its targets carry."""
+    from topologies import demo
+
+    monkeypatch.setenv("SOFTSWITCH_ENGINE", "native")
+    assert demo.default_load(["softswitch"]) == demo.NATIVE_LOAD
+    assert demo.default_load(["bmv2"]) == demo.BASE_LOAD
+    assert demo.default_load(["softswitch", "bmv2"]) == demo.BASE_LOAD
+    monkeypatch.setenv("SOFTSWITCH_ENGINE", "python")
+    assert demo.default_load(["softswitch"]) == demo.BASE_LOAD
+    assert demo.NATIVE_LOAD.link_scale >= 10 * demo.BASE_LOAD.link_scale
+    assert demo.NATIVE_LOAD.rate_mbps > demo.BASE_LOAD.rate_mbps
