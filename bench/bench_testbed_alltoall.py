@@ -6,10 +6,10 @@ per switch programming its switch over P4Runtime), then runs ``--reps``
 all-to-alls (topologies/alltoall.py): every host sends ``--bytes`` to every
 host it shares no leaf with, on both rails, over ``--flows`` TCP connections
 per pair and rail. Links run at the fabric's capacities times ``--scale``
-(0.2: 2 Mbit/s, chosen when the switches ran on the Python engine, so that the
-~1,300 frames/s the hosts inject stayed within what six of them forward on two
-cores; on the native engine the switches are not the limit, yet at ``--scale 2``
-the whole testbed was CPU-bound: docs/testbed.md). The fabric file given to the
+(2: 20 Mbit/s, 10x the 2 Mbit/s chosen when the switches ran on the Python engine;
+measured idle on the native engine at 10x: 165-377 TCP retransmissions per 8 runs as
+at 1x, a third of the two cores idle, docs/testbed.md; ``--scale 0.2 --bytes 100000``
+is the Python engine's setting, the same 3.2 s NIC-bound ideal). The fabric file given to the
 daemons is scaled too, so their capacity-normalised congestion levels are right.
 
 Modes: ECMP (the baseline), SGLB (in-band feedback: leaves tag their traffic,
@@ -154,6 +154,18 @@ def run_mode(fabric, glb: bool, gap_us: int, feedback: Feedback, label: str, arg
     return {"reps": reps, "timing": timing}
 
 
+# The feedback times chosen at 2 Mbit/s links (docs/sglb.md, "Testbed settings"). They are
+# counted in frame times (several loaded round trips, the spread of one-way delays), so they
+# shrink as the links speed up: at --scale 2 unscaled they cost SGLB its margin (thin 0.79x,
+# symmetric 0.98x, 8 runs), scaled 1.09x and 1.09x (docs/sglb-vs-ecmp.md, #16).
+FEEDBACK_AT_0_2 = {"fresh_us": 200_000, "gap_margin_us": 50_000, "gap_unknown_us": 200_000}
+
+
+def feedback_times(scale: float) -> dict[str, int]:
+    """FEEDBACK_AT_0_2 for links at `scale` x the fabric's capacities."""
+    return {name: max(1, round(us * 0.2 / scale)) for name, us in FEEDBACK_AT_0_2.items()}
+
+
 def testbed_feedback(args) -> Feedback:
     """The leaves' feedback settings for this run (docs/sglb.md, "Testbed settings")."""
     return Feedback(enabled=True, tag_frame_max=args.fabric_mtu + 14, fresh_us=args.fresh_us,
@@ -188,8 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--reps", type=int, default=4)
     p.add_argument("--flows", type=int, default=4, help="TCP connections per host pair and rail")
-    p.add_argument("--bytes", type=int, default=100_000, help="bytes per connection")
-    p.add_argument("--scale", type=float, default=0.2, help="link rate = fabric capacity x this")
+    p.add_argument("--bytes", type=int, default=1_000_000, help="bytes per connection")
+    p.add_argument("--scale", type=float, default=2.0, help="link rate = fabric capacity x this")
     p.add_argument("--settle", type=float, default=1.5, help="s after programming before the first run")
     p.add_argument("--start-offset", type=float, default=1.0,
                    help="s from spawning the senders to their common start (Python start-up)")
@@ -198,12 +210,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--flowlet-gap-us", type=int, default=TESTBED.flowlet_gap_us,
                    help="SGLB's flowlet gap (us); the delay-skew rule holds flowlets longer")
     p.add_argument("--fabric-mtu", type=int, default=1520, help="MTU of the leaf-spine links")
-    p.add_argument("--fresh-us", type=int, default=200_000,
-                   help="feedback this young replaces the profile (stale after 10x)")
-    p.add_argument("--gap-margin-us", type=int, default=50_000,
-                   help="added to a measured delay skew (the spread of one-way delays here)")
-    p.add_argument("--gap-unknown-us", type=int, default=200_000,
-                   help="idle time to move a flowlet where path delays are unknown")
+    p.add_argument("--fresh-us", type=int, default=None,
+                   help="feedback this young replaces the profile (stale after 10x; default "
+                        f"{FEEDBACK_AT_0_2['fresh_us']} at --scale 0.2, scaled with the frame time)")
+    p.add_argument("--gap-margin-us", type=int, default=None,
+                   help="added to a measured delay skew (the spread of one-way delays here; "
+                        f"default {FEEDBACK_AT_0_2['gap_margin_us']} at --scale 0.2, scaled)")
+    p.add_argument("--gap-unknown-us", type=int, default=None,
+                   help="idle time to move a flowlet where path delays are unknown (default "
+                        f"{FEEDBACK_AT_0_2['gap_unknown_us']} at --scale 0.2, scaled)")
     p.add_argument("--profiles-only", action="store_true",
                    help="also run SGLB without in-band feedback, one run per --sglb-gaps-us")
     p.add_argument("--sglb-gaps-us", default=f"{TESTBED.flowlet_gap_us},100000",
@@ -212,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.reps < 1 or args.flows < 1 or args.bytes < 1 or args.scale <= 0:
         p.error("need --reps, --flows, --bytes >= 1 and --scale > 0")
+    for name, us in feedback_times(args.scale).items():
+        if getattr(args, name) is None:
+            setattr(args, name, us)
     try:
         mode_list(args)
     except ValueError as e:

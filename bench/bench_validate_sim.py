@@ -9,7 +9,7 @@ SGLB (SyncMesh as the testbed runs it: profiles every 1 s, counters every 0.25 s
 ideal spraying over ``--seeds`` seeds (ECMP's hash and SGLB's tie-breaks
 change with the seed). With ``--testbed out/.../alltoall.json`` (the
 benchmark's figures) it prints the measured ECMP/SGLB ratio beside the
-prediction. No root needed; a few seconds.
+prediction, for the workload that run had (its args in the JSON). No root needed; a few seconds.
 """
 
 from __future__ import annotations
@@ -71,9 +71,12 @@ def predict(fabric: Fabric, flows: int, nbytes: int, seeds: int, sglb: dict) -> 
 def main(argv: list[str] | None = None) -> int:
     """Simulate both fabrics and print the prediction (and the measurement, if given)."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--flows", type=int, default=4)
-    p.add_argument("--bytes", type=int, default=100_000)
-    p.add_argument("--scale", type=float, default=0.2)
+    p.add_argument("--flows", type=int, default=None,
+                   help="default: the --testbed run's, else 4")
+    p.add_argument("--bytes", type=int, default=None,
+                   help="default: the --testbed run's, else 1000000 (the benchmark's default)")
+    p.add_argument("--scale", type=float, default=None,
+                   help="default: the --testbed run's, else 2 (the benchmark's default)")
     p.add_argument("--seeds", type=int, default=20)
     p.add_argument("--profile-period", type=float, default=1.0, help="SyncMesh profile period (s)")
     p.add_argument("--counter-interval", type=float, default=0.25,
@@ -82,14 +85,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--flowlet-fraction", type=float, default=0.25)
     p.add_argument("--testbed", type=Path, default=None, help="alltoall.json of the testbed benchmark")
     args = p.parse_args(argv)
-    if args.flows < 1 or args.bytes < 1 or args.scale <= 0 or args.seeds < 2:
-        p.error("need --flows, --bytes >= 1, --scale > 0, --seeds >= 2")
     measured = {}
+    ran: dict = {}  # the testbed run's workload: the prediction is for the same one
     if args.testbed is not None:
         try:
-            measured = json.loads(args.testbed.read_text())["fabrics"]
-        except (OSError, ValueError, KeyError) as e:
+            doc = json.loads(args.testbed.read_text())
+            measured = doc["fabrics"]
+            ran = doc.get("args") or {}
+        except (OSError, ValueError, KeyError, TypeError) as e:
             p.error(f"--testbed {args.testbed}: {e}")
+    for name, fallback in (("flows", 4), ("bytes", 1_000_000), ("scale", 2.0)):
+        if getattr(args, name) is None:
+            value = ran.get(name, fallback)
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                p.error(f"--testbed {args.testbed}: args.{name} is {value!r}, not a number")
+            setattr(args, name, value)
+    if args.flows < 1 or args.bytes < 1 or args.scale <= 0 or args.seeds < 2:
+        p.error("need --flows, --bytes >= 1, --scale > 0, --seeds >= 2")
     sglb = {"profile_period": args.profile_period, "counter_interval": args.counter_interval,
             "flowlet_interval": args.flowlet_interval, "flowlet_fraction": args.flowlet_fraction}
     print(f"simulator: {args.flows} flows x {args.bytes} B per host pair and rail, links x{args.scale:g}, "

@@ -178,3 +178,18 @@ def test_simulated_testbed_workload_matches_the_plan_and_the_nic_bound():
     assert simulate(net, wl, make_policy("spray")).makespan == pytest.approx(ideal, rel=1e-6)
     for seed in range(3):
         assert simulate(net, wl, make_policy("ecmp"), seed=seed).makespan >= ideal * (1 - 1e-9)
+
+
+def test_the_prediction_takes_the_testbed_runs_workload(tmp_path, capsys):
+    """Given a run's JSON the simulator predicts that run's workload (its scale, bytes and
+    flows), not the defaults; a JSON whose args are not numbers is refused by name."""
+    mod = _validate_module()
+    run = tmp_path / "alltoall.json"
+    run.write_text(json.dumps({"args": {"flows": 2, "bytes": 50_000, "scale": 0.5},
+                               "fabrics": {}}))
+    assert mod.main(["--testbed", str(run), "--seeds", "2"]) == 0
+    assert "2 flows x 50000 B per host pair and rail, links x0.5" in capsys.readouterr().out
+    run.write_text(json.dumps({"args": {"scale": "fast"}, "fabrics": {}}))
+    with pytest.raises(SystemExit) as e:
+        mod.main(["--testbed", str(run), "--seeds", "2"])
+    assert e.value.code == 2 and "args.scale is 'fast'" in capsys.readouterr().err
