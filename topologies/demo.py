@@ -19,8 +19,10 @@ datagrams (about 900 packets/s each); on the Python engine and on BMv2 at the
 examples' rates with 2.5 Mbit/s per flow of 1,200-byte datagrams (about 250
 packets/s). Either way the CPU is not the limit: the switches forward far more,
 and the hosts' Python senders and receivers keep their send times (at 25 Mbit/s
-per flow they did not: docs/testbed.md, "Link rates versus the CPU"). Ctrl-C (or SIGTERM) stops traffic, daemons and switches and removes
-every interface this run created (only those).
+per flow they did not: docs/testbed.md, "Link rates versus the CPU").
+
+Ctrl-C (or SIGTERM) stops traffic, daemons and switches and removes every
+interface this run created (only those).
 """
 
 from __future__ import annotations
@@ -673,7 +675,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"topologies.demo: error: {e}", file=sys.stderr)
             return 2
         return 0
-    if args.phase < 1 or (args.rate is not None and args.rate <= 0) or \
+    if args.phase < 1 or (args.rate is not None and not args.rate > 0) or \
             (args.size is not None and not 20 <= args.size <= 1400) or \
             (args.link_scale is not None and not 0 < args.link_scale <= 1000):
         p.error("need --phase >= 1, --rate > 0, 20 <= --size <= 1400, 0 < --link-scale <= 1000")
@@ -694,6 +696,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if "bmv2" in targets and not check_bmv2():
         return 2
+    from softswitch.engine.errors import SwitchError
+
+    try:
+        chosen = default_load(targets)
+    except SwitchError as e:  # a $SOFTSWITCH_ENGINE that names no engine
+        print(f"topologies.demo: error: {e}", file=sys.stderr)
+        return 2
+    rate = chosen.rate_mbps if args.rate is None else args.rate
+    size = chosen.size if args.size is None else args.size
+    link_scale = chosen.link_scale if args.link_scale is None else args.link_scale
     if os.geteuid() != 0:
         print("topologies.demo: error: Mininet needs root", file=sys.stderr)
         return 2
@@ -704,10 +716,6 @@ def main(argv: list[str] | None = None) -> int:
     # a process started in the background by a shell without job control inherits SIGINT
     # ignored, and Python then keeps ignoring it: Ctrl-C / SIGINT must always clean up
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    chosen = default_load(targets)
-    rate = chosen.rate_mbps if args.rate is None else args.rate
-    size = chosen.size if args.size is None else args.size
-    link_scale = chosen.link_scale if args.link_scale is None else args.link_scale
     summaries = []
     try:
         for target in targets:

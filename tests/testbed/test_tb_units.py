@@ -1,5 +1,6 @@
 """Testbed pieces that need no root: flow choice, name checks, figures, command-line errors."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -245,7 +246,8 @@ def test_testbed_softswitches_use_v2_rings_unless_told_otherwise(monkeypatch):
     assert env["SOFTSWITCH_RINGS"] == "version=3,timeout_ms=2"
 
 
-@pytest.mark.parametrize("args", [["--size", "19"], ["--size", "1401"], ["--rate", "0"]])
+@pytest.mark.parametrize("args", [["--size", "19"], ["--size", "1401"], ["--rate", "0"],
+                                  ["--rate", "nan"]])
 def test_demo_refuses_a_load_out_of_range(args):
     r = subprocess.run([sys.executable, "-m", "topologies.demo", *args],
                        capture_output=True, text=True, cwd=REPO)
@@ -267,3 +269,10 @@ def test_make_run_rates_follow_the_switch_engine(monkeypatch):
     assert demo.default_load(["softswitch"]) == demo.BASE_LOAD
     assert demo.NATIVE_LOAD.link_scale >= 10 * demo.BASE_LOAD.link_scale
     assert demo.NATIVE_LOAD.rate_mbps > demo.BASE_LOAD.rate_mbps
+
+
+def test_demo_names_an_unknown_engine_before_it_builds_anything():
+    r = subprocess.run([sys.executable, "-m", "topologies.demo"], capture_output=True, text=True,
+                       cwd=REPO, env={**os.environ, "SOFTSWITCH_ENGINE": "bogus"})
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "SOFTSWITCH_ENGINE='bogus'" in r.stderr
