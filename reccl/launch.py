@@ -16,14 +16,12 @@ launcher's secret exported as RECCL_SECRET.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from . import auth
@@ -83,8 +81,8 @@ def launch(hosts: list[HostSpec], nproc_per_host: int, argv: list[str],
                          RECCL_WORLD_SIZE=str(world), RECCL_STORE=store, RECCL_HOST=h.name,
                          RECCL_NICS=",".join(h.nics), RECCL_SECRET=secret)
                 cmd = (["ip", "netns", "exec", h.netns] if h.netns else []) + list(argv)
-                with _spawning():
-                    procs.append(subprocess.Popen(cmd, env=e, start_new_session=True))
+                _check_sigterm()
+                procs.append(subprocess.Popen(cmd, env=e, start_new_session=True))
                 rank += 1
         return _wait(procs, timeout)
     finally:
@@ -115,6 +113,7 @@ def _kill(p: subprocess.Popen) -> None:
 def _wait(procs: list[subprocess.Popen], timeout: float | None) -> list[int]:
     end = None if timeout is None else time.monotonic() + timeout
     while True:
+        _check_sigterm()
         codes = [p.poll() for p in procs]
         if all(c is not None for c in codes):
             return [int(c) for c in codes]  # type: ignore[arg-type]
@@ -140,27 +139,21 @@ class _Terminated(Exception):
 
 
 class _SigTerm:
-    deferred = False
-    """True while a rank is being spawned."""
     received = False
+    """Set by the handler; the launcher acts on it at its own checkpoints."""
 
 
 def _on_sigterm(*_: object) -> None:
+    # Only a flag: an exception raised from here lands wherever the main thread is, and
+    # inside Popen.poll() (between its waitpid lock's acquire and the try that releases
+    # it) it left the lock held, so the clean-up's wait() blocked for ever on a rank.
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the clean-up
     _SigTerm.received = True
-    if not _SigTerm.deferred:
-        raise _Terminated
 
 
-@contextlib.contextmanager
-def _spawning() -> Iterator[None]:
-    """SIGTERM waits until the rank being spawned is in the list the clean-up stops (raised
-    inside Popen, after the fork, it left that rank running)."""
-    _SigTerm.deferred = True
-    try:
-        yield
-    finally:
-        _SigTerm.deferred = False
+def _check_sigterm() -> None:
+    """Raise _Terminated if SIGTERM came: called where no lock is held and every rank
+    started so far is in the list the clean-up stops."""
     if _SigTerm.received:
         raise _Terminated
 
@@ -182,8 +175,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--store", help="use this store instead of serving one (HOST:PORT)")
     ap.add_argument("--timeout", type=float)
     ns = ap.parse_args(args)
-    # SIGTERM unwinds launch(), whose clean-up stops every rank (its default action
-    # would leave them running: they are in sessions of their own)
+    # SIGTERM unwinds launch() at its next checkpoint (within 20 ms), and its clean-up
+    # stops every rank (the default action would leave them running: they are in sessions
+    # of their own)
+    _SigTerm.received = False
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         hosts = [parse_host(h) for h in ns.host] or [HostSpec("localhost", ("127.0.0.1",))]
@@ -193,6 +188,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"reccl-run: {e}", file=sys.stderr)
         return 2
     except _Terminated:
+        print("reccl-run: SIGTERM: every rank stopped", file=sys.stderr)
+        return 128 + signal.SIGTERM
+    if _SigTerm.received:  # it came while the ranks were being stopped anyway
         print("reccl-run: SIGTERM: every rank stopped", file=sys.stderr)
         return 128 + signal.SIGTERM
     # The first rank's own failure, not the SIGTERM the others then received.

@@ -129,6 +129,30 @@ def test_sigterm_with_the_rendezvous_in_flight(ranks, busy_cores):
     asyncio.run(scenario())
 
 
+def test_the_launchers_sigterm_handler_only_sets_a_flag_its_wait_loop_acts_on():
+    """An exception raised from the handler lands wherever the launcher is; inside
+    Popen.poll() it once left the waitpid lock held and the clean-up's wait() hung (a loaded
+    suite run). So the handler raises nothing, and the wait loop stops at its next turn."""
+    from reccl import launch
+
+    before = signal.getsignal(signal.SIGTERM)
+    rank = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        launch._SigTerm.received = False
+        launch._on_sigterm(signal.SIGTERM, None)  # must return, not raise
+        assert launch._SigTerm.received
+        with pytest.raises(launch._Terminated):
+            launch._wait([rank], None)
+        launch._kill(rank)  # the clean-up's wait: the lock is free
+        assert rank.returncode == -signal.SIGTERM
+    finally:
+        signal.signal(signal.SIGTERM, before)
+        launch._SigTerm.received = False
+        if rank.poll() is None:
+            rank.kill()
+            rank.wait()
+
+
 def test_launcher_stops_its_ranks_on_sigterm(tmp_path, busy_cores):
     """``reccl-run`` SIGTERMed as its second rank starts (odd rounds: the launcher paused
     and continued first, and one rank paused): it stops both and exits 143 (its ranks are
