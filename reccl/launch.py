@@ -184,13 +184,11 @@ def main(argv: list[str] | None = None) -> int:
         hosts = [parse_host(h) for h in ns.host] or [HostSpec("localhost", ("127.0.0.1",))]
         codes = launch(hosts, ns.nproc_per_host, cmd, timeout=ns.timeout,
                        world_size=ns.world_size, rank_offset=ns.rank_offset, store=ns.store)
+        _check_sigterm()  # it may have come while the ranks were being stopped anyway
     except ValueError as e:
         print(f"reccl-run: {e}", file=sys.stderr)
         return 2
     except _Terminated:
-        print("reccl-run: SIGTERM: every rank stopped", file=sys.stderr)
-        return 128 + signal.SIGTERM
-    if _SigTerm.received:  # it came while the ranks were being stopped anyway
         print("reccl-run: SIGTERM: every rank stopped", file=sys.stderr)
         return 128 + signal.SIGTERM
     # The first rank's own failure, not the SIGTERM the others then received.
